@@ -1,2 +1,62 @@
-//! placeholder
+//! # kubesched-framework
+//!
+//! The core of kubesched: kube-scheduler's scheduling framework as a Rust library.
+//!
+//! - [`plugin`]: one small object-safe trait per extension point (QueueSort,
+//!   PreFilter, Filter, PostFilter, PreScore, Score, Reserve, Permit, PreBind, Bind,
+//!   PostBind), all `Send + Sync`;
+//! - [`Status`] with kube-scheduler's codes and reasons, [`CycleState`] for typed
+//!   per-cycle data;
+//! - [`NodeInfo`] and [`Snapshot`]: the cluster with exact resource accounting
+//!   ([`quantity`] follows apimachinery's rules, [`resource`] kube-scheduler's request
+//!   arithmetic);
+//! - [`Registry`] (plugin name → factory) and [`Framework`] (one per profile, built from
+//!   a `kubesched_config::Profile`);
+//! - [`Scheduler`]: the scheduling cycle over profiles that share one snapshot.
+//!
+//! Sibling crates: `kubesched-config` (KubeSchedulerConfiguration),
+//! `kubesched-plugins` (the in-tree plugins), `kubesched-sim` (the `kubesched` CLI).
+//!
+//! ```
+//! use std::sync::Arc;
+//! use kubesched_framework::{Code, CycleState, FilterPlugin, NodeInfo, Plugin, PodInfo, Status};
+//!
+//! struct OnlyLinux;
+//! impl Plugin for OnlyLinux {
+//!     fn name(&self) -> &str { "OnlyLinux" }
+//!     fn as_filter(self: Arc<Self>) -> Option<Arc<dyn FilterPlugin>> { Some(self) }
+//! }
+//! impl FilterPlugin for OnlyLinux {
+//!     fn filter(&self, _: &CycleState, _: &PodInfo, node: &NodeInfo) -> Status {
+//!         match node.label("kubernetes.io/os") {
+//!             Some("linux") => Status::success(),
+//!             _ => Status::new(Code::UnschedulableAndUnresolvable, "node(s) are not linux"),
+//!         }
+//!     }
+//! }
+//! ```
+
+pub mod cycle_state;
+pub mod framework;
+pub mod node_info;
+pub mod plugin;
+pub mod pod_info;
 pub mod quantity;
+pub mod registry;
+pub mod resource;
+pub mod schedule;
+pub mod snapshot;
+pub mod status;
+
+pub use cycle_state::{CycleState, StateData};
+pub use framework::{Framework, FrameworkError, NodePluginScores, PluginScore};
+pub use node_info::{HostPortInfo, ImageStateSummary, NodeInfo};
+pub use plugin::*;
+pub use pod_info::{DEFAULT_SCHEDULER_NAME, HostPort, PodInfo};
+pub use registry::{Handle, PluginError, PluginFactory, PodBinder, Registry};
+pub use schedule::{
+    Diagnosis, FitError, HostSelection, NodeSearch, Outcome, ScheduleError, ScheduleResult,
+    Scheduler, SchedulerError, SchedulerOptions,
+};
+pub use snapshot::{ClusterObjects, Snapshot, SnapshotError};
+pub use status::{Code, Reason, Status};

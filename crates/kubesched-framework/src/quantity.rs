@@ -1,38 +1,910 @@
-//! Kubernetes resource quantities (`500m`, `1.5Gi`, `2e9`) parsed by apimachinery's rules.
+//! Kubernetes resource quantities (`500m`, `1.5Gi`, `2e9`), parsed by apimachinery's rules
+//! and stored the way the API server stores them.
 //!
-//! PLACEHOLDER: the real implementation is being written. The public API below is fixed.
+//! The grammar is apimachinery's `ParseQuantity` (`resource/quantity.go`, `suffix.go`):
+//! an optional sign, digits with an optional `.` and fraction (`5.`, `.5` and even a bare
+//! `.` are numbers), then one suffix: a decimal SI suffix (`n u m "" k M G T P E`), a binary
+//! one (`Ki Mi Gi Ti Pi Ei`) or a decimal exponent (`e3`, `E-3`, `e+3`). The scanner is more
+//! permissive than the regular expression it quotes in its error: a missing number is 0, so
+//! `"Gi"`, `"m"`, `"+"` and `"."` parse as zero, exactly as they do in Go, while `"Pi"` and
+//! `"e-10"` fail with the "numeric" error because Go takes its big-decimal path for them.
+//! Nothing is trimmed: `" 1"` is an error here (JSON decoding trims, see
+//! [`crate::resource::parse_resource_list`]).
+//!
+//! Values: Go keeps a parsed quantity exact to nano units (rounding a finer magnitude up,
+//! away from zero) and caps binary-suffixed magnitudes at 2^63-1; the API server's defaulting
+//! (`SetDefaults_ResourceList`) then rounds every resource-list value up to milli units,
+//! again away from zero (`RoundUp(-3)`). The scheduler only ever sees that milli-rounded value,
+//! so a [`Quantity`] is a single `i128` count of milli units. Sums are exact (saturating at the
+//! `i128` range, far beyond anything Go represents as a valid request), and the integer
+//! accessors round like Go's `Value()` / `MilliValue()`: away from zero, so `128m` bytes is
+//! 1 byte and `-1500m` is -2.
 
 use std::fmt;
+use std::ops::{Add, AddAssign};
+use std::str::FromStr;
 
-/// A parsed resource quantity, stored exactly as the API server stores it
-/// (rounded up to milli units).
+/// A resource quantity, stored exactly as the API server stores it: rounded up (away from
+/// zero) to milli units.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Quantity {
     milli: i128,
 }
 
-/// Why a quantity string could not be parsed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")]
-pub struct QuantityError;
+/// Which of apimachinery's three parse errors a [`QuantityError`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum QuantityErrorKind {
+    /// `ErrFormatWrong`: the text is not a number followed by a suffix (also the empty string).
+    Format,
+    /// `ErrNumeric`: the number has no digit where Go needs one (`"e-10"`, `"Pi"`).
+    Numeric,
+    /// `ErrSuffix`: the suffix is not one Kubernetes knows (`"1i"`, `"1ki"`, `"1e"`).
+    Suffix,
+}
 
-impl Quantity {
-    /// Parses a quantity string.
-    pub fn parse(_s: &str) -> Result<Quantity, QuantityError> {
-        Err(QuantityError)
-    }
-    /// The value in milli units, rounded up (apimachinery `MilliValue`).
-    pub fn milli_value(&self) -> i64 {
-        self.milli as i64
-    }
-    /// The value in whole units, rounded up (apimachinery `Value`).
-    pub fn value(&self) -> i64 {
-        (self.milli / 1000) as i64
+impl QuantityErrorKind {
+    /// The message apimachinery's error carries.
+    pub fn message(self) -> &'static str {
+        match self {
+            QuantityErrorKind::Format => {
+                "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+            }
+            QuantityErrorKind::Numeric => "unable to parse numeric part of quantity",
+            QuantityErrorKind::Suffix => "unable to parse quantity's suffix",
+        }
     }
 }
 
+/// Why a quantity string could not be parsed; displays as apimachinery's error message.
+///
+/// apimachinery has no out-of-range error: too large values are capped (binary suffixes) or
+/// kept exact (decimal ones); here they saturate, see [`Quantity::parse`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", .kind.message())]
+pub struct QuantityError {
+    kind: QuantityErrorKind,
+}
+
+impl QuantityError {
+    /// An error of the given kind.
+    pub fn new(kind: QuantityErrorKind) -> QuantityError {
+        QuantityError { kind }
+    }
+
+    /// Which error this is.
+    pub fn kind(&self) -> QuantityErrorKind {
+        self.kind
+    }
+}
+
+/// 2^63-1, the magnitude apimachinery caps binary-suffixed quantities at.
+const MAX_INT64: u64 = i64::MAX as u64;
+
+impl Quantity {
+    /// Zero.
+    pub const ZERO: Quantity = Quantity { milli: 0 };
+
+    /// Parses a quantity string as apimachinery's `ParseQuantity` does, then rounds it up to
+    /// milli units as the API server's defaulting does.
+    ///
+    /// Magnitudes beyond the `i128` milli range (about 1.7e35 units, only reachable with
+    /// decimal suffixes or exponents, which Go keeps exact) saturate.
+    pub fn parse(s: &str) -> Result<Quantity, QuantityError> {
+        let bytes = s.as_bytes();
+        if bytes.is_empty() {
+            return Err(QuantityError::new(QuantityErrorKind::Format));
+        }
+        let scanned = scan(bytes)?;
+        let suffix = interpret_suffix(scanned.suffix)
+            .ok_or(QuantityError::new(QuantityErrorKind::Suffix))?;
+
+        // Go parses with an int64 fast path and falls back to inf.Dec, whose SetString needs
+        // at least one digit. The values agree; only that fallback can fail.
+        if !scanned.has_digit && !fast_path_applies(&scanned, suffix) {
+            return Err(QuantityError::new(QuantityErrorKind::Numeric));
+        }
+
+        let magnitude = milli_magnitude(&scanned, suffix);
+        let milli = if scanned.negative {
+            -magnitude
+        } else {
+            magnitude
+        };
+        Ok(Quantity { milli })
+    }
+
+    /// A quantity of `milli` thousandths.
+    pub fn from_milli(milli: i128) -> Quantity {
+        Quantity { milli }
+    }
+
+    /// A quantity of `value` whole units.
+    pub fn from_value(value: i64) -> Quantity {
+        Quantity {
+            milli: i128::from(value) * 1000,
+        }
+    }
+
+    /// The exact value in milli units.
+    pub fn milli(&self) -> i128 {
+        self.milli
+    }
+
+    /// apimachinery's `MilliValue()`: the value in milli units (exact, since quantities are
+    /// milli-rounded), saturating at the `i64` range.
+    pub fn milli_value(&self) -> i64 {
+        saturate_i64(self.milli)
+    }
+
+    /// apimachinery's `Value()`: the value in whole units, a fractional part rounded away
+    /// from zero (memory `128m` is 1 byte, `-1500m` is -2), saturating at the `i64` range.
+    pub fn value(&self) -> i64 {
+        let whole = self.milli / 1000;
+        let rounded = if self.milli % 1000 == 0 {
+            whole
+        } else if self.milli > 0 {
+            whole + 1
+        } else {
+            whole - 1
+        };
+        saturate_i64(rounded)
+    }
+
+    /// `true` when the quantity is zero.
+    pub fn is_zero(&self) -> bool {
+        self.milli == 0
+    }
+}
+
+fn saturate_i64(v: i128) -> i64 {
+    i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX })
+}
+
+impl Add for Quantity {
+    type Output = Quantity;
+    fn add(self, rhs: Quantity) -> Quantity {
+        Quantity {
+            milli: self.milli.saturating_add(rhs.milli),
+        }
+    }
+}
+
+impl AddAssign for Quantity {
+    fn add_assign(&mut self, rhs: Quantity) {
+        *self = *self + rhs;
+    }
+}
+
+impl FromStr for Quantity {
+    type Err = QuantityError;
+    fn from_str(s: &str) -> Result<Quantity, QuantityError> {
+        Quantity::parse(s)
+    }
+}
+
+/// A canonical form that parses back to the same value: a plain integer when the value is
+/// whole (`2`, `1073741824`), otherwise milli units (`1500m`). (Not Go's `String()`, which
+/// also picks suffixes.)
 impl fmt::Display for Quantity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}m", self.milli)
+        if self.milli % 1000 == 0 {
+            write!(f, "{}", self.milli / 1000)
+        } else {
+            write!(f, "{}m", self.milli)
+        }
+    }
+}
+
+/// What Go's scanner (`parseQuantityString`) splits a quantity into.
+struct Scanned<'a> {
+    negative: bool,
+    /// Integer digits without leading zeros (may be empty: Go then uses "0").
+    num: &'a [u8],
+    /// Fraction digits (may be empty).
+    denom: &'a [u8],
+    /// Whether the number part has any digit at all (leading zeros included).
+    has_digit: bool,
+    suffix: &'a str,
+}
+
+fn is_suffix_letter(b: u8) -> bool {
+    b"eEinumkKMGTP".contains(&b)
+}
+
+/// Splits sign, integer digits, fraction digits and suffix the way Go's scanner does.
+fn scan(s: &[u8]) -> Result<Scanned<'_>, QuantityError> {
+    let end = s.len();
+    let mut pos = 0;
+    let mut negative = false;
+    match s[0] {
+        b'-' => {
+            negative = true;
+            pos = 1;
+        }
+        b'+' => pos = 1,
+        _ => {}
+    }
+    let mut out = Scanned {
+        negative,
+        num: &[],
+        denom: &[],
+        has_digit: false,
+        suffix: "",
+    };
+
+    // Leading zeros; nothing after them means the quantity is zero.
+    while pos < end && s[pos] == b'0' {
+        out.has_digit = true;
+        pos += 1;
+    }
+    if pos == end {
+        return Ok(out);
+    }
+
+    let num_start = pos;
+    while pos < end && s[pos].is_ascii_digit() {
+        pos += 1;
+    }
+    out.num = &s[num_start..pos];
+    out.has_digit |= pos > num_start;
+    if pos == end {
+        return Ok(out);
+    }
+
+    if s[pos] == b'.' {
+        pos += 1;
+        let denom_start = pos;
+        while pos < end && s[pos].is_ascii_digit() {
+            pos += 1;
+        }
+        out.denom = &s[denom_start..pos];
+        out.has_digit |= pos > denom_start;
+        if pos == end {
+            return Ok(out);
+        }
+    }
+
+    let suffix_start = pos;
+    while pos < end && is_suffix_letter(s[pos]) {
+        pos += 1;
+    }
+    if pos < end && (s[pos] == b'+' || s[pos] == b'-') {
+        pos += 1;
+    }
+    while pos < end && s[pos].is_ascii_digit() {
+        pos += 1;
+    }
+    if pos < end {
+        return Err(QuantityError::new(QuantityErrorKind::Format));
+    }
+    // Only ASCII bytes were consumed from suffix_start, so this cannot split a character.
+    out.suffix = std::str::from_utf8(&s[suffix_start..]).unwrap_or("");
+    Ok(out)
+}
+
+/// The base and format a suffix stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Suffix {
+    /// `n u m "" k M G T P E`: times 10^exp.
+    DecimalSi(i32),
+    /// `Ki .. Ei`: times 2^exp.
+    BinarySi(u32),
+    /// `e<int>` / `E<int>`: times 10^exp (the exponent wraps to 32 bits as in Go).
+    DecimalExponent(i32),
+}
+
+fn interpret_suffix(s: &str) -> Option<Suffix> {
+    let decimal = match s {
+        "" => Some(0),
+        "n" => Some(-9),
+        "u" => Some(-6),
+        "m" => Some(-3),
+        "k" => Some(3),
+        "M" => Some(6),
+        "G" => Some(9),
+        "T" => Some(12),
+        "P" => Some(15),
+        "E" => Some(18),
+        _ => None,
+    };
+    if let Some(exp) = decimal {
+        return Some(Suffix::DecimalSi(exp));
+    }
+    let binary = match s {
+        "Ki" => Some(10),
+        "Mi" => Some(20),
+        "Gi" => Some(30),
+        "Ti" => Some(40),
+        "Pi" => Some(50),
+        "Ei" => Some(60),
+        _ => None,
+    };
+    if let Some(exp) = binary {
+        return Some(Suffix::BinarySi(exp));
+    }
+    if s.len() > 1 && (s.starts_with('e') || s.starts_with('E')) {
+        // strconv.ParseInt(s[1:], 10, 64), then int32(...): Go truncates to 32 bits.
+        let parsed: i64 = s[1..].parse().ok()?;
+        return Some(Suffix::DecimalExponent(parsed as i32));
+    }
+    None
+}
+
+/// Whether Go's int64 fast path handles the quantity (else it uses inf.Dec, which fails on a
+/// number without digits).
+fn fast_path_applies(q: &Scanned<'_>, suffix: Suffix) -> bool {
+    let num_len = q.num.len().max(1) as i64; // Go substitutes "0" for an empty num
+    let denom_len = q.denom.len() as i64;
+    match suffix {
+        Suffix::DecimalSi(exp) | Suffix::DecimalExponent(exp) => {
+            let precision = 18 - (num_len + denom_len);
+            precision >= 0 && i64::from(exp) - denom_len >= -9
+        }
+        Suffix::BinarySi(exp) => {
+            if denom_len != 0 {
+                return false;
+            }
+            let precision = 15 - num_len - i64::from(exp) * 3 / 10 - 1;
+            if precision < 0 {
+                return false;
+            }
+            // The product num * 2^exp must fit an int64 (num has at most 14 digits here).
+            let num: u128 = std::str::from_utf8(q.num)
+                .ok()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+            (num << exp) <= u128::from(MAX_INT64)
+        }
+    }
+}
+
+/// |value| in milli units, rounded up; binary magnitudes capped at 2^63-1 units first;
+/// saturating at `i128::MAX`.
+fn milli_magnitude(q: &Scanned<'_>, suffix: Suffix) -> i128 {
+    let mut d = BigUint::from_digits(q.num.iter().chain(q.denom.iter()));
+    if d.is_zero() {
+        return 0;
+    }
+    let denom_len = q.denom.len() as i64;
+    let mut e10 = match suffix {
+        Suffix::DecimalSi(exp) | Suffix::DecimalExponent(exp) => i64::from(exp) - denom_len + 3,
+        Suffix::BinarySi(exp) => {
+            d.shl(exp);
+            // Units are d / 10^denom_len; Go caps them at 2^63-1 (after rounding to nano,
+            // which cannot change whether they exceed that integer).
+            let mut limit = BigUint::from_u128(u128::from(MAX_INT64));
+            for _ in 0..denom_len {
+                limit.mul_add_small(10, 0);
+            }
+            if d.cmp_big(&limit) == std::cmp::Ordering::Greater {
+                return i128::from(i64::MAX) * 1000;
+            }
+            3 - denom_len
+        }
+    };
+    if e10 >= 0 {
+        while e10 > 0 {
+            if d.bit_len() > 128 {
+                return i128::MAX;
+            }
+            let step = e10.min(9);
+            d.mul_add_small(10u32.pow(step as u32), 0);
+            e10 -= step;
+        }
+        d.to_i128_saturating()
+    } else {
+        let mut k = -e10;
+        let mut remainder = false;
+        while k > 0 && !d.is_zero() {
+            let step = k.min(9);
+            remainder |= d.div_small(10u32.pow(step as u32)) != 0;
+            k -= step;
+        }
+        // Any non-zero digit dropped (all of them when d reached zero) rounds up.
+        let truncated = d.to_i128_saturating();
+        if remainder {
+            truncated.saturating_add(1)
+        } else {
+            truncated
+        }
+    }
+}
+
+/// Just enough arbitrary-precision unsigned arithmetic for exact parsing: little-endian
+/// 32-bit limbs, no trailing zero limbs.
+struct BigUint {
+    limbs: Vec<u32>,
+}
+
+impl BigUint {
+    fn from_u128(mut v: u128) -> BigUint {
+        let mut limbs = Vec::new();
+        while v != 0 {
+            limbs.push(v as u32);
+            v >>= 32;
+        }
+        BigUint { limbs }
+    }
+
+    fn from_digits<'a>(digits: impl Iterator<Item = &'a u8>) -> BigUint {
+        let mut n = BigUint { limbs: Vec::new() };
+        for &d in digits {
+            n.mul_add_small(10, u32::from(d - b'0'));
+        }
+        n
+    }
+
+    fn is_zero(&self) -> bool {
+        self.limbs.is_empty()
+    }
+
+    fn mul_add_small(&mut self, m: u32, a: u32) {
+        let mut carry = u64::from(a);
+        for limb in &mut self.limbs {
+            let v = u64::from(*limb) * u64::from(m) + carry;
+            *limb = v as u32;
+            carry = v >> 32;
+        }
+        if carry != 0 {
+            self.limbs.push(carry as u32);
+        }
+        self.trim();
+    }
+
+    /// Divides in place, returning the remainder.
+    fn div_small(&mut self, d: u32) -> u32 {
+        let mut rem = 0u64;
+        for limb in self.limbs.iter_mut().rev() {
+            let cur = (rem << 32) | u64::from(*limb);
+            *limb = (cur / u64::from(d)) as u32;
+            rem = cur % u64::from(d);
+        }
+        self.trim();
+        rem as u32
+    }
+
+    fn shl(&mut self, mut bits: u32) {
+        while bits > 0 {
+            let step = bits.min(31);
+            self.mul_add_small(1 << step, 0);
+            bits -= step;
+        }
+    }
+
+    fn trim(&mut self) {
+        while self.limbs.last() == Some(&0) {
+            self.limbs.pop();
+        }
+    }
+
+    fn bit_len(&self) -> u64 {
+        match self.limbs.last() {
+            None => 0,
+            Some(top) => (self.limbs.len() as u64 - 1) * 32 + u64::from(32 - top.leading_zeros()),
+        }
+    }
+
+    fn cmp_big(&self, other: &BigUint) -> std::cmp::Ordering {
+        self.limbs
+            .len()
+            .cmp(&other.limbs.len())
+            .then_with(|| self.limbs.iter().rev().cmp(other.limbs.iter().rev()))
+    }
+
+    fn to_i128_saturating(&self) -> i128 {
+        if self.limbs.len() > 4 {
+            return i128::MAX;
+        }
+        let v = self
+            .limbs
+            .iter()
+            .rev()
+            .fold(0u128, |acc, &l| (acc << 32) | u128::from(l));
+        i128::try_from(v).unwrap_or(i128::MAX)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KI: i128 = 1024;
+    const MI: i128 = 1024 * KI;
+    const GI: i128 = 1024 * MI;
+    const TI: i128 = 1024 * GI;
+    const PI: i128 = 1024 * TI;
+    const EI: i128 = 1024 * PI;
+
+    fn milli(s: &str) -> i128 {
+        match Quantity::parse(s) {
+            Ok(q) => q.milli(),
+            Err(e) => panic!("{s:?}: unexpected error {e}"),
+        }
+    }
+
+    /// apimachinery's TestQuantityParse table (values as the API server stores them: milli
+    /// units, rounded up), plus the `-` and `+` variants it also runs.
+    #[test]
+    fn test_quantity_parse() {
+        let table: &[(&str, i128)] = &[
+            ("0", 0),
+            ("0n", 0),
+            ("0u", 0),
+            ("0m", 0),
+            ("0Ki", 0),
+            ("0k", 0),
+            ("0Mi", 0),
+            ("0M", 0),
+            ("0Gi", 0),
+            ("0G", 0),
+            ("0Ti", 0),
+            ("0T", 0),
+            // Quantity-less numbers are allowed.
+            ("1", 1000),
+            // Binary suffixes.
+            ("1Ki", KI * 1000),
+            ("8Ki", 8 * KI * 1000),
+            ("7Mi", 7 * MI * 1000),
+            ("6Gi", 6 * GI * 1000),
+            ("5Ti", 5 * TI * 1000),
+            ("4Pi", 4 * PI * 1000),
+            ("3Ei", 3 * EI * 1000),
+            ("10Ti", 10 * TI * 1000),
+            ("100Ti", 100 * TI * 1000),
+            // Decimal suffixes (n and u round up to 1m).
+            ("5n", 1),
+            ("4u", 1),
+            ("3m", 3),
+            ("9", 9000),
+            ("8k", 8_000_000),
+            ("50k", 50_000_000),
+            ("7M", 7_000_000_000),
+            ("6G", 6_000_000_000_000),
+            ("5T", 5_000_000_000_000_000),
+            ("40T", 40_000_000_000_000_000),
+            ("300T", 300_000_000_000_000_000),
+            ("2P", 2_000_000_000_000_000_000),
+            ("1E", 1_000_000_000_000_000_000_000),
+            // Decimal exponents.
+            ("1E-3", 1),
+            ("1e3", 1_000_000),
+            ("1E6", 1_000_000_000),
+            ("1e9", 1_000_000_000_000),
+            ("1E12", 1_000_000_000_000_000),
+            ("1e15", 1_000_000_000_000_000_000),
+            ("1E18", 1_000_000_000_000_000_000_000),
+            // Nonstandard but still parsable.
+            ("1e14", 100_000_000_000_000_000),
+            ("1e13", 10_000_000_000_000_000),
+            ("100.035k", 100_035_000),
+            // Things that look like floating point.
+            ("0.001", 1),
+            ("0.0005k", 500),
+            ("0.005", 5),
+            ("0.05", 50),
+            ("0.5", 500),
+            ("0.00050k", 500),
+            ("0.00500", 5),
+            ("0.05000", 50),
+            ("0.50000", 500),
+            ("0.5e0", 500),
+            ("0.5e-1", 50),
+            ("0.5e-2", 5),
+            ("10.035M", 10_035_000_000),
+            ("1.2e3", 1_200_000),
+            ("1.3E+6", 1_300_000_000),
+            ("1.40e9", 1_400_000_000_000),
+            ("1.53E12", 1_530_000_000_000_000),
+            ("1.6e15", 1_600_000_000_000_000_000),
+            ("1.7E18", 1_700_000_000_000_000_000_000),
+            ("9.01", 9010),
+            ("8.1k", 8_100_000),
+            ("7.123456M", 7_123_456_000),
+            ("6.987654321G", 6_987_654_321_000),
+            ("5.444T", 5_444_000_000_000_000),
+            ("40.1T", 40_100_000_000_000_000),
+            ("300.2T", 300_200_000_000_000_000),
+            ("2.5P", 2_500_000_000_000_000_000),
+            ("1.01E", 1_010_000_000_000_000_000_000),
+            // Things that saturate/round (Go: nano; the API server then rounds to milli).
+            ("3.001n", 1),
+            ("1.1E-9", 1),
+            ("0.0000000001", 1),
+            ("0.0000000005", 1),
+            ("0.00000000050", 1),
+            ("0.5e-9", 1),
+            ("0.9n", 1),
+            ("0.00000012345", 1),
+            ("0.00000012354", 1),
+            ("9Ei", i128::from(i64::MAX) * 1000),
+            ("9223372036854775807Ki", i128::from(i64::MAX) * 1000),
+            ("12E", 12_000_000_000_000_000_000_000),
+            // Fractional binary.
+            ("100.035Ki", 102_435_840),
+            ("0.5Mi", 524_288_000),
+            ("0.05Gi", 53_687_091_200),
+            ("0.025Ti", 27_487_790_694_400),
+            // Things written by trolls.
+            ("0.000000000001Ki", 1),
+            (".001", 1),
+            (".0001k", 100),
+            ("1.", 1000),
+            ("1.G", 1_000_000_000_000),
+        ];
+        for &(input, want) in table {
+            assert_eq!(milli(input), want, "{input}");
+            assert_eq!(milli(&format!("+{input}")), want, "+{input}");
+            assert_eq!(milli(&format!("-{input}")), -want, "-{input}");
+        }
+    }
+
+    /// The brief's examples and the memory typo the conformance notes mention.
+    #[test]
+    fn test_common_requests() {
+        let table: &[(&str, i128, i64, i64)] = &[
+            // input, milli, MilliValue, Value
+            ("500m", 500, 500, 1),
+            ("0.5", 500, 500, 1),
+            ("1.25", 1250, 1250, 2),
+            ("1G", 1_000_000_000_000, 1_000_000_000_000, 1_000_000_000),
+            ("1Gi", GI * 1000, (GI * 1000) as i64, GI as i64),
+            ("7.5Gi", GI * 7500, (GI * 7500) as i64, (GI * 15 / 2) as i64),
+            ("2e9", 2_000_000_000_000, 2_000_000_000_000, 2_000_000_000),
+            (
+                "15896300Ki",
+                15_896_300 * KI * 1000,
+                (15_896_300 * KI * 1000) as i64,
+                (15_896_300 * KI) as i64,
+            ),
+            ("128m", 128, 128, 1),
+            (
+                "1E",
+                1_000_000_000_000_000_000_000,
+                i64::MAX,
+                1_000_000_000_000_000_000,
+            ),
+            ("+1", 1000, 1000, 1),
+            ("-1", -1000, -1000, -1),
+            (".5", 500, 500, 1),
+            ("5.", 5000, 5000, 5),
+            ("1e-3", 1, 1, 1),
+            ("100m", 100, 100, 1),
+            (
+                "200Mi",
+                200 * MI * 1000,
+                (200 * MI * 1000) as i64,
+                (200 * MI) as i64,
+            ),
+        ];
+        for &(input, m, mv, v) in table {
+            let q = Quantity::parse(input).unwrap();
+            assert_eq!(q.milli(), m, "{input} milli");
+            assert_eq!(q.milli_value(), mv, "{input} MilliValue");
+            assert_eq!(q.value(), v, "{input} Value");
+        }
+    }
+
+    /// Every suffix, once.
+    #[test]
+    fn test_every_suffix() {
+        let table: &[(&str, i128)] = &[
+            ("2n", 1),
+            ("2u", 1),
+            ("2m", 2),
+            ("2", 2000),
+            ("2k", 2_000_000),
+            ("2M", 2_000_000_000),
+            ("2G", 2_000_000_000_000),
+            ("2T", 2_000_000_000_000_000),
+            ("2P", 2_000_000_000_000_000_000),
+            ("2E", 2_000_000_000_000_000_000_000),
+            ("2Ki", 2 * KI * 1000),
+            ("2Mi", 2 * MI * 1000),
+            ("2Gi", 2 * GI * 1000),
+            ("2Ti", 2 * TI * 1000),
+            ("2Pi", 2 * PI * 1000),
+            ("2Ei", 2 * EI * 1000),
+            ("2e2", 200_000),
+            ("2E2", 200_000),
+            ("2e+2", 200_000),
+            ("2e-2", 20),
+            ("2e0", 2000),
+        ];
+        for &(input, want) in table {
+            assert_eq!(milli(input), want, "{input}");
+        }
+    }
+
+    /// apimachinery's invalid list plus the brief's; the error kind follows Go's path.
+    #[test]
+    fn test_quantity_parse_errors() {
+        use QuantityErrorKind::*;
+        let table: &[(&str, QuantityErrorKind)] = &[
+            ("", Format),
+            ("1.1.M", Format),
+            ("1+1.0M", Format),
+            ("0.1mi", Suffix),
+            ("0.1am", Format),
+            ("aoeu", Format),
+            (".5i", Suffix),
+            ("1i", Suffix),
+            ("-3.01i", Suffix),
+            ("-3.01e-", Suffix),
+            (" 1", Format),
+            ("1 ", Format),
+            ("2Gb", Format),
+            ("1.5.0", Format),
+            ("1 Gi", Format),
+            ("1ki", Suffix),
+            ("1KI", Format),
+            ("1KiB", Format),
+            ("1K", Suffix),
+            ("1e", Suffix),
+            ("1e+", Suffix),
+            ("1e3k", Format),
+            ("1e+-3", Format),
+            ("1e1.5", Format),
+            ("++1", Suffix),
+            ("1-", Suffix),
+            ("1,5", Format),
+            ("0x10", Format),
+            ("1µ", Format),
+            ("−1", Format),
+            ("Non-Numeric", Format),
+            ("1e99999999999999999999", Suffix),
+            // Go's big-decimal path needs a digit.
+            ("e-10", Numeric),
+            (".e-10", Numeric),
+            ("Pi", Numeric),
+            ("Ei", Numeric),
+        ];
+        for &(input, kind) in table {
+            match Quantity::parse(input) {
+                Ok(q) => panic!("{input:?} parsed unexpectedly as {q}"),
+                Err(e) => assert_eq!(e.kind(), kind, "{input:?}: {e}"),
+            }
+        }
+        assert_eq!(
+            Quantity::parse("1.5.0").unwrap_err().to_string(),
+            "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+        );
+        assert_eq!(
+            Quantity::parse("1i").unwrap_err().to_string(),
+            "unable to parse quantity's suffix"
+        );
+        assert_eq!(
+            Quantity::parse("e-10").unwrap_err().to_string(),
+            "unable to parse numeric part of quantity"
+        );
+    }
+
+    /// Go's scanner treats a missing number as 0 (TestParseQuantityString has "." and "-.").
+    #[test]
+    fn test_missing_number_is_zero() {
+        for input in [
+            "+", "-", ".", "-.", "+.", "m", "Gi", "Ki", "Ti", "k", "E", "e5", "000", "-0",
+        ] {
+            assert_eq!(milli(input), 0, "{input}");
+        }
+    }
+
+    /// Rounding to milli is up, away from zero (TestQuantityRoundUp's -9.01 cases).
+    #[test]
+    fn test_quantity_round_up() {
+        let table: &[(&str, i128)] = &[
+            ("0.1m", 1),
+            ("1.0001m", 2),
+            ("100.5u", 1),
+            ("1001u", 2),
+            ("-0.1m", -1),
+            ("-1001u", -2),
+            ("1.0000001", 1001),
+            ("-1.0000001", -1001),
+            ("1e-100", 1),
+            ("-1e-100", -1),
+            ("0.000000000000000000000000000000000000000001", 1),
+            ("1.5Ki", 1_536_000),
+            ("0.001Ki", 1024),
+            ("0.0001Ki", 103),
+            // int32 wrap of the exponent: 9223372036854775807 as int32 is -1.
+            ("1e9223372036854775807", 100),
+            // Digits shifted far left and right still round correctly.
+            ("123456789012345678901234567890e-27", 123_457),
+            ("00000000000000000000000000000000001", 1000),
+        ];
+        for &(input, want) in table {
+            assert_eq!(milli(input), want, "{input}");
+        }
+    }
+
+    /// Huge values: binary capped at 2^63-1 units like Go, decimal kept exact up to the i128
+    /// range, then saturated.
+    #[test]
+    fn test_quantity_large_values() {
+        assert_eq!(milli("8Ei"), i128::from(i64::MAX) * 1000);
+        assert_eq!(milli("-8Ei"), -i128::from(i64::MAX) * 1000);
+        assert_eq!(milli("7.99999Ei"), (7_999_990 * EI + 999) / 1000); // below the cap
+        assert_eq!(
+            milli("100000000000000000000Ki"),
+            i128::from(i64::MAX) * 1000
+        );
+        assert_eq!(milli("1e40"), i128::MAX);
+        assert_eq!(milli("-1e40"), -i128::MAX);
+        assert_eq!(milli("1e2147483647"), i128::MAX);
+        let big = Quantity::parse("10E").unwrap();
+        assert_eq!(big.value(), i64::MAX);
+        assert_eq!(big.milli_value(), i64::MAX);
+        assert_eq!(Quantity::parse("-10E").unwrap().value(), i64::MIN);
+        assert_eq!(milli("9223372036854775807"), i128::from(i64::MAX) * 1000);
+    }
+
+    /// Value() / MilliValue() round away from zero (apimachinery's negativeScaleInt64).
+    #[test]
+    fn test_value_rounding() {
+        let table: &[(i128, i64)] = &[
+            (0, 0),
+            (1, 1),
+            (999, 1),
+            (1000, 1),
+            (1001, 2),
+            (-1, -1),
+            (-500, -1),
+            (-1000, -1),
+            (-1500, -2),
+        ];
+        for &(m, v) in table {
+            assert_eq!(Quantity::from_milli(m).value(), v, "{m}m");
+            assert_eq!(Quantity::from_milli(m).milli_value(), m as i64, "{m}m");
+        }
+        assert_eq!(Quantity::from_value(3).milli(), 3000);
+        assert_eq!(Quantity::from_value(i64::MIN).value(), i64::MIN);
+    }
+
+    /// Sums are exact in milli units: two 128m memory requests are 1 byte, not 2.
+    #[test]
+    fn test_add_is_exact() {
+        let a = Quantity::parse("128m").unwrap();
+        let mut sum = a + a;
+        assert_eq!(sum.milli(), 256);
+        assert_eq!(sum.value(), 1);
+        assert_eq!(a.value() + a.value(), 2);
+        sum += Quantity::parse("744m").unwrap();
+        assert_eq!(sum.value(), 1);
+        sum += Quantity::from_milli(1);
+        assert_eq!(sum.value(), 2);
+        let max = Quantity::from_milli(i128::MAX);
+        assert_eq!((max + max).milli(), i128::MAX);
+        assert!(Quantity::ZERO.is_zero());
+        assert!(!a.is_zero());
+        assert!(Quantity::parse("0.0").unwrap().is_zero());
+    }
+
+    #[test]
+    fn test_display_and_from_str() {
+        let table: &[(&str, &str)] = &[
+            ("0", "0"),
+            ("1", "1"),
+            ("1500m", "1500m"),
+            ("1.5", "1500m"),
+            ("1Gi", "1073741824"),
+            ("0.1m", "1m"),
+            ("-1.5", "-1500m"),
+            ("-2", "-2"),
+            ("128m", "128m"),
+        ];
+        for &(input, want) in table {
+            let q: Quantity = input.parse().unwrap();
+            assert_eq!(q.to_string(), want, "{input}");
+            assert_eq!(want.parse::<Quantity>().unwrap(), q, "round trip {input}");
+        }
+    }
+
+    #[test]
+    fn test_ordering() {
+        let q = |s: &str| Quantity::parse(s).unwrap();
+        assert!(q("100m") > q("50m"));
+        assert!(q("10000T") > q("100Gi"));
+        assert!(q("-1") < q("0"));
+        assert_eq!(q("1000m"), q("1"));
     }
 }

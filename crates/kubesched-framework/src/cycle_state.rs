@@ -1,0 +1,156 @@
+//! [`CycleState`]: typed per-cycle data that PreFilter and PreScore write and Filter and
+//! Score read.
+//!
+//! Entries are keyed by their Rust type, so a plugin stores its own newtype and no other
+//! plugin can clash with it. Writes take `&mut CycleState` (the sequential phases); the
+//! parallel phases get `&CycleState`, which gives kube-scheduler's "write once, read
+//! many" rule from the borrow checker.
+
+use std::any::{Any, TypeId};
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+
+/// A value that can live in a [`CycleState`]: any `Clone + Send + Sync + 'static` type.
+pub trait StateData: Any + Send + Sync {
+    /// Clones the value into a new box (kube-scheduler's `StateData.Clone`).
+    fn clone_box(&self) -> Box<dyn StateData>;
+    /// The value as `Any`, for downcasting.
+    fn as_any(&self) -> &dyn Any;
+    /// The value as mutable `Any`, for downcasting.
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+impl<T: Any + Clone + Send + Sync> StateData for T {
+    fn clone_box(&self) -> Box<dyn StateData> {
+        Box::new(self.clone())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+/// The state of one scheduling cycle.
+///
+/// ```
+/// use kubesched_framework::CycleState;
+/// #[derive(Clone)]
+/// struct Requested(i64);
+/// let mut state = CycleState::new();
+/// state.write(Requested(500));
+/// assert_eq!(state.read::<Requested>().map(|r| r.0), Some(500));
+/// ```
+#[derive(Default)]
+pub struct CycleState {
+    data: HashMap<TypeId, Box<dyn StateData>>,
+    skip_filter_plugins: BTreeSet<String>,
+    skip_score_plugins: BTreeSet<String>,
+}
+
+impl CycleState {
+    /// An empty state.
+    pub fn new() -> CycleState {
+        CycleState::default()
+    }
+
+    /// Stores a value, replacing any earlier value of the same type.
+    pub fn write<T: StateData>(&mut self, value: T) {
+        self.data.insert(TypeId::of::<T>(), Box::new(value));
+    }
+
+    /// Reads the value of type `T`, if one was written.
+    pub fn read<T: StateData>(&self) -> Option<&T> {
+        self.data
+            .get(&TypeId::of::<T>())
+            .and_then(|b| (**b).as_any().downcast_ref::<T>())
+    }
+
+    /// Mutable access to the value of type `T` (for the PreFilter AddPod/RemovePod
+    /// extensions, which update what PreFilter computed).
+    pub fn read_mut<T: StateData>(&mut self) -> Option<&mut T> {
+        self.data
+            .get_mut(&TypeId::of::<T>())
+            .and_then(|b| (**b).as_any_mut().downcast_mut::<T>())
+    }
+
+    /// Removes and returns nothing; the value of type `T` is gone afterwards.
+    pub fn delete<T: StateData>(&mut self) {
+        self.data.remove(&TypeId::of::<T>());
+    }
+
+    /// Plugins whose PreFilter returned Skip: their Filter is not run this cycle.
+    pub fn skip_filter_plugins(&self) -> &BTreeSet<String> {
+        &self.skip_filter_plugins
+    }
+
+    /// Plugins whose PreScore returned Skip: their Score is not run this cycle.
+    pub fn skip_score_plugins(&self) -> &BTreeSet<String> {
+        &self.skip_score_plugins
+    }
+
+    pub(crate) fn set_skip_filter_plugins(&mut self, names: BTreeSet<String>) {
+        self.skip_filter_plugins = names;
+    }
+
+    pub(crate) fn set_skip_score_plugins(&mut self, names: BTreeSet<String>) {
+        self.skip_score_plugins = names;
+    }
+}
+
+impl Clone for CycleState {
+    fn clone(&self) -> Self {
+        CycleState {
+            data: self
+                .data
+                .iter()
+                .map(|(k, v)| (*k, (**v).clone_box()))
+                .collect(),
+            skip_filter_plugins: self.skip_filter_plugins.clone(),
+            skip_score_plugins: self.skip_score_plugins.clone(),
+        }
+    }
+}
+
+impl fmt::Debug for CycleState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CycleState")
+            .field("entries", &self.data.len())
+            .field("skip_filter_plugins", &self.skip_filter_plugins)
+            .field("skip_score_plugins", &self.skip_score_plugins)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Clone, Debug, PartialEq)]
+    struct A(u32);
+    #[derive(Clone, Debug, PartialEq)]
+    struct B(&'static str);
+
+    #[test]
+    fn values_are_keyed_by_type() {
+        let mut s = CycleState::new();
+        s.write(A(1));
+        s.write(B("x"));
+        s.write(A(2));
+        assert_eq!(s.read::<A>(), Some(&A(2)));
+        assert_eq!(s.read::<B>(), Some(&B("x")));
+        s.delete::<A>();
+        assert_eq!(s.read::<A>(), None);
+    }
+
+    #[test]
+    fn clone_is_deep() {
+        let mut s = CycleState::new();
+        s.write(A(1));
+        let mut c = s.clone();
+        c.read_mut::<A>().unwrap().0 = 7;
+        assert_eq!(s.read::<A>(), Some(&A(1)));
+        assert_eq!(c.read::<A>(), Some(&A(7)));
+    }
+}

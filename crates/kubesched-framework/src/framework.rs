@@ -1,0 +1,937 @@
+//! [`Framework`]: one profile's plugins wired to their extension points, and the code
+//! that runs each point the way kube-scheduler's `frameworkImpl` does.
+//!
+//! Building follows kube-scheduler exactly, because plugin order decides which Filter
+//! rejects a node first and so the reasons users read: the explicit per-point lists
+//! come first, then `multiPoint` is expanded into every point a plugin implements
+//! (a plugin named both in `multiPoint` and in a point's own list keeps the point's
+//! position and settings), and score weights come from the `score` list first, then
+//! from `multiPoint`, with an absent or zero weight meaning 1.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use kubesched_config::{PluginSet, Profile};
+use rayon::prelude::*;
+
+use crate::cycle_state::CycleState;
+use crate::node_info::NodeInfo;
+use crate::plugin::*;
+use crate::pod_info::PodInfo;
+use crate::registry::{Handle, Registry};
+use crate::snapshot::Snapshot;
+use crate::status::{Code, Status};
+
+/// Below this many nodes, Filter and Score run on the calling thread: fork/join costs
+/// more than a short loop. Results never depend on it.
+pub const PARALLEL_THRESHOLD: usize = 256;
+
+/// A profile could not be turned into a framework.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FrameworkError {
+    /// A plugin named in the profile is not in the registry.
+    #[error("profile {profile:?}: {point} {plugin:?} does not exist{hint}")]
+    UnknownPlugin {
+        /// The profile's scheduler name.
+        profile: String,
+        /// The extension point, as kube-scheduler names its type (`FilterPlugin`).
+        point: &'static str,
+        /// The unknown name.
+        plugin: String,
+        /// ", did you mean X?" when a registered name is close.
+        hint: String,
+    },
+    /// A plugin is enabled at a point it does not implement.
+    #[error("profile {profile:?}: plugin {plugin:?} does not extend {point} plugin")]
+    NotImplemented {
+        /// The profile's scheduler name.
+        profile: String,
+        /// The extension point.
+        point: &'static str,
+        /// The plugin.
+        plugin: String,
+    },
+    /// A plugin is enabled twice at one point.
+    #[error("profile {profile:?}: plugin {plugin:?} already registered as {point:?}")]
+    Duplicate {
+        /// The profile's scheduler name.
+        profile: String,
+        /// The extension point.
+        point: &'static str,
+        /// The plugin.
+        plugin: String,
+    },
+    /// A factory rejected its args.
+    #[error("profile {profile:?}: initializing plugin {plugin:?}: {message}")]
+    Init {
+        /// The profile's scheduler name.
+        profile: String,
+        /// The plugin.
+        plugin: String,
+        /// The factory's message.
+        message: String,
+    },
+    /// The profile does not have exactly one QueueSort plugin.
+    #[error(
+        "only one queue sort plugin required for profile with scheduler name {profile:?}, but got {count}"
+    )]
+    QueueSortCount {
+        /// The profile's scheduler name.
+        profile: String,
+        /// How many it has.
+        count: usize,
+    },
+    /// The profile has no Bind plugin.
+    #[error("at least one bind plugin is needed for profile with scheduler name {profile:?}")]
+    NoBind {
+        /// The profile's scheduler name.
+        profile: String,
+    },
+    /// A score weight is out of range.
+    #[error("profile {profile:?}: score plugin {plugin:?}: weight {weight} must be positive")]
+    Weight {
+        /// The profile's scheduler name.
+        profile: String,
+        /// The plugin.
+        plugin: String,
+        /// The weight given.
+        weight: i64,
+    },
+}
+
+/// A plugin at one extension point, with its name cached for statuses.
+pub struct Wired<T: ?Sized> {
+    /// The plugin's name.
+    pub name: Arc<str>,
+    /// The plugin, as this point's trait.
+    pub plugin: Arc<T>,
+}
+
+impl<T: ?Sized> Clone for Wired<T> {
+    fn clone(&self) -> Self {
+        Wired {
+            name: self.name.clone(),
+            plugin: self.plugin.clone(),
+        }
+    }
+}
+
+/// A Score plugin and its weight.
+#[derive(Clone)]
+pub struct WeightedScore {
+    /// The plugin.
+    pub wired: Wired<dyn ScorePlugin>,
+    /// Its weight (≥ 1).
+    pub weight: i64,
+}
+
+/// One plugin's final score on a node: normalised and multiplied by the weight.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PluginScore {
+    /// The plugin's name.
+    pub name: Arc<str>,
+    /// The weighted score.
+    pub score: i64,
+}
+
+/// Every plugin's score on one node, and the total.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodePluginScores {
+    /// The node's position in node order.
+    pub node_index: usize,
+    /// Per plugin, in the profile's Score order.
+    pub scores: Vec<PluginScore>,
+    /// The sum.
+    pub total_score: i64,
+}
+
+/// What [`Framework::run_pre_filter_plugins`] found.
+#[derive(Clone, Debug, Default)]
+pub struct PreFilterOutcome {
+    /// The merged node subset (all nodes when no plugin narrowed it).
+    pub result: PreFilterResult,
+    /// Success, or the rejection that ends the attempt.
+    pub status: Status,
+    /// The plugins that narrowed the node set.
+    pub narrowing_plugins: BTreeSet<String>,
+}
+
+/// One profile: its plugins at each extension point.
+pub struct Framework {
+    profile_name: String,
+    percentage_of_nodes_to_score: Option<i32>,
+    plugins: BTreeMap<String, Arc<dyn Plugin>>,
+    pre_enqueue: Vec<Wired<dyn PreEnqueuePlugin>>,
+    queue_sort: Wired<dyn QueueSortPlugin>,
+    pre_filter: Vec<Wired<dyn PreFilterPlugin>>,
+    filter: Vec<Wired<dyn FilterPlugin>>,
+    post_filter: Vec<Wired<dyn PostFilterPlugin>>,
+    pre_score: Vec<Wired<dyn PreScorePlugin>>,
+    score: Vec<WeightedScore>,
+    reserve: Vec<Wired<dyn ReservePlugin>>,
+    permit: Vec<Wired<dyn PermitPlugin>>,
+    pre_bind: Vec<Wired<dyn PreBindPlugin>>,
+    bind: Vec<Wired<dyn BindPlugin>>,
+    post_bind: Vec<Wired<dyn PostBindPlugin>>,
+}
+
+impl std::fmt::Debug for Framework {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        fn names<T: ?Sized>(v: &[Wired<T>]) -> Vec<&str> {
+            v.iter().map(|w| &*w.name).collect()
+        }
+        f.debug_struct("Framework")
+            .field("profile", &self.profile_name)
+            .field("queue_sort", &self.queue_sort.name)
+            .field("pre_filter", &names(&self.pre_filter))
+            .field("filter", &names(&self.filter))
+            .field("post_filter", &names(&self.post_filter))
+            .field("pre_score", &names(&self.pre_score))
+            .field(
+                "score",
+                &self
+                    .score
+                    .iter()
+                    .map(|s| (&*s.wired.name, s.weight))
+                    .collect::<Vec<_>>(),
+            )
+            .field("bind", &names(&self.bind))
+            .finish()
+    }
+}
+
+/// Builds one extension point's list by kube-scheduler's rules (`updatePluginList`
+/// then `expandMultiPointPlugins`).
+struct PointBuilder<'a> {
+    profile: &'a str,
+    plugins: &'a BTreeMap<String, Arc<dyn Plugin>>,
+    registry: &'a Registry,
+    multi_point: &'a PluginSet,
+}
+
+impl PointBuilder<'_> {
+    fn build<T: ?Sized>(
+        &self,
+        point: &'static str,
+        set: &PluginSet,
+        cast: impl Fn(Arc<dyn Plugin>) -> Option<Arc<T>>,
+    ) -> Result<Vec<Wired<T>>, FrameworkError> {
+        let wire = |name: &str| -> Result<Option<Wired<T>>, FrameworkError> {
+            let plugin = self.lookup(point, name)?;
+            Ok(cast(plugin).map(|plugin| Wired {
+                name: Arc::from(name),
+                plugin,
+            }))
+        };
+        let mut explicit: Vec<Wired<T>> = Vec::new();
+        for entry in &set.enabled {
+            let wired = wire(&entry.name)?.ok_or_else(|| FrameworkError::NotImplemented {
+                profile: self.profile.to_string(),
+                point,
+                plugin: entry.name.clone(),
+            })?;
+            if explicit.iter().any(|w| *w.name == *entry.name) {
+                return Err(self.duplicate(point, &entry.name));
+            }
+            explicit.push(wired);
+        }
+        if self.multi_point.enabled.is_empty() || set.disabled.iter().any(|d| d.name == "*") {
+            return Ok(explicit);
+        }
+        let disabled: BTreeSet<&str> = set.disabled.iter().map(|d| d.name.as_str()).collect();
+        let mut overrides: BTreeSet<&str> = BTreeSet::new();
+        let mut from_multi_point: Vec<Wired<T>> = Vec::new();
+        for entry in &self.multi_point.enabled {
+            let Some(wired) = wire(&entry.name)? else {
+                continue;
+            };
+            if disabled.contains(entry.name.as_str()) {
+                continue;
+            }
+            if explicit.iter().any(|w| *w.name == *entry.name) {
+                overrides.insert(entry.name.as_str());
+                continue;
+            }
+            if from_multi_point.iter().any(|w| *w.name == *entry.name) {
+                return Err(self.duplicate(point, &entry.name));
+            }
+            from_multi_point.push(wired);
+        }
+        let (overridden, rest): (Vec<_>, Vec<_>) = explicit
+            .into_iter()
+            .partition(|w| overrides.contains(&*w.name));
+        Ok(overridden
+            .into_iter()
+            .chain(from_multi_point)
+            .chain(rest)
+            .collect())
+    }
+
+    fn lookup(&self, point: &'static str, name: &str) -> Result<Arc<dyn Plugin>, FrameworkError> {
+        self.plugins.get(name).cloned().ok_or_else(|| {
+            let hint = self
+                .registry
+                .names()
+                .map(|known| (strsim::jaro_winkler(known, name), known))
+                .filter(|(score, _)| *score > 0.85)
+                .max_by(|a, b| a.0.total_cmp(&b.0))
+                .map(|(_, known)| format!(", did you mean {known}?"))
+                .unwrap_or_default();
+            FrameworkError::UnknownPlugin {
+                profile: self.profile.to_string(),
+                point,
+                plugin: name.to_string(),
+                hint,
+            }
+        })
+    }
+
+    fn duplicate(&self, point: &'static str, plugin: &str) -> FrameworkError {
+        FrameworkError::Duplicate {
+            profile: self.profile.to_string(),
+            point,
+            plugin: plugin.to_string(),
+        }
+    }
+}
+
+impl Framework {
+    /// Builds the framework of one profile (already defaulted by kubesched-config)
+    /// from the plugins of `registry`.
+    pub fn new(
+        profile: &Profile,
+        registry: &Registry,
+        handle: &Handle,
+    ) -> Result<Framework, FrameworkError> {
+        let name = profile.scheduler_name.clone();
+        let p = &profile.plugins;
+        let all_sets = [
+            &p.pre_enqueue,
+            &p.queue_sort,
+            &p.pre_filter,
+            &p.filter,
+            &p.post_filter,
+            &p.pre_score,
+            &p.score,
+            &p.reserve,
+            &p.permit,
+            &p.pre_bind,
+            &p.bind,
+            &p.post_bind,
+            &p.multi_point,
+        ];
+        let mut handle = handle.clone();
+        handle.profile_name = name.clone();
+        let mut plugins: BTreeMap<String, Arc<dyn Plugin>> = BTreeMap::new();
+        for set in all_sets {
+            for entry in &set.enabled {
+                if plugins.contains_key(&entry.name) {
+                    continue;
+                }
+                if let Some(factory) = registry.get(&entry.name) {
+                    let plugin =
+                        factory(profile.plugin_args(&entry.name), &handle).map_err(|e| {
+                            FrameworkError::Init {
+                                profile: name.clone(),
+                                plugin: entry.name.clone(),
+                                message: e.message,
+                            }
+                        })?;
+                    plugins.insert(entry.name.clone(), plugin);
+                }
+            }
+        }
+        let b = PointBuilder {
+            profile: &name,
+            plugins: &plugins,
+            registry,
+            multi_point: &p.multi_point,
+        };
+        let pre_enqueue = b.build("PreEnqueuePlugin", &p.pre_enqueue, |x| x.as_pre_enqueue())?;
+        let mut queue_sort = b.build("QueueSortPlugin", &p.queue_sort, |x| x.as_queue_sort())?;
+        let pre_filter = b.build("PreFilterPlugin", &p.pre_filter, |x| x.as_pre_filter())?;
+        let filter = b.build("FilterPlugin", &p.filter, |x| x.as_filter())?;
+        let post_filter = b.build("PostFilterPlugin", &p.post_filter, |x| x.as_post_filter())?;
+        let pre_score = b.build("PreScorePlugin", &p.pre_score, |x| x.as_pre_score())?;
+        let score = b.build("ScorePlugin", &p.score, |x| x.as_score())?;
+        let reserve = b.build("ReservePlugin", &p.reserve, |x| x.as_reserve())?;
+        let permit = b.build("PermitPlugin", &p.permit, |x| x.as_permit())?;
+        let pre_bind = b.build("PreBindPlugin", &p.pre_bind, |x| x.as_pre_bind())?;
+        let bind = b.build("BindPlugin", &p.bind, |x| x.as_bind())?;
+        let post_bind = b.build("PostBindPlugin", &p.post_bind, |x| x.as_post_bind())?;
+        if queue_sort.len() != 1 {
+            return Err(FrameworkError::QueueSortCount {
+                profile: name,
+                count: queue_sort.len(),
+            });
+        }
+        if bind.is_empty() {
+            return Err(FrameworkError::NoBind { profile: name });
+        }
+        let score = score_weights(&name, profile, score)?;
+        Ok(Framework {
+            profile_name: name,
+            percentage_of_nodes_to_score: profile.percentage_of_nodes_to_score,
+            plugins,
+            pre_enqueue,
+            queue_sort: queue_sort.remove(0),
+            pre_filter,
+            filter,
+            post_filter,
+            pre_score,
+            score,
+            reserve,
+            permit,
+            pre_bind,
+            bind,
+            post_bind,
+        })
+    }
+
+    /// The profile's scheduler name.
+    pub fn profile_name(&self) -> &str {
+        &self.profile_name
+    }
+
+    /// The profile's `percentageOfNodesToScore`, when set.
+    pub fn percentage_of_nodes_to_score(&self) -> Option<i32> {
+        self.percentage_of_nodes_to_score
+    }
+
+    /// A plugin instance by name.
+    pub fn plugin(&self, name: &str) -> Option<&Arc<dyn Plugin>> {
+        self.plugins.get(name)
+    }
+
+    /// The QueueSort plugin.
+    pub fn queue_sort(&self) -> &Wired<dyn QueueSortPlugin> {
+        &self.queue_sort
+    }
+
+    /// The Filter plugins in order.
+    pub fn filter_plugins(&self) -> &[Wired<dyn FilterPlugin>] {
+        &self.filter
+    }
+
+    /// The Score plugins in order, with weights.
+    pub fn score_plugins(&self) -> &[WeightedScore] {
+        &self.score
+    }
+
+    /// The PostFilter plugins in order.
+    pub fn post_filter_plugins(&self) -> &[Wired<dyn PostFilterPlugin>] {
+        &self.post_filter
+    }
+
+    /// The names of the plugins at each extension point, in order, for display.
+    pub fn describe(&self) -> Vec<(&'static str, Vec<String>)> {
+        fn names<T: ?Sized>(v: &[Wired<T>]) -> Vec<String> {
+            v.iter().map(|w| w.name.to_string()).collect()
+        }
+        vec![
+            ("preEnqueue", names(&self.pre_enqueue)),
+            ("queueSort", vec![self.queue_sort.name.to_string()]),
+            ("preFilter", names(&self.pre_filter)),
+            ("filter", names(&self.filter)),
+            ("postFilter", names(&self.post_filter)),
+            ("preScore", names(&self.pre_score)),
+            (
+                "score",
+                self.score
+                    .iter()
+                    .map(|s| format!("{} (weight {})", s.wired.name, s.weight))
+                    .collect(),
+            ),
+            ("reserve", names(&self.reserve)),
+            ("permit", names(&self.permit)),
+            ("preBind", names(&self.pre_bind)),
+            ("bind", names(&self.bind)),
+            ("postBind", names(&self.post_bind)),
+        ]
+    }
+
+    /// `true` when the profile has Filter plugins.
+    pub fn has_filter_plugins(&self) -> bool {
+        !self.filter.is_empty()
+    }
+
+    /// `true` when the profile has Score plugins.
+    pub fn has_score_plugins(&self) -> bool {
+        !self.score.is_empty()
+    }
+
+    /// `true` when the profile has PostFilter plugins.
+    pub fn has_post_filter_plugins(&self) -> bool {
+        !self.post_filter.is_empty()
+    }
+
+    /// Runs PreEnqueue plugins; the first that does not succeed keeps the pod out.
+    pub fn run_pre_enqueue_plugins(&self, pod: &PodInfo) -> Status {
+        for w in &self.pre_enqueue {
+            let s = w.plugin.pre_enqueue(pod);
+            if !s.is_success() {
+                return s.with_plugin(w.name.clone());
+            }
+        }
+        Status::success()
+    }
+
+    /// `true` when `a` goes before `b` in the queue.
+    pub fn queue_less(&self, a: &QueuedPodInfo, b: &QueuedPodInfo) -> bool {
+        self.queue_sort.plugin.less(a, b)
+    }
+
+    /// Runs PreFilter plugins in order, as kube-scheduler's `RunPreFilterPlugins`:
+    /// Skip marks the plugin's Filter to be skipped; UnschedulableAndUnresolvable stops
+    /// at once; Unschedulable is remembered while the others still run; node subsets
+    /// are intersected, and an empty intersection rejects every node.
+    pub fn run_pre_filter_plugins(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+    ) -> PreFilterOutcome {
+        let mut result = PreFilterResult::all_nodes();
+        let mut narrowing = BTreeSet::new();
+        let mut skip = BTreeSet::new();
+        let mut returned = Status::success();
+        for w in &self.pre_filter {
+            let (r, s) = w.plugin.pre_filter(state, pod, snapshot);
+            if s.is_skip() {
+                skip.insert(w.name.to_string());
+                continue;
+            }
+            if !s.is_success() {
+                let s = s.with_plugin(w.name.clone());
+                match s.code() {
+                    Code::UnschedulableAndUnresolvable => {
+                        state.set_skip_filter_plugins(skip);
+                        return PreFilterOutcome {
+                            result: PreFilterResult::all_nodes(),
+                            status: s,
+                            narrowing_plugins: BTreeSet::new(),
+                        };
+                    }
+                    Code::Unschedulable => {
+                        returned = s;
+                        continue;
+                    }
+                    _ => {
+                        state.set_skip_filter_plugins(skip);
+                        let status = Status::error(format!(
+                            "running PreFilter plugin {:?}: {}",
+                            &*w.name,
+                            s.message()
+                        ))
+                        .with_plugin(w.name.clone());
+                        return PreFilterOutcome {
+                            result: PreFilterResult::all_nodes(),
+                            status,
+                            narrowing_plugins: BTreeSet::new(),
+                        };
+                    }
+                }
+            }
+            let r = r.unwrap_or_default();
+            if !r.is_all_nodes() {
+                narrowing.insert(w.name.to_string());
+            }
+            result = result.merge(r);
+            if result.node_names.as_ref().is_some_and(BTreeSet::is_empty) {
+                let message = if narrowing.len() == 1 {
+                    format!(
+                        "node(s) didn't satisfy plugin {}",
+                        narrowing.first().unwrap()
+                    )
+                } else {
+                    format!(
+                        "node(s) didn't satisfy plugin(s) [{}] simultaneously",
+                        narrowing.iter().cloned().collect::<Vec<_>>().join(" ")
+                    )
+                };
+                state.set_skip_filter_plugins(skip);
+                return PreFilterOutcome {
+                    result,
+                    status: Status::new(Code::UnschedulableAndUnresolvable, message),
+                    narrowing_plugins: narrowing,
+                };
+            }
+        }
+        state.set_skip_filter_plugins(skip);
+        PreFilterOutcome {
+            result,
+            status: returned,
+            narrowing_plugins: narrowing,
+        }
+    }
+
+    /// Runs the PreFilter AddPod extensions (preemption's what-if evaluation).
+    pub fn run_pre_filter_extension_add_pod(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        pod_to_add: &PodInfo,
+        node: &NodeInfo,
+    ) -> Status {
+        for w in &self.pre_filter {
+            if state.skip_filter_plugins().contains(&*w.name) {
+                continue;
+            }
+            if let Some(ext) = w.plugin.pre_filter_extensions() {
+                let s = ext.add_pod(state, pod, pod_to_add, node);
+                if !s.is_success() {
+                    return Status::error(format!(
+                        "running AddPod on PreFilter plugin {:?}: {}",
+                        &*w.name,
+                        s.message()
+                    ));
+                }
+            }
+        }
+        Status::success()
+    }
+
+    /// Runs the PreFilter RemovePod extensions (preemption's what-if evaluation).
+    pub fn run_pre_filter_extension_remove_pod(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        pod_to_remove: &PodInfo,
+        node: &NodeInfo,
+    ) -> Status {
+        for w in &self.pre_filter {
+            if state.skip_filter_plugins().contains(&*w.name) {
+                continue;
+            }
+            if let Some(ext) = w.plugin.pre_filter_extensions() {
+                let s = ext.remove_pod(state, pod, pod_to_remove, node);
+                if !s.is_success() {
+                    return Status::error(format!(
+                        "running RemovePod on PreFilter plugin {:?}: {}",
+                        &*w.name,
+                        s.message()
+                    ));
+                }
+            }
+        }
+        Status::success()
+    }
+
+    /// Runs the Filter plugins on one node, stopping at the first that does not
+    /// succeed; its status carries the plugin's name.
+    pub fn run_filter_plugins(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        let skip = state.skip_filter_plugins();
+        for w in &self.filter {
+            if !skip.is_empty() && skip.contains(&*w.name) {
+                continue;
+            }
+            let s = w.plugin.filter(state, pod, node);
+            if !s.is_success() {
+                let s = if s.is_rejected() {
+                    s
+                } else {
+                    Status::error(format!(
+                        "running {:?} filter plugin: {}",
+                        &*w.name,
+                        s.message()
+                    ))
+                };
+                return s.with_plugin(w.name.clone());
+            }
+        }
+        Status::success()
+    }
+
+    /// Runs the PostFilter plugins, as kube-scheduler's `RunPostFilterPlugins`: the
+    /// first success or UnschedulableAndUnresolvable ends the run; otherwise the
+    /// reasons of all are joined.
+    pub fn run_post_filter_plugins(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+        filtered: &NodeToStatus,
+    ) -> (Option<PostFilterResult>, Status) {
+        let mut result = None;
+        let mut reasons = Vec::new();
+        let mut rejector: Option<Arc<str>> = None;
+        for w in &self.post_filter {
+            let (r, s) = w.plugin.post_filter(state, pod, snapshot, filtered);
+            if s.is_success() {
+                return (r, s);
+            }
+            if s.code() == Code::UnschedulableAndUnresolvable {
+                return (r, s.with_plugin(w.name.clone()));
+            }
+            if !s.is_rejected() {
+                return (None, s.with_plugin(w.name.clone()));
+            }
+            if r.is_some() {
+                result = r;
+            }
+            reasons.extend(s.reasons().iter().cloned());
+            rejector.get_or_insert_with(|| w.name.clone());
+        }
+        let mut status = Status::with_reasons(Code::Unschedulable, reasons);
+        if let Some(r) = rejector {
+            status.set_plugin(r);
+        }
+        (result, status)
+    }
+
+    /// Runs the PreScore plugins; Skip leaves the plugin's Score out of this cycle.
+    pub fn run_pre_score_plugins(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        snapshot: &Snapshot,
+    ) -> Status {
+        let mut skip = BTreeSet::new();
+        for w in &self.pre_score {
+            let s = w.plugin.pre_score(state, pod, nodes, snapshot);
+            if s.is_skip() {
+                skip.insert(w.name.to_string());
+                continue;
+            }
+            if !s.is_success() {
+                return Status::error(format!(
+                    "running PreScore plugin {:?}: {}",
+                    &*w.name,
+                    s.message()
+                ))
+                .with_plugin(w.name.clone());
+            }
+        }
+        state.set_skip_score_plugins(skip);
+        Status::success()
+    }
+
+    /// Runs the Score plugins on the feasible nodes (given with their node-order
+    /// indices), normalises each plugin's scores, checks they are in 0..=100 and applies
+    /// the weights. The result is in the order of `nodes`.
+    pub fn run_score_plugins(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[(usize, &NodeInfo)],
+    ) -> Result<Vec<NodePluginScores>, Status> {
+        let skip = state.skip_score_plugins();
+        let active: Vec<&WeightedScore> = self
+            .score
+            .iter()
+            .filter(|s| !skip.contains(&*s.wired.name))
+            .collect();
+        let score_node = |&(_, node): &(usize, &NodeInfo)| -> Result<Vec<i64>, Status> {
+            active
+                .iter()
+                .map(|s| {
+                    s.wired.plugin.score(state, pod, node).map_err(|e| {
+                        Status::error(format!(
+                            "plugin {:?} failed with: {}",
+                            &*s.wired.name,
+                            e.message()
+                        ))
+                    })
+                })
+                .collect::<Result<Vec<i64>, Status>>()
+        };
+        let raw: Vec<Vec<i64>> = if nodes.len() >= PARALLEL_THRESHOLD {
+            nodes.par_iter().map(score_node).collect::<Result<_, _>>()?
+        } else {
+            nodes.iter().map(score_node).collect::<Result<_, _>>()?
+        };
+        let mut per_plugin: Vec<Vec<NodeScore>> = active
+            .iter()
+            .enumerate()
+            .map(|(p, _)| {
+                nodes
+                    .iter()
+                    .zip(&raw)
+                    .map(|(&(node_index, _), scores)| NodeScore {
+                        node_index,
+                        score: scores[p],
+                    })
+                    .collect()
+            })
+            .collect();
+        for (s, scores) in active.iter().zip(per_plugin.iter_mut()) {
+            if let Some(ext) = s.wired.plugin.score_extensions() {
+                let status = ext.normalize_score(state, pod, scores);
+                if !status.is_success() {
+                    return Err(Status::error(format!(
+                        "plugin {:?} failed with: {}",
+                        &*s.wired.name,
+                        status.message()
+                    )));
+                }
+            }
+        }
+        let mut out = Vec::with_capacity(nodes.len());
+        for (n, &(node_index, _)) in nodes.iter().enumerate() {
+            let mut scores = Vec::with_capacity(active.len());
+            let mut total = 0;
+            for (s, list) in active.iter().zip(&per_plugin) {
+                let score = list[n].score;
+                if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&score) {
+                    return Err(Status::error(format!(
+                        "plugin {:?} returns an invalid score {score}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+                        &*s.wired.name
+                    )));
+                }
+                let weighted = score * s.weight;
+                total += weighted;
+                scores.push(PluginScore {
+                    name: s.wired.name.clone(),
+                    score: weighted,
+                });
+            }
+            out.push(NodePluginScores {
+                node_index,
+                scores,
+                total_score: total,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Runs Reserve plugins in order; on failure the caller must run
+    /// [`Framework::run_reserve_plugins_unreserve`].
+    pub fn run_reserve_plugins_reserve(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node: &str,
+    ) -> Status {
+        for w in &self.reserve {
+            let s = w.plugin.reserve(state, pod, node);
+            if !s.is_success() {
+                let s = if s.is_rejected() {
+                    s
+                } else {
+                    Status::error(format!(
+                        "running Reserve plugin {:?}: {}",
+                        &*w.name,
+                        s.message()
+                    ))
+                };
+                return s.with_plugin(w.name.clone());
+            }
+        }
+        Status::success()
+    }
+
+    /// Runs Unreserve in reverse order.
+    pub fn run_reserve_plugins_unreserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) {
+        for w in self.reserve.iter().rev() {
+            w.plugin.unreserve(state, pod, node);
+        }
+    }
+
+    /// Runs Permit plugins: a rejection ends the run; `Wait` returns the shortest
+    /// timeout among the plugins that asked to wait.
+    pub fn run_permit_plugins(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node: &str,
+    ) -> (Status, Option<Duration>) {
+        let mut wait: Option<Duration> = None;
+        for w in &self.permit {
+            let (s, timeout) = w.plugin.permit(state, pod, node);
+            if s.is_success() {
+                continue;
+            }
+            if s.is_wait() {
+                wait = Some(wait.map_or(timeout, |t| t.min(timeout)));
+                continue;
+            }
+            let s = if s.is_rejected() {
+                s
+            } else {
+                Status::error(format!(
+                    "running Permit plugin {:?}: {}",
+                    &*w.name,
+                    s.message()
+                ))
+            };
+            return (s.with_plugin(w.name.clone()), None);
+        }
+        match wait {
+            Some(t) => (Status::with_code(Code::Wait), Some(t)),
+            None => (Status::success(), None),
+        }
+    }
+
+    /// Runs PreBind plugins in order; the first failure ends the run.
+    pub fn run_pre_bind_plugins(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node: &str,
+    ) -> Status {
+        for w in &self.pre_bind {
+            let s = w.plugin.pre_bind(state, pod, node);
+            if !s.is_success() && !s.is_skip() {
+                return s.with_plugin(w.name.clone());
+            }
+        }
+        Status::success()
+    }
+
+    /// Runs Bind plugins: the first that does not Skip decides.
+    pub fn run_bind_plugins(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
+        for w in &self.bind {
+            let s = w.plugin.bind(state, pod, node);
+            if s.is_skip() {
+                continue;
+            }
+            return s.with_plugin(w.name.clone());
+        }
+        Status::skip()
+    }
+
+    /// Runs PostBind plugins.
+    pub fn run_post_bind_plugins(&self, state: &mut CycleState, pod: &PodInfo, node: &str) {
+        for w in &self.post_bind {
+            w.plugin.post_bind(state, pod, node);
+        }
+    }
+}
+
+/// Score weights as kube-scheduler's `getScoreWeights`: the `score` list's entries
+/// first, then `multiPoint`'s; the first entry for a plugin wins; absent or zero is 1.
+fn score_weights(
+    profile_name: &str,
+    profile: &Profile,
+    score: Vec<Wired<dyn ScorePlugin>>,
+) -> Result<Vec<WeightedScore>, FrameworkError> {
+    let entries: Vec<_> = profile
+        .plugins
+        .score
+        .enabled
+        .iter()
+        .chain(&profile.plugins.multi_point.enabled)
+        .collect();
+    score
+        .into_iter()
+        .map(|wired| {
+            let weight = entries
+                .iter()
+                .find(|e| *e.name == *wired.name)
+                .and_then(|e| e.weight)
+                .map(i64::from)
+                .unwrap_or(0);
+            let weight = if weight == 0 { 1 } else { weight };
+            if weight < 1 {
+                return Err(FrameworkError::Weight {
+                    profile: profile_name.to_string(),
+                    plugin: wired.name.to_string(),
+                    weight,
+                });
+            }
+            Ok(WeightedScore { wired, weight })
+        })
+        .collect()
+}

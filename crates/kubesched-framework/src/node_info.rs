@@ -1,0 +1,294 @@
+//! [`NodeInfo`]: a node and what is on it, pre-computed for the plugins: allocatable
+//! and requested resources as integers, pods, used host ports, image states.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Node, Taint};
+
+use crate::pod_info::{DEFAULT_BIND_ALL_HOST_IP, HostPort, PodInfo};
+use crate::quantity::QuantityError;
+use crate::resource::{Resource, parse_resource_list};
+
+/// What the cluster knows of one image name: its size and on how many nodes it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct ImageStateSummary {
+    /// Size in bytes (as first reported, see [`crate::Snapshot`]).
+    pub size: i64,
+    /// How many nodes report the image.
+    pub num_nodes: usize,
+}
+
+/// The host ports in use on a node: a set of (ip, protocol, port), as kube-scheduler's
+/// `HostPortInfo`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HostPortInfo {
+    ports: BTreeSet<HostPort>,
+}
+
+impl HostPortInfo {
+    /// Marks a port as used.
+    pub fn add(&mut self, port: &HostPort) {
+        if port.port > 0 {
+            self.ports.insert(port.clone());
+        }
+    }
+
+    /// Frees a port.
+    pub fn remove(&mut self, port: &HostPort) {
+        self.ports.remove(port);
+    }
+
+    /// `true` when `port` conflicts with a used port: `0.0.0.0` conflicts with every IP
+    /// for the same protocol and port.
+    pub fn conflicts(&self, port: &HostPort) -> bool {
+        if port.port <= 0 {
+            return false;
+        }
+        if port.ip == DEFAULT_BIND_ALL_HOST_IP {
+            return self
+                .ports
+                .iter()
+                .any(|p| p.port == port.port && p.protocol == port.protocol);
+        }
+        self.ports.iter().any(|p| {
+            p.port == port.port
+                && p.protocol == port.protocol
+                && (p.ip == port.ip || p.ip == DEFAULT_BIND_ALL_HOST_IP)
+        })
+    }
+
+    /// The number of used (ip, protocol, port) entries.
+    pub fn len(&self) -> usize {
+        self.ports.len()
+    }
+
+    /// `true` when no port is used.
+    pub fn is_empty(&self) -> bool {
+        self.ports.is_empty()
+    }
+}
+
+/// A node's allocatable resources could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("node {node}: status.allocatable.{resource}: {source}")]
+pub struct NodeInfoError {
+    /// The node's name.
+    pub node: String,
+    /// The resource whose quantity is bad.
+    pub resource: String,
+    /// Why.
+    pub source: QuantityError,
+}
+
+/// A node and the pods on it.
+#[derive(Clone, Debug)]
+pub struct NodeInfo {
+    node: Arc<Node>,
+    pods: Vec<Arc<PodInfo>>,
+    pods_with_affinity: Vec<Arc<PodInfo>>,
+    pods_with_required_anti_affinity: Vec<Arc<PodInfo>>,
+    used_ports: HostPortInfo,
+    requested: Resource,
+    non_zero_requested: Resource,
+    allocatable: Resource,
+    image_states: HashMap<String, ImageStateSummary>,
+    generation: u64,
+}
+
+impl NodeInfo {
+    /// A node with no pods. Image states are filled in by the [`crate::Snapshot`],
+    /// which sees every node.
+    pub fn new(node: Arc<Node>) -> Result<NodeInfo, NodeInfoError> {
+        let allocatable = match node.status.as_ref().and_then(|s| s.allocatable.as_ref()) {
+            Some(map) => {
+                let list =
+                    parse_resource_list(map).map_err(|(resource, source)| NodeInfoError {
+                        node: node.metadata.name.clone().unwrap_or_default(),
+                        resource,
+                        source,
+                    })?;
+                Resource::from_list(&list)
+            }
+            None => Resource::default(),
+        };
+        Ok(NodeInfo {
+            node,
+            pods: Vec::new(),
+            pods_with_affinity: Vec::new(),
+            pods_with_required_anti_affinity: Vec::new(),
+            used_ports: HostPortInfo::default(),
+            requested: Resource::default(),
+            non_zero_requested: Resource::default(),
+            allocatable,
+            image_states: HashMap::new(),
+            generation: 0,
+        })
+    }
+
+    /// The node object.
+    pub fn node(&self) -> &Node {
+        &self.node
+    }
+
+    /// The node object, shared.
+    pub fn node_arc(&self) -> &Arc<Node> {
+        &self.node
+    }
+
+    /// The node's name.
+    pub fn name(&self) -> &str {
+        self.node.metadata.name.as_deref().unwrap_or("")
+    }
+
+    /// The node's labels (empty when none).
+    pub fn labels(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.node
+            .metadata
+            .labels
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// One label's value.
+    pub fn label(&self, key: &str) -> Option<&str> {
+        self.node
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(key))
+            .map(String::as_str)
+    }
+
+    /// The node's taints.
+    pub fn taints(&self) -> &[Taint] {
+        self.node
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.as_deref())
+            .unwrap_or(&[])
+    }
+
+    /// `spec.unschedulable`.
+    pub fn unschedulable(&self) -> bool {
+        self.node
+            .spec
+            .as_ref()
+            .and_then(|s| s.unschedulable)
+            .unwrap_or(false)
+    }
+
+    /// The pods on the node, bound and assumed.
+    pub fn pods(&self) -> &[Arc<PodInfo>] {
+        &self.pods
+    }
+
+    /// The pods on the node that have pod affinity or anti-affinity.
+    pub fn pods_with_affinity(&self) -> &[Arc<PodInfo>] {
+        &self.pods_with_affinity
+    }
+
+    /// The pods on the node that have required pod anti-affinity.
+    pub fn pods_with_required_anti_affinity(&self) -> &[Arc<PodInfo>] {
+        &self.pods_with_required_anti_affinity
+    }
+
+    /// The host ports in use.
+    pub fn used_ports(&self) -> &HostPortInfo {
+        &self.used_ports
+    }
+
+    /// The sum of the pods' requests.
+    pub fn requested(&self) -> &Resource {
+        &self.requested
+    }
+
+    /// The sum of the pods' requests with the non-zero cpu/memory defaults (only
+    /// `milli_cpu` and `memory` are meaningful), as scoring reads it.
+    pub fn non_zero_requested(&self) -> &Resource {
+        &self.non_zero_requested
+    }
+
+    /// The node's allocatable resources.
+    pub fn allocatable(&self) -> &Resource {
+        &self.allocatable
+    }
+
+    /// The image states of the node, by image name as the node reports it.
+    pub fn image_states(&self) -> &HashMap<String, ImageStateSummary> {
+        &self.image_states
+    }
+
+    /// A counter bumped on every change.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    pub(crate) fn set_image_states(&mut self, states: HashMap<String, ImageStateSummary>) {
+        self.image_states = states;
+    }
+
+    /// Adds a pod: its requests, ports and affinity count from now on.
+    pub fn add_pod(&mut self, pod: Arc<PodInfo>) {
+        self.update(&pod, 1);
+        if pod.has_affinity() {
+            self.pods_with_affinity.push(pod.clone());
+        }
+        if pod.has_required_anti_affinity() {
+            self.pods_with_required_anti_affinity.push(pod.clone());
+        }
+        self.pods.push(pod);
+    }
+
+    /// Removes the pod with this key (`namespace/name`); returns it when it was there.
+    pub fn remove_pod(&mut self, key: &str) -> Option<Arc<PodInfo>> {
+        let index = self.pods.iter().position(|p| p.key() == key)?;
+        let pod = self.pods.remove(index);
+        self.pods_with_affinity.retain(|p| p.key() != key);
+        self.pods_with_required_anti_affinity
+            .retain(|p| p.key() != key);
+        self.update(&pod, -1);
+        Some(pod)
+    }
+
+    fn update(&mut self, pod: &PodInfo, sign: i64) {
+        let res = pod.resources();
+        if sign > 0 {
+            self.requested.add(&res.requests);
+            for port in pod.host_ports() {
+                self.used_ports.add(port);
+            }
+        } else {
+            self.requested.sub(&res.requests);
+            for port in pod.host_ports() {
+                self.used_ports.remove(port);
+            }
+        }
+        self.non_zero_requested.milli_cpu += sign * res.non_zero_milli_cpu;
+        self.non_zero_requested.memory += sign * res.non_zero_memory;
+        self.generation += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn port(ip: &str, proto: &str, p: i32) -> HostPort {
+        HostPort::new(Some(ip), Some(proto), p)
+    }
+
+    #[test]
+    fn wildcard_ip_conflicts_with_every_ip() {
+        let mut used = HostPortInfo::default();
+        used.add(&port("127.0.0.1", "TCP", 80));
+        assert!(used.conflicts(&port("", "", 80)));
+        assert!(used.conflicts(&port("127.0.0.1", "TCP", 80)));
+        assert!(!used.conflicts(&port("127.0.0.2", "TCP", 80)));
+        assert!(!used.conflicts(&port("127.0.0.1", "UDP", 80)));
+        used.add(&port("0.0.0.0", "UDP", 53));
+        assert!(used.conflicts(&port("10.0.0.1", "UDP", 53)));
+        assert!(!used.conflicts(&port("10.0.0.1", "UDP", 0)));
+    }
+}

@@ -1,0 +1,333 @@
+//! The extension points: one small object-safe trait each, as in kube-scheduler's
+//! framework. A plugin implements [`Plugin`] and the point traits it needs, and says
+//! which ones through the `as_*` methods, which the framework calls once when a profile
+//! is built (never in the scheduling loop).
+//!
+//! ```
+//! use std::sync::Arc;
+//! use kubesched_framework::{CycleState, FilterPlugin, NodeInfo, Plugin, PodInfo, Status, Code};
+//!
+//! /// Rejects nodes labelled `maintenance=true`.
+//! struct NoMaintenance;
+//! impl Plugin for NoMaintenance {
+//!     fn name(&self) -> &str { "NoMaintenance" }
+//!     fn as_filter(self: Arc<Self>) -> Option<Arc<dyn FilterPlugin>> { Some(self) }
+//! }
+//! impl FilterPlugin for NoMaintenance {
+//!     fn filter(&self, _: &CycleState, _: &PodInfo, node: &NodeInfo) -> Status {
+//!         if node.label("maintenance") == Some("true") {
+//!             Status::new(Code::UnschedulableAndUnresolvable, "node(s) are in maintenance")
+//!         } else {
+//!             Status::success()
+//!         }
+//!     }
+//! }
+//! ```
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::cycle_state::CycleState;
+use crate::node_info::NodeInfo;
+use crate::pod_info::PodInfo;
+use crate::snapshot::Snapshot;
+use crate::status::Status;
+
+/// The highest score a Score plugin may give a node after normalisation.
+pub const MAX_NODE_SCORE: i64 = 100;
+/// The lowest score a Score plugin may give a node after normalisation.
+pub const MIN_NODE_SCORE: i64 = 0;
+
+/// Every plugin: a name, and the extension points it implements.
+///
+/// Each `as_*` method returns `Some(self)` in a plugin that implements that point's
+/// trait; the defaults return `None`.
+pub trait Plugin: Send + Sync {
+    /// The plugin's name, exactly as a KubeSchedulerConfiguration spells it.
+    fn name(&self) -> &str;
+
+    /// This plugin as a PreEnqueue plugin.
+    fn as_pre_enqueue(self: Arc<Self>) -> Option<Arc<dyn PreEnqueuePlugin>> {
+        None
+    }
+    /// This plugin as a QueueSort plugin.
+    fn as_queue_sort(self: Arc<Self>) -> Option<Arc<dyn QueueSortPlugin>> {
+        None
+    }
+    /// This plugin as a PreFilter plugin.
+    fn as_pre_filter(self: Arc<Self>) -> Option<Arc<dyn PreFilterPlugin>> {
+        None
+    }
+    /// This plugin as a Filter plugin.
+    fn as_filter(self: Arc<Self>) -> Option<Arc<dyn FilterPlugin>> {
+        None
+    }
+    /// This plugin as a PostFilter plugin.
+    fn as_post_filter(self: Arc<Self>) -> Option<Arc<dyn PostFilterPlugin>> {
+        None
+    }
+    /// This plugin as a PreScore plugin.
+    fn as_pre_score(self: Arc<Self>) -> Option<Arc<dyn PreScorePlugin>> {
+        None
+    }
+    /// This plugin as a Score plugin.
+    fn as_score(self: Arc<Self>) -> Option<Arc<dyn ScorePlugin>> {
+        None
+    }
+    /// This plugin as a Reserve plugin.
+    fn as_reserve(self: Arc<Self>) -> Option<Arc<dyn ReservePlugin>> {
+        None
+    }
+    /// This plugin as a Permit plugin.
+    fn as_permit(self: Arc<Self>) -> Option<Arc<dyn PermitPlugin>> {
+        None
+    }
+    /// This plugin as a PreBind plugin.
+    fn as_pre_bind(self: Arc<Self>) -> Option<Arc<dyn PreBindPlugin>> {
+        None
+    }
+    /// This plugin as a Bind plugin.
+    fn as_bind(self: Arc<Self>) -> Option<Arc<dyn BindPlugin>> {
+        None
+    }
+    /// This plugin as a PostBind plugin.
+    fn as_post_bind(self: Arc<Self>) -> Option<Arc<dyn PostBindPlugin>> {
+        None
+    }
+}
+
+/// A pod in the scheduling queue.
+#[derive(Clone, Debug)]
+pub struct QueuedPodInfo {
+    /// The pod.
+    pub pod_info: Arc<PodInfo>,
+    /// When the pod entered the queue, as a monotonically increasing number (the
+    /// simulator uses the pod's position in the file).
+    pub timestamp: u64,
+    /// How many times scheduling was attempted.
+    pub attempts: u32,
+}
+
+/// PreEnqueue: decides whether a pod may enter the active queue at all.
+pub trait PreEnqueuePlugin: Plugin {
+    /// `Success` lets the pod in; anything else keeps it out, with a reason.
+    fn pre_enqueue(&self, pod: &PodInfo) -> Status;
+}
+
+/// QueueSort: orders pending pods. A profile has exactly one, and every profile of a
+/// scheduler must use the same one.
+pub trait QueueSortPlugin: Plugin {
+    /// `true` when `a` should be scheduled before `b`.
+    fn less(&self, a: &QueuedPodInfo, b: &QueuedPodInfo) -> bool;
+}
+
+/// The node names a PreFilter plugin narrows the search to.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PreFilterResult {
+    /// `None` means every node; `Some(set)` only these nodes.
+    pub node_names: Option<BTreeSet<String>>,
+}
+
+impl PreFilterResult {
+    /// Every node.
+    pub fn all_nodes() -> PreFilterResult {
+        PreFilterResult { node_names: None }
+    }
+
+    /// Only these nodes.
+    pub fn only<I: IntoIterator<Item = S>, S: Into<String>>(names: I) -> PreFilterResult {
+        PreFilterResult {
+            node_names: Some(names.into_iter().map(Into::into).collect()),
+        }
+    }
+
+    /// `true` when every node may be used.
+    pub fn is_all_nodes(&self) -> bool {
+        self.node_names.is_none()
+    }
+
+    /// The intersection of two results (kube-scheduler's `Merge`).
+    pub fn merge(self, other: PreFilterResult) -> PreFilterResult {
+        match (self.node_names, other.node_names) {
+            (None, b) => PreFilterResult { node_names: b },
+            (a, None) => PreFilterResult { node_names: a },
+            (Some(a), Some(b)) => PreFilterResult {
+                node_names: Some(a.intersection(&b).cloned().collect()),
+            },
+        }
+    }
+}
+
+/// PreFilter: per-pod work done once before Filter runs on each node.
+pub trait PreFilterPlugin: Plugin {
+    /// Computes what Filter needs, storing it in `state`. May narrow the node set, or
+    /// return `Skip` to have this plugin's Filter skipped for the pod.
+    fn pre_filter(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+    ) -> (Option<PreFilterResult>, Status);
+
+    /// AddPod/RemovePod, for plugins whose pre-computed state depends on other pods
+    /// (used when preemption simulates removing victims).
+    fn pre_filter_extensions(&self) -> Option<&dyn PreFilterExtensions> {
+        None
+    }
+}
+
+/// Incremental updates of a PreFilter plugin's state when pods are added to or
+/// removed from a node during a what-if evaluation.
+pub trait PreFilterExtensions: Send + Sync {
+    /// `pod_to_add` is now on `node`.
+    fn add_pod(
+        &self,
+        state: &mut CycleState,
+        pod_to_schedule: &PodInfo,
+        pod_to_add: &PodInfo,
+        node: &NodeInfo,
+    ) -> Status;
+    /// `pod_to_remove` is no longer on `node`.
+    fn remove_pod(
+        &self,
+        state: &mut CycleState,
+        pod_to_schedule: &PodInfo,
+        pod_to_remove: &PodInfo,
+        node: &NodeInfo,
+    ) -> Status;
+}
+
+/// Filter: can the pod run on this node? Runs in parallel over nodes.
+pub trait FilterPlugin: Plugin {
+    /// `Success`, or `Unschedulable`/`UnschedulableAndUnresolvable` with reasons.
+    fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status;
+}
+
+/// The statuses of the nodes that failed a scheduling attempt, in node order.
+#[derive(Clone, Debug, Default)]
+pub struct NodeToStatus {
+    /// (node index in node order, status) for every node that was evaluated and failed.
+    pub statuses: Vec<(usize, Status)>,
+    /// The status of every node that is not in `statuses` and was not evaluated
+    /// (left out by a PreFilter result, or every node when PreFilter failed).
+    pub absent_nodes_status: Option<Status>,
+}
+
+impl NodeToStatus {
+    /// The status of the node at `index`, explicit or absent.
+    pub fn get(&self, index: usize) -> Option<&Status> {
+        self.statuses
+            .iter()
+            .find(|(i, _)| *i == index)
+            .map(|(_, s)| s)
+            .or(self.absent_nodes_status.as_ref())
+    }
+
+    /// The number of nodes with an explicit status.
+    pub fn len(&self) -> usize {
+        self.statuses.len()
+    }
+
+    /// `true` when no node has an explicit status.
+    pub fn is_empty(&self) -> bool {
+        self.statuses.is_empty()
+    }
+}
+
+/// What a PostFilter plugin proposes: a node for the pod to be nominated to.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PostFilterResult {
+    /// The nominated node's name.
+    pub nominated_node_name: Option<String>,
+    /// Pods (`namespace/name`) that must go for the pod to fit there.
+    pub victims: Vec<String>,
+}
+
+/// PostFilter: runs when no node fits (preemption lives here).
+pub trait PostFilterPlugin: Plugin {
+    /// Tries to make the pod schedulable; the status message joins the FailedScheduling
+    /// message.
+    fn post_filter(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+        filtered: &NodeToStatus,
+    ) -> (Option<PostFilterResult>, Status);
+}
+
+/// PreScore: per-pod work done once before Score runs on each feasible node.
+pub trait PreScorePlugin: Plugin {
+    /// Computes what Score needs, or returns `Skip` to leave this plugin's Score out.
+    fn pre_score(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        snapshot: &Snapshot,
+    ) -> Status;
+}
+
+/// A node's score from one plugin.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeScore {
+    /// The node's position in node order.
+    pub node_index: usize,
+    /// The score.
+    pub score: i64,
+}
+
+/// Score: ranks a feasible node. Runs in parallel over nodes.
+pub trait ScorePlugin: Plugin {
+    /// The node's raw score.
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status>;
+
+    /// NormalizeScore, for plugins whose raw scores need rescaling to 0..=100.
+    fn score_extensions(&self) -> Option<&dyn ScoreExtensions> {
+        None
+    }
+}
+
+/// NormalizeScore: rescales all the feasible nodes' raw scores of one plugin at once.
+pub trait ScoreExtensions: Send + Sync {
+    /// Rewrites `scores` in place.
+    fn normalize_score(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        scores: &mut [NodeScore],
+    ) -> Status;
+}
+
+/// Reserve/Unreserve: claim or release what the pod will use on its node.
+pub trait ReservePlugin: Plugin {
+    /// Called when the pod is assumed on `node`.
+    fn reserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status;
+    /// Called when a later step fails; must undo `reserve` and be idempotent.
+    fn unreserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str);
+}
+
+/// Permit: approve, deny or delay the binding.
+pub trait PermitPlugin: Plugin {
+    /// `Success`, a rejection, or `Wait` with the longest time to wait.
+    fn permit(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> (Status, Duration);
+}
+
+/// PreBind: work before the pod is bound (attach volumes, ...).
+pub trait PreBindPlugin: Plugin {
+    /// Anything but `Success` aborts the binding.
+    fn pre_bind(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status;
+}
+
+/// Bind: writes the binding. The first Bind plugin that does not return `Skip` decides.
+pub trait BindPlugin: Plugin {
+    /// Binds the pod to the node.
+    fn bind(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status;
+}
+
+/// PostBind: informational, after a successful bind.
+pub trait PostBindPlugin: Plugin {
+    /// Called once the pod is bound.
+    fn post_bind(&self, state: &mut CycleState, pod: &PodInfo, node: &str);
+}

@@ -1,0 +1,197 @@
+//! [`PodInfo`]: a pod with what the scheduler computes from it once (its key, priority,
+//! resource requests, host ports), so no plugin recomputes it per node.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Pod, PodSpec};
+
+use crate::resource::{PodQuantityError, PodResources, Resource, pod_resources};
+
+/// The scheduler name a pod gets when its `spec.schedulerName` is empty.
+pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
+
+/// A host port a pod asks for (`containers[].ports[].hostPort`, and sidecars').
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HostPort {
+    /// The host IP, `0.0.0.0` when empty.
+    pub ip: String,
+    /// The protocol, `TCP` when empty.
+    pub protocol: String,
+    /// The port number (> 0).
+    pub port: i32,
+}
+
+impl HostPort {
+    /// A host port with kube-scheduler's defaults: empty IP is `0.0.0.0`, empty
+    /// protocol is `TCP`.
+    pub fn new(ip: Option<&str>, protocol: Option<&str>, port: i32) -> HostPort {
+        let ip = match ip {
+            Some(ip) if !ip.is_empty() => ip.to_string(),
+            _ => DEFAULT_BIND_ALL_HOST_IP.to_string(),
+        };
+        let protocol = match protocol {
+            Some(p) if !p.is_empty() => p.to_string(),
+            _ => "TCP".to_string(),
+        };
+        HostPort { ip, protocol, port }
+    }
+}
+
+/// The host IP that binds every address.
+pub const DEFAULT_BIND_ALL_HOST_IP: &str = "0.0.0.0";
+
+/// A pod and what the scheduler derives from it once.
+#[derive(Clone, Debug)]
+pub struct PodInfo {
+    pod: Arc<Pod>,
+    key: String,
+    resources: PodResources,
+    host_ports: Vec<HostPort>,
+}
+
+impl PodInfo {
+    /// Derives the pod's info. Fails only on a resource quantity that does not parse.
+    pub fn new(pod: Arc<Pod>) -> Result<PodInfo, PodQuantityError> {
+        let resources = pod_resources(&pod)?;
+        let key = format!(
+            "{}/{}",
+            pod.metadata.namespace.as_deref().unwrap_or("default"),
+            pod.metadata.name.as_deref().unwrap_or("")
+        );
+        let host_ports = host_ports(&pod);
+        Ok(PodInfo {
+            pod,
+            key,
+            resources,
+            host_ports,
+        })
+    }
+
+    /// The pod.
+    pub fn pod(&self) -> &Pod {
+        &self.pod
+    }
+
+    /// The pod, shared.
+    pub fn pod_arc(&self) -> &Arc<Pod> {
+        &self.pod
+    }
+
+    /// The pod's spec (an empty spec when the object has none).
+    pub fn spec(&self) -> &PodSpec {
+        static EMPTY: std::sync::OnceLock<PodSpec> = std::sync::OnceLock::new();
+        self.pod
+            .spec
+            .as_ref()
+            .unwrap_or_else(|| EMPTY.get_or_init(PodSpec::default))
+    }
+
+    /// `namespace/name`.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The namespace (`default` when unset).
+    pub fn namespace(&self) -> &str {
+        self.pod.metadata.namespace.as_deref().unwrap_or("default")
+    }
+
+    /// The name.
+    pub fn name(&self) -> &str {
+        self.pod.metadata.name.as_deref().unwrap_or("")
+    }
+
+    /// The pod's UID, or its key when it has none (scenario files rarely carry UIDs).
+    pub fn uid(&self) -> &str {
+        self.pod.metadata.uid.as_deref().unwrap_or(&self.key)
+    }
+
+    /// `spec.priority`, 0 when unset (as PrioritySort reads it).
+    pub fn priority(&self) -> i32 {
+        self.spec().priority.unwrap_or(0)
+    }
+
+    /// `spec.schedulerName`, `default-scheduler` when empty.
+    pub fn scheduler_name(&self) -> &str {
+        match self.spec().scheduler_name.as_deref() {
+            Some(s) if !s.is_empty() => s,
+            _ => DEFAULT_SCHEDULER_NAME,
+        }
+    }
+
+    /// `spec.nodeName`, when the pod is bound (or assumed).
+    pub fn node_name(&self) -> Option<&str> {
+        self.spec().node_name.as_deref().filter(|n| !n.is_empty())
+    }
+
+    /// The pod's resource requests as NodeInfo accounts them.
+    pub fn requests(&self) -> &Resource {
+        &self.resources.requests
+    }
+
+    /// The pod's requests with kube-scheduler's non-zero defaults, for scoring.
+    pub fn resources(&self) -> &PodResources {
+        &self.resources
+    }
+
+    /// The host ports the pod uses.
+    pub fn host_ports(&self) -> &[HostPort] {
+        &self.host_ports
+    }
+
+    /// `true` when the pod has pod affinity or anti-affinity terms.
+    pub fn has_affinity(&self) -> bool {
+        self.spec()
+            .affinity
+            .as_ref()
+            .is_some_and(|a| a.pod_affinity.is_some() || a.pod_anti_affinity.is_some())
+    }
+
+    /// `true` when the pod has required pod anti-affinity terms.
+    pub fn has_required_anti_affinity(&self) -> bool {
+        self.spec()
+            .affinity
+            .as_ref()
+            .and_then(|a| a.pod_anti_affinity.as_ref())
+            .and_then(|a| {
+                a.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })
+            .is_some_and(|terms| !terms.is_empty())
+    }
+
+    /// A copy of this pod bound to `node` (what the scheduler "assumes").
+    pub fn bound_to(&self, node: &str) -> PodInfo {
+        let mut pod = (*self.pod).clone();
+        pod.spec.get_or_insert_with(Default::default).node_name = Some(node.to_string());
+        PodInfo {
+            pod: Arc::new(pod),
+            key: self.key.clone(),
+            resources: self.resources.clone(),
+            host_ports: self.host_ports.clone(),
+        }
+    }
+}
+
+/// The host ports of a pod's containers and restartable init containers (sidecars),
+/// as kube-scheduler's `GetHostPorts` collects them; regular init containers' ports do
+/// not count.
+fn host_ports(pod: &Pod) -> Vec<HostPort> {
+    let Some(spec) = pod.spec.as_ref() else {
+        return Vec::new();
+    };
+    let sidecars = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .filter(|c| c.restart_policy.as_deref() == Some("Always"));
+    spec.containers
+        .iter()
+        .chain(sidecars)
+        .flat_map(|c| c.ports.iter().flatten())
+        .filter_map(|p| {
+            let port = p.host_port.unwrap_or(0);
+            (port > 0).then(|| HostPort::new(p.host_ip.as_deref(), p.protocol.as_deref(), port))
+        })
+        .collect()
+}

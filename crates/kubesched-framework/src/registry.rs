@@ -1,0 +1,140 @@
+//! [`Registry`]: plugin name → factory. A factory takes the plugin's args (the
+//! `pluginConfig` entry of the profile, already defaulted for in-tree plugins) and the
+//! framework [`Handle`], and returns the plugin.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use crate::plugin::Plugin;
+use crate::pod_info::PodInfo;
+
+/// Writes bindings to the cluster: what DefaultBinder calls. The simulator has none
+/// (binding is then a no-op); the runtime provides one backed by the API server.
+pub trait PodBinder: Send + Sync {
+    /// Binds `pod` to `node`; an `Err` carries the reason.
+    fn bind(&self, pod: &PodInfo, node: &str) -> Result<(), String>;
+}
+
+/// What a plugin factory may use from the framework it is built into.
+#[derive(Clone, Default)]
+pub struct Handle {
+    /// The profile's scheduler name.
+    pub profile_name: String,
+    /// Where bindings go; `None` in simulations.
+    pub binder: Option<Arc<dyn PodBinder>>,
+}
+
+impl fmt::Debug for Handle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Handle")
+            .field("profile_name", &self.profile_name)
+            .field("binder", &self.binder.as_ref().map(|_| "PodBinder"))
+            .finish()
+    }
+}
+
+/// A plugin could not be built from its args.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct PluginError {
+    /// What went wrong, naming the field where there is one.
+    pub message: String,
+}
+
+impl PluginError {
+    /// An error with this message.
+    pub fn new(message: impl Into<String>) -> PluginError {
+        PluginError {
+            message: message.into(),
+        }
+    }
+}
+
+/// Builds a plugin from its args (`None` when the profile has no `pluginConfig` entry
+/// for it).
+pub type PluginFactory = Arc<
+    dyn Fn(Option<&serde_json::Value>, &Handle) -> Result<Arc<dyn Plugin>, PluginError>
+        + Send
+        + Sync,
+>;
+
+/// A name was registered twice.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a plugin named {0:?} already exists")]
+pub struct DuplicatePlugin(pub String);
+
+/// Plugin name → factory.
+///
+/// ```
+/// use std::sync::Arc;
+/// use kubesched_framework::{Plugin, Registry};
+/// struct Noop;
+/// impl Plugin for Noop { fn name(&self) -> &str { "Noop" } }
+/// let mut registry = Registry::new();
+/// registry.register("Noop", |_args, _handle| Ok(Arc::new(Noop))).unwrap();
+/// assert!(registry.contains("Noop"));
+/// ```
+#[derive(Clone, Default)]
+pub struct Registry {
+    factories: BTreeMap<String, PluginFactory>,
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Registry {
+        Registry::default()
+    }
+
+    /// Registers a factory under `name`; a name may be registered once.
+    pub fn register<F>(
+        &mut self,
+        name: impl Into<String>,
+        factory: F,
+    ) -> Result<(), DuplicatePlugin>
+    where
+        F: Fn(Option<&serde_json::Value>, &Handle) -> Result<Arc<dyn Plugin>, PluginError>
+            + Send
+            + Sync
+            + 'static,
+    {
+        let name = name.into();
+        if self.factories.contains_key(&name) {
+            return Err(DuplicatePlugin(name));
+        }
+        self.factories.insert(name, Arc::new(factory));
+        Ok(())
+    }
+
+    /// Adds every factory of `other` (out-of-tree plugins beside in-tree ones).
+    pub fn merge(&mut self, other: Registry) -> Result<(), DuplicatePlugin> {
+        for (name, factory) in other.factories {
+            if self.factories.contains_key(&name) {
+                return Err(DuplicatePlugin(name));
+            }
+            self.factories.insert(name, factory);
+        }
+        Ok(())
+    }
+
+    /// `true` when `name` is registered.
+    pub fn contains(&self, name: &str) -> bool {
+        self.factories.contains_key(name)
+    }
+
+    /// The factory for `name`.
+    pub fn get(&self, name: &str) -> Option<&PluginFactory> {
+        self.factories.get(name)
+    }
+
+    /// Every registered name, sorted.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.factories.keys().map(String::as_str)
+    }
+}
+
+impl fmt::Debug for Registry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.factories.keys()).finish()
+    }
+}

@@ -1,0 +1,652 @@
+//! The scheduling cycle of one pod, as kube-scheduler's `schedulePod` and
+//! `scheduleOne`: PreFilter → Filter → PreScore → Score → select host → assume →
+//! Reserve → Permit → PreBind → Bind → PostBind, unreserving and forgetting the pod
+//! when a step after assume fails. [`Scheduler`] holds the profiles and the cluster
+//! [`Snapshot`] that all of them share.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use crate::cycle_state::CycleState;
+use crate::framework::{Framework, NodePluginScores, PARALLEL_THRESHOLD};
+use crate::node_info::NodeInfo;
+use crate::plugin::{NodeToStatus, PostFilterResult, QueuedPodInfo};
+use crate::pod_info::PodInfo;
+use crate::snapshot::Snapshot;
+use crate::status::{Code, Status};
+
+/// kube-scheduler never searches fewer nodes than this (unless the cluster is smaller).
+pub const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
+/// The adaptive percentage of nodes to score never goes below this.
+pub const MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: i64 = 5;
+
+/// How the chosen node is picked among the nodes with the highest total score.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostSelection {
+    /// The first in node order: deterministic, as FORMAT.md and tests want.
+    FirstInNodeOrder,
+    /// Uniformly at random among the best, from a seed (reproducible).
+    Random {
+        /// The seed of the generator.
+        seed: u64,
+    },
+}
+
+/// Which nodes are evaluated for a pod.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeSearch {
+    /// Every node is filtered and every feasible node scored.
+    Exhaustive,
+    /// kube-scheduler's search: from a round-robin start node, stop once
+    /// `percentageOfNodesToScore` (or the adaptive formula) feasible nodes are found.
+    Adaptive,
+}
+
+/// How a [`Scheduler`] runs.
+#[derive(Clone, Debug)]
+pub struct SchedulerOptions {
+    /// The pick among equal best scores.
+    pub host_selection: HostSelection,
+    /// Which nodes are evaluated.
+    pub node_search: NodeSearch,
+    /// The configuration's global `percentageOfNodesToScore` (profiles may override).
+    pub percentage_of_nodes_to_score: Option<i32>,
+    /// Run PostFilter plugins (preemption) when no node fits.
+    pub run_post_filter: bool,
+}
+
+impl Default for SchedulerOptions {
+    fn default() -> Self {
+        SchedulerOptions {
+            host_selection: HostSelection::FirstInNodeOrder,
+            node_search: NodeSearch::Exhaustive,
+            percentage_of_nodes_to_score: None,
+            run_post_filter: false,
+        }
+    }
+}
+
+/// Why the nodes were rejected, as kube-scheduler's `Diagnosis`.
+#[derive(Clone, Debug, Default)]
+pub struct Diagnosis {
+    /// Each rejected node's status.
+    pub node_to_status: NodeToStatus,
+    /// The plugins that rejected some node.
+    pub unschedulable_plugins: BTreeSet<String>,
+    /// The message of a failed PreFilter.
+    pub pre_filter_msg: Option<String>,
+    /// The message of the PostFilter plugins.
+    pub post_filter_msg: Option<String>,
+}
+
+impl Diagnosis {
+    fn add_plugin_status(&mut self, status: &Status) {
+        if status.is_rejected()
+            && let Some(p) = status.plugin()
+        {
+            self.unschedulable_plugins.insert(p.to_string());
+        }
+    }
+}
+
+/// No node fits the pod.
+#[derive(Clone, Debug)]
+pub struct FitError {
+    /// The number of nodes in the cluster.
+    pub num_all_nodes: usize,
+    /// Why.
+    pub diagnosis: Diagnosis,
+}
+
+impl fmt::Display for FitError {
+    /// kube-scheduler's `FitError.Error()`: "0/N nodes are available: " with the
+    /// PreFilter message, or the reasons histogram sorted as strings, then the
+    /// PostFilter message.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "0/{} nodes are available:", self.num_all_nodes)?;
+        let d = &self.diagnosis;
+        match &d.pre_filter_msg {
+            Some(msg) => write!(f, " {msg}.")?,
+            None => {
+                let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+                for (_, status) in &d.node_to_status.statuses {
+                    for r in status.reasons() {
+                        *counts.entry(r).or_default() += 1;
+                    }
+                }
+                let absent = self.num_all_nodes.saturating_sub(d.node_to_status.len());
+                if absent > 0
+                    && let Some(status) = &d.node_to_status.absent_nodes_status
+                {
+                    for r in status.reasons() {
+                        *counts.entry(r).or_default() += absent;
+                    }
+                }
+                let mut histogram: Vec<String> = counts
+                    .into_iter()
+                    .map(|(r, n)| format!("{n} {r}"))
+                    .collect();
+                histogram.sort();
+                if !histogram.is_empty() {
+                    write!(f, " {}.", histogram.join(", "))?;
+                }
+            }
+        }
+        if let Some(msg) = &d.post_filter_msg {
+            write!(f, " {msg}.")?;
+        }
+        Ok(())
+    }
+}
+
+/// The pod could not be scheduled.
+#[derive(Clone, Debug)]
+pub enum ScheduleError {
+    /// The cluster has no nodes.
+    NoNodesAvailable,
+    /// No node fits.
+    Unfit(Box<FitError>),
+    /// A plugin failed with an error.
+    Internal(Status),
+}
+
+impl fmt::Display for ScheduleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ScheduleError::NoNodesAvailable => f.write_str("no nodes available to schedule pods"),
+            ScheduleError::Unfit(e) => e.fmt(f),
+            ScheduleError::Internal(s) => f.write_str(&s.message()),
+        }
+    }
+}
+
+impl std::error::Error for ScheduleError {}
+
+/// Where a pod should go, and what was found on the way.
+#[derive(Clone, Debug)]
+pub struct ScheduleResult {
+    /// The chosen node's position in node order.
+    pub suggested_host: usize,
+    /// How many nodes were evaluated.
+    pub evaluated_nodes: usize,
+    /// How many nodes passed the filters.
+    pub feasible_nodes: usize,
+    /// The feasible nodes' scores (empty when scoring was skipped: one feasible node).
+    pub scores: Vec<NodePluginScores>,
+    /// The nodes that were rejected, and why.
+    pub diagnosis: Diagnosis,
+}
+
+/// What happened to one pod.
+#[derive(Clone, Debug)]
+pub enum Outcome {
+    /// No profile has the pod's scheduler name.
+    NotOurs,
+    /// A PreEnqueue plugin (SchedulingGates) keeps the pod out of the queue.
+    Gated(Status),
+    /// The pod was bound to `node`.
+    Scheduled {
+        /// The node's name.
+        node: String,
+        /// The details of the decision.
+        result: ScheduleResult,
+    },
+    /// No node fits (or a plugin failed).
+    Unschedulable {
+        /// Why.
+        error: ScheduleError,
+        /// What PostFilter proposed, when it ran and nominated a node.
+        nominated: Option<PostFilterResult>,
+    },
+    /// A node was chosen but Reserve, Permit or binding failed; the pod was forgotten.
+    BindingFailed {
+        /// The node that had been chosen.
+        node: String,
+        /// The failure.
+        status: Status,
+    },
+}
+
+/// A small, fast, seedable generator (SplitMix64) for the random host pick.
+#[derive(Clone, Debug)]
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+/// Why a scheduler could not be assembled.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SchedulerError {
+    /// Two profiles have the same scheduler name.
+    #[error("duplicate profile for scheduler name {0:?}")]
+    DuplicateProfile(String),
+    /// Profiles disagree on the QueueSort plugin (one queue serves them all).
+    #[error("all profiles must use the same queue sort plugin: {0:?} uses {1:?}, {2:?} uses {3:?}")]
+    QueueSortMismatch(String, String, String, String),
+    /// There is no profile.
+    #[error("at least one profile is required")]
+    NoProfiles,
+}
+
+/// Profiles sharing one cluster snapshot and one queue order: kube-scheduler's
+/// `Scheduler` without the API server.
+pub struct Scheduler {
+    profiles: Vec<Framework>,
+    snapshot: Snapshot,
+    options: SchedulerOptions,
+    next_start_node_index: usize,
+    rng: SplitMix64,
+}
+
+impl fmt::Debug for Scheduler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Scheduler")
+            .field("profiles", &self.profiles)
+            .field("nodes", &self.snapshot.num_nodes())
+            .field("options", &self.options)
+            .finish()
+    }
+}
+
+impl Scheduler {
+    /// A scheduler over `snapshot` with these profiles.
+    pub fn new(
+        profiles: Vec<Framework>,
+        snapshot: Snapshot,
+        options: SchedulerOptions,
+    ) -> Result<Scheduler, SchedulerError> {
+        let first = profiles.first().ok_or(SchedulerError::NoProfiles)?;
+        let mut seen = BTreeSet::new();
+        for p in &profiles {
+            if !seen.insert(p.profile_name()) {
+                return Err(SchedulerError::DuplicateProfile(
+                    p.profile_name().to_string(),
+                ));
+            }
+            if p.queue_sort().name != first.queue_sort().name {
+                return Err(SchedulerError::QueueSortMismatch(
+                    first.profile_name().to_string(),
+                    first.queue_sort().name.to_string(),
+                    p.profile_name().to_string(),
+                    p.queue_sort().name.to_string(),
+                ));
+            }
+        }
+        let seed = match options.host_selection {
+            HostSelection::Random { seed } => seed,
+            HostSelection::FirstInNodeOrder => 0,
+        };
+        Ok(Scheduler {
+            profiles,
+            snapshot,
+            options,
+            next_start_node_index: 0,
+            rng: SplitMix64(seed),
+        })
+    }
+
+    /// The profiles.
+    pub fn profiles(&self) -> &[Framework] {
+        &self.profiles
+    }
+
+    /// The profile for a scheduler name.
+    pub fn framework_for(&self, scheduler_name: &str) -> Option<&Framework> {
+        self.profiles
+            .iter()
+            .find(|p| p.profile_name() == scheduler_name)
+    }
+
+    /// The cluster as the scheduler sees it.
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
+    }
+
+    /// Mutable access to the cluster (to add or remove pods and nodes between cycles).
+    pub fn snapshot_mut(&mut self) -> &mut Snapshot {
+        &mut self.snapshot
+    }
+
+    /// The options.
+    pub fn options(&self) -> &SchedulerOptions {
+        &self.options
+    }
+
+    /// Sorts pods in queue order with the (shared) QueueSort plugin; pods equal for it
+    /// keep their order.
+    pub fn sort_queue(&self, pods: &mut [QueuedPodInfo]) {
+        let qs = &self.profiles[0];
+        pods.sort_by(|a, b| {
+            if qs.queue_less(a, b) {
+                std::cmp::Ordering::Less
+            } else if qs.queue_less(b, a) {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        });
+    }
+
+    /// Runs one full cycle for `pod`: scheduling, then (on success) assume, Reserve,
+    /// Permit and binding. On success the pod is on its node in the snapshot.
+    pub fn schedule_one(&mut self, pod: &Arc<PodInfo>) -> Outcome {
+        let Some(index) = self
+            .profiles
+            .iter()
+            .position(|p| p.profile_name() == pod.scheduler_name())
+        else {
+            return Outcome::NotOurs;
+        };
+        let gate = self.profiles[index].run_pre_enqueue_plugins(pod);
+        if !gate.is_success() {
+            return Outcome::Gated(gate);
+        }
+        let mut state = CycleState::new();
+        let result = self.schedule_pod(index, &mut state, pod);
+        let fwk = &self.profiles[index];
+        let result = match result {
+            Ok(r) => r,
+            Err(error) => {
+                let mut error = error;
+                let mut nominated = None;
+                if let ScheduleError::Unfit(fit) = &mut error
+                    && self.options.run_post_filter
+                    && fwk.has_post_filter_plugins()
+                {
+                    let (r, s) = fwk.run_post_filter_plugins(
+                        &state,
+                        pod,
+                        &self.snapshot,
+                        &fit.diagnosis.node_to_status,
+                    );
+                    if s.is_success() {
+                        nominated = r.filter(|r| r.nominated_node_name.is_some());
+                    } else if !s.message().is_empty() {
+                        fit.diagnosis.post_filter_msg = Some(s.message());
+                    }
+                }
+                return Outcome::Unschedulable { error, nominated };
+            }
+        };
+        let node = self
+            .snapshot
+            .node_at(result.suggested_host)
+            .name()
+            .to_string();
+        let assumed = Arc::new(pod.bound_to(&node));
+        self.snapshot.add_pod(assumed.clone());
+        let fwk = &self.profiles[index];
+        let fail = |s: Status, state: &mut CycleState, snapshot: &mut Snapshot| {
+            fwk.run_reserve_plugins_unreserve(state, &assumed, &node);
+            snapshot.remove_pod(&node, assumed.key());
+            Outcome::BindingFailed {
+                node: node.clone(),
+                status: s,
+            }
+        };
+        let s = fwk.run_reserve_plugins_reserve(&mut state, &assumed, &node);
+        if !s.is_success() {
+            return fail(s, &mut state, &mut self.snapshot);
+        }
+        let (s, _) = fwk.run_permit_plugins(&mut state, &assumed, &node);
+        if s.is_wait() {
+            let s = Status::new(
+                Code::Error,
+                "a Permit plugin asked to wait; waiting needs the runtime's binding cycle",
+            );
+            return fail(s, &mut state, &mut self.snapshot);
+        }
+        if !s.is_success() {
+            return fail(s, &mut state, &mut self.snapshot);
+        }
+        let s = fwk.run_pre_bind_plugins(&mut state, &assumed, &node);
+        if !s.is_success() {
+            return fail(s, &mut state, &mut self.snapshot);
+        }
+        let s = fwk.run_bind_plugins(&mut state, &assumed, &node);
+        if !s.is_success() {
+            return fail(s, &mut state, &mut self.snapshot);
+        }
+        fwk.run_post_bind_plugins(&mut state, &assumed, &node);
+        Outcome::Scheduled { node, result }
+    }
+
+    /// The scheduling part of the cycle (kube-scheduler's `schedulePod`): finds the
+    /// feasible nodes, scores them and picks one. Changes nothing in the snapshot.
+    pub fn schedule_pod(
+        &mut self,
+        profile: usize,
+        state: &mut CycleState,
+        pod: &PodInfo,
+    ) -> Result<ScheduleResult, ScheduleError> {
+        let num_nodes = self.snapshot.num_nodes();
+        if num_nodes == 0 {
+            return Err(ScheduleError::NoNodesAvailable);
+        }
+        let (feasible, diagnosis) = self.find_nodes_that_fit(profile, state, pod)?;
+        let fwk = &self.profiles[profile];
+        if feasible.is_empty() {
+            return Err(ScheduleError::Unfit(Box::new(FitError {
+                num_all_nodes: num_nodes,
+                diagnosis,
+            })));
+        }
+        let evaluated = feasible.len() + diagnosis.node_to_status.len();
+        if feasible.len() == 1 {
+            return Ok(ScheduleResult {
+                suggested_host: feasible[0],
+                evaluated_nodes: 1 + diagnosis.node_to_status.len(),
+                feasible_nodes: 1,
+                scores: Vec::new(),
+                diagnosis,
+            });
+        }
+        let scores = if fwk.has_score_plugins() {
+            let nodes: Vec<&NodeInfo> =
+                feasible.iter().map(|&i| self.snapshot.node_at(i)).collect();
+            let s = fwk.run_pre_score_plugins(state, pod, &nodes, &self.snapshot);
+            if !s.is_success() {
+                return Err(ScheduleError::Internal(s));
+            }
+            let indexed: Vec<(usize, &NodeInfo)> = feasible.iter().copied().zip(nodes).collect();
+            fwk.run_score_plugins(state, pod, &indexed)
+                .map_err(ScheduleError::Internal)?
+        } else {
+            feasible
+                .iter()
+                .map(|&node_index| NodePluginScores {
+                    node_index,
+                    scores: Vec::new(),
+                    total_score: 1,
+                })
+                .collect()
+        };
+        let suggested_host = self.select_host(&scores);
+        Ok(ScheduleResult {
+            suggested_host,
+            evaluated_nodes: evaluated,
+            feasible_nodes: feasible.len(),
+            scores,
+            diagnosis,
+        })
+    }
+
+    fn select_host(&mut self, scores: &[NodePluginScores]) -> usize {
+        let best = scores.iter().map(|s| s.total_score).max().unwrap_or(0);
+        let ties = scores
+            .iter()
+            .filter(|s| s.total_score == best)
+            .map(|s| s.node_index);
+        match self.options.host_selection {
+            HostSelection::FirstInNodeOrder => ties.min().unwrap_or(0),
+            HostSelection::Random { .. } => {
+                let mut chosen = 0;
+                for (seen, index) in ties.enumerate() {
+                    if self.rng.next().is_multiple_of(seen as u64 + 1) {
+                        chosen = index;
+                    }
+                }
+                chosen
+            }
+        }
+    }
+
+    /// The number of feasible nodes after which the adaptive search stops
+    /// (kube-scheduler's `numFeasibleNodesToFind`).
+    pub fn num_feasible_nodes_to_find(percentage: Option<i32>, num_all_nodes: usize) -> usize {
+        if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND {
+            return num_all_nodes;
+        }
+        let mut percentage = i64::from(percentage.unwrap_or(0));
+        if percentage == 0 {
+            percentage =
+                (50 - num_all_nodes as i64 / 125).max(MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND);
+        }
+        let n = (num_all_nodes as i64 * percentage / 100) as usize;
+        n.max(MIN_FEASIBLE_NODES_TO_FIND)
+    }
+
+    /// PreFilter, then Filter over the candidate nodes. Returns the feasible nodes'
+    /// indices (in node order for an exhaustive search, in search order otherwise).
+    fn find_nodes_that_fit(
+        &mut self,
+        profile: usize,
+        state: &mut CycleState,
+        pod: &PodInfo,
+    ) -> Result<(Vec<usize>, Diagnosis), ScheduleError> {
+        let fwk = &self.profiles[profile];
+        let snapshot = &self.snapshot;
+        let mut diagnosis = Diagnosis::default();
+        let pre = fwk.run_pre_filter_plugins(state, pod, snapshot);
+        diagnosis.unschedulable_plugins = pre.narrowing_plugins.clone();
+        if !pre.status.is_success() {
+            if !pre.status.is_rejected() {
+                return Err(ScheduleError::Internal(pre.status));
+            }
+            diagnosis.pre_filter_msg = Some(pre.status.message());
+            diagnosis.add_plugin_status(&pre.status);
+            diagnosis.node_to_status.absent_nodes_status = Some(pre.status);
+            return Ok((Vec::new(), diagnosis));
+        }
+        let candidates: Vec<usize> = match &pre.result.node_names {
+            None => (0..snapshot.num_nodes()).collect(),
+            Some(names) => {
+                let mut v: Vec<usize> = names.iter().filter_map(|n| snapshot.index_of(n)).collect();
+                v.sort_unstable();
+                diagnosis.node_to_status.absent_nodes_status = Some(Status::new(
+                    Code::UnschedulableAndUnresolvable,
+                    format!(
+                        "node(s) didn't satisfy plugin(s) [{}]",
+                        pre.narrowing_plugins
+                            .iter()
+                            .cloned()
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    ),
+                ));
+                v
+            }
+        };
+        let (to_find, start) = match self.options.node_search {
+            NodeSearch::Exhaustive => (candidates.len(), 0),
+            NodeSearch::Adaptive => {
+                let percentage = fwk
+                    .percentage_of_nodes_to_score()
+                    .or(self.options.percentage_of_nodes_to_score);
+                let mut n = Self::num_feasible_nodes_to_find(percentage, candidates.len());
+                if !fwk.has_score_plugins() {
+                    n = 1;
+                }
+                (n, self.next_start_node_index)
+            }
+        };
+        let total = candidates.len();
+        let state: &CycleState = state;
+        let (feasible, rejected) = if !fwk.has_filter_plugins() {
+            let feasible = (0..to_find.min(total))
+                .map(|i| candidates[(start + i) % total])
+                .collect();
+            (feasible, Vec::new())
+        } else {
+            filter_nodes(fwk, state, pod, snapshot, &candidates, start, to_find)
+        };
+        if self.options.node_search == NodeSearch::Adaptive && self.snapshot.num_nodes() > 0 {
+            let processed = feasible.len() + rejected.len();
+            self.next_start_node_index =
+                (self.next_start_node_index + processed) % self.snapshot.num_nodes();
+        }
+        for (_, status) in &rejected {
+            diagnosis.add_plugin_status(status);
+        }
+        let mut rejected = rejected;
+        rejected.sort_by_key(|(i, _)| *i);
+        diagnosis.node_to_status.statuses = rejected;
+        Ok((feasible, diagnosis))
+    }
+}
+
+/// Filters `candidates` starting at `start` (wrapping), until `to_find` feasible nodes
+/// are found or all were checked. Runs in parallel chunks for large clusters; the
+/// result is the same as a sequential scan, whatever the number of threads.
+fn filter_nodes(
+    fwk: &Framework,
+    state: &CycleState,
+    pod: &PodInfo,
+    snapshot: &Snapshot,
+    candidates: &[usize],
+    start: usize,
+    to_find: usize,
+) -> (Vec<usize>, Vec<(usize, Status)>) {
+    let total = candidates.len();
+    let mut feasible = Vec::new();
+    let mut rejected = Vec::new();
+    let check = |i: usize| {
+        let index = candidates[(start + i) % total];
+        (
+            index,
+            fwk.run_filter_plugins(state, pod, snapshot.node_at(index)),
+        )
+    };
+    if total < PARALLEL_THRESHOLD {
+        for i in 0..total {
+            let (index, status) = check(i);
+            if status.is_success() {
+                feasible.push(index);
+                if feasible.len() >= to_find {
+                    break;
+                }
+            } else {
+                rejected.push((index, status));
+            }
+        }
+        return (feasible, rejected);
+    }
+    let chunk = PARALLEL_THRESHOLD.max(to_find.min(total) / 2);
+    let mut next = 0;
+    while next < total && feasible.len() < to_find {
+        let end = (next + chunk).min(total);
+        let results: Vec<(usize, Status)> = (next..end).into_par_iter().map(check).collect();
+        for (index, status) in results {
+            if feasible.len() >= to_find {
+                break;
+            }
+            if status.is_success() {
+                feasible.push(index);
+            } else {
+                rejected.push((index, status));
+            }
+        }
+        next = end;
+    }
+    (feasible, rejected)
+}

@@ -1,0 +1,193 @@
+//! [`Snapshot`]: the cluster as one scheduling cycle sees it: every node's
+//! [`NodeInfo`] in node order, looked up by name, updated in place when a pod is
+//! assumed or removed (no rebuild).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
+use k8s_openapi::api::core::v1::{Namespace, Node, ReplicationController, Service};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+
+use crate::node_info::{ImageStateSummary, NodeInfo, NodeInfoError};
+use crate::pod_info::PodInfo;
+
+/// Why a snapshot could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SnapshotError {
+    /// Two nodes have the same name.
+    #[error("node {0}: metadata.name: duplicate node name")]
+    DuplicateNode(String),
+    /// A node's allocatable resources do not parse.
+    #[error(transparent)]
+    NodeInfo(#[from] NodeInfoError),
+}
+
+/// The cluster's objects other than nodes and pods that plugins read: workload
+/// selectors (PodTopologySpread's system defaults), namespaces (InterPodAffinity's
+/// `namespaceSelector`) and PodDisruptionBudgets (preemption).
+#[derive(Clone, Debug, Default)]
+pub struct ClusterObjects {
+    /// Services.
+    pub services: Vec<Arc<Service>>,
+    /// ReplicationControllers.
+    pub replication_controllers: Vec<Arc<ReplicationController>>,
+    /// ReplicaSets.
+    pub replica_sets: Vec<Arc<ReplicaSet>>,
+    /// StatefulSets.
+    pub stateful_sets: Vec<Arc<StatefulSet>>,
+    /// Namespaces (with their labels).
+    pub namespaces: Vec<Arc<Namespace>>,
+    /// PodDisruptionBudgets.
+    pub pod_disruption_budgets: Vec<Arc<PodDisruptionBudget>>,
+}
+
+/// The nodes of the cluster with their pods.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    nodes: Vec<NodeInfo>,
+    index: HashMap<String, usize>,
+    objects: Arc<ClusterObjects>,
+}
+
+impl Snapshot {
+    /// Builds a snapshot from nodes (their order is the node order) and the pods bound
+    /// to them. Pods whose `spec.nodeName` names no node use no node; they are returned
+    /// so the caller can say so.
+    pub fn new(
+        nodes: impl IntoIterator<Item = Arc<Node>>,
+        pods: impl IntoIterator<Item = Arc<PodInfo>>,
+    ) -> Result<(Snapshot, Vec<Arc<PodInfo>>), SnapshotError> {
+        let mut snapshot = Snapshot::default();
+        for node in nodes {
+            let info = NodeInfo::new(node)?;
+            let name = info.name().to_string();
+            if snapshot.index.contains_key(&name) {
+                return Err(SnapshotError::DuplicateNode(name));
+            }
+            snapshot.index.insert(name, snapshot.nodes.len());
+            snapshot.nodes.push(info);
+        }
+        snapshot.refresh_image_states();
+        let mut orphans = Vec::new();
+        for pod in pods {
+            match pod.node_name().and_then(|n| snapshot.index.get(n).copied()) {
+                Some(i) => snapshot.nodes[i].add_pod(pod),
+                None => orphans.push(pod),
+            }
+        }
+        Ok((snapshot, orphans))
+    }
+
+    /// Recomputes every node's image states: an image name's size is the size reported
+    /// by the first node (in node order) that has it, and its node count is the number
+    /// of nodes that report it, as kube-scheduler's cache keeps them.
+    fn refresh_image_states(&mut self) {
+        let mut global: HashMap<&str, ImageStateSummary> = HashMap::new();
+        for info in &self.nodes {
+            let mut seen_here = std::collections::HashSet::new();
+            for image in info
+                .node()
+                .status
+                .iter()
+                .flat_map(|s| s.images.iter().flatten())
+            {
+                for name in image.names.iter().flatten() {
+                    if !seen_here.insert(name.as_str()) {
+                        continue;
+                    }
+                    global
+                        .entry(name.as_str())
+                        .and_modify(|s| s.num_nodes += 1)
+                        .or_insert(ImageStateSummary {
+                            size: image.size_bytes.unwrap_or(0),
+                            num_nodes: 1,
+                        });
+                }
+            }
+        }
+        let per_node: Vec<HashMap<String, ImageStateSummary>> = self
+            .nodes
+            .iter()
+            .map(|info| {
+                info.node()
+                    .status
+                    .iter()
+                    .flat_map(|s| s.images.iter().flatten())
+                    .flat_map(|image| image.names.iter().flatten())
+                    .map(|name| (name.clone(), global[name.as_str()]))
+                    .collect()
+            })
+            .collect();
+        for (info, states) in self.nodes.iter_mut().zip(per_node) {
+            info.set_image_states(states);
+        }
+    }
+
+    /// The cluster's other objects.
+    pub fn objects(&self) -> &ClusterObjects {
+        &self.objects
+    }
+
+    /// Replaces the cluster's other objects.
+    pub fn set_objects(&mut self, objects: Arc<ClusterObjects>) {
+        self.objects = objects;
+    }
+
+    /// The number of nodes.
+    pub fn num_nodes(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Every node, in node order.
+    pub fn nodes(&self) -> &[NodeInfo] {
+        &self.nodes
+    }
+
+    /// A node by name.
+    pub fn get(&self, name: &str) -> Option<&NodeInfo> {
+        self.index.get(name).map(|&i| &self.nodes[i])
+    }
+
+    /// A node's position in node order.
+    pub fn index_of(&self, name: &str) -> Option<usize> {
+        self.index.get(name).copied()
+    }
+
+    /// The node at a position in node order.
+    pub fn node_at(&self, index: usize) -> &NodeInfo {
+        &self.nodes[index]
+    }
+
+    /// Adds a pod to the node it is bound to; returns `false` when that node is not in
+    /// the snapshot.
+    pub fn add_pod(&mut self, pod: Arc<PodInfo>) -> bool {
+        match pod.node_name().and_then(|n| self.index.get(n).copied()) {
+            Some(i) => {
+                self.nodes[i].add_pod(pod);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Removes a pod (by `namespace/name`) from a node.
+    pub fn remove_pod(&mut self, node: &str, key: &str) -> Option<Arc<PodInfo>> {
+        let i = *self.index.get(node)?;
+        self.nodes[i].remove_pod(key)
+    }
+
+    /// The nodes that have pods with pod affinity or anti-affinity.
+    pub fn nodes_with_affinity_pods(&self) -> impl Iterator<Item = &NodeInfo> {
+        self.nodes
+            .iter()
+            .filter(|n| !n.pods_with_affinity().is_empty())
+    }
+
+    /// The nodes that have pods with required pod anti-affinity.
+    pub fn nodes_with_required_anti_affinity_pods(&self) -> impl Iterator<Item = &NodeInfo> {
+        self.nodes
+            .iter()
+            .filter(|n| !n.pods_with_required_anti_affinity().is_empty())
+    }
+}

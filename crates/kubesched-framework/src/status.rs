@@ -1,0 +1,237 @@
+//! [`Status`]: the outcome of running a plugin, with kube-scheduler's codes and reasons.
+//!
+//! Unschedulable is an outcome, not a fault: plugins return a `Status`, and the
+//! framework turns the reasons into the "0/N nodes are available: ..." message that
+//! users read in events. Reasons are `Cow<'static, str>` so the common fixed reasons
+//! ("Insufficient cpu") cost no allocation in the per-node hot loop.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+
+/// kube-scheduler's status codes (`fwk.Code`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Code {
+    /// The plugin ran and the pod may go on.
+    Success,
+    /// An internal error: the scheduling attempt is aborted.
+    Error,
+    /// The pod cannot be placed now; preemption might help.
+    Unschedulable,
+    /// The pod cannot be placed and preemption would not help.
+    UnschedulableAndUnresolvable,
+    /// A Permit plugin asks the pod to wait.
+    Wait,
+    /// The plugin has nothing to do for this pod (PreFilter, PreScore, Bind).
+    Skip,
+    /// The pod waits for something outside the scheduler (an external controller).
+    Pending,
+}
+
+impl Code {
+    /// The code's name as kube-scheduler prints it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::Success => "Success",
+            Code::Error => "Error",
+            Code::Unschedulable => "Unschedulable",
+            Code::UnschedulableAndUnresolvable => "UnschedulableAndUnresolvable",
+            Code::Wait => "Wait",
+            Code::Skip => "Skip",
+            Code::Pending => "Pending",
+        }
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A reason string: static for the fixed reasons, owned for formatted ones.
+pub type Reason = Cow<'static, str>;
+
+/// The result of running a plugin: a [`Code`], its reasons and the plugin that set it.
+///
+/// ```
+/// use kubesched_framework::{Code, Status};
+/// let s = Status::new(Code::Unschedulable, "Insufficient cpu");
+/// assert!(s.is_rejected());
+/// assert_eq!(s.message(), "Insufficient cpu");
+/// assert!(Status::success().is_success());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Status {
+    code: Code,
+    reasons: SmallVec<[Reason; 2]>,
+    plugin: Option<Arc<str>>,
+}
+
+impl Default for Status {
+    fn default() -> Self {
+        Status::success()
+    }
+}
+
+impl Status {
+    /// A success status with no reasons.
+    pub fn success() -> Status {
+        Status {
+            code: Code::Success,
+            reasons: SmallVec::new(),
+            plugin: None,
+        }
+    }
+
+    /// A status with one reason.
+    pub fn new(code: Code, reason: impl Into<Reason>) -> Status {
+        let mut reasons = SmallVec::new();
+        reasons.push(reason.into());
+        Status {
+            code,
+            reasons,
+            plugin: None,
+        }
+    }
+
+    /// A status with no reason (for example `Skip`).
+    pub fn with_code(code: Code) -> Status {
+        Status {
+            code,
+            reasons: SmallVec::new(),
+            plugin: None,
+        }
+    }
+
+    /// A status with several reasons, in order.
+    pub fn with_reasons<I, R>(code: Code, reasons: I) -> Status
+    where
+        I: IntoIterator<Item = R>,
+        R: Into<Reason>,
+    {
+        Status {
+            code,
+            reasons: reasons.into_iter().map(Into::into).collect(),
+            plugin: None,
+        }
+    }
+
+    /// An `Error` status carrying an error message.
+    pub fn error(message: impl Into<Reason>) -> Status {
+        Status::new(Code::Error, message)
+    }
+
+    /// A `Skip` status.
+    pub fn skip() -> Status {
+        Status::with_code(Code::Skip)
+    }
+
+    /// The code.
+    pub fn code(&self) -> Code {
+        self.code
+    }
+
+    /// The reasons, in order.
+    pub fn reasons(&self) -> &[Reason] {
+        &self.reasons
+    }
+
+    /// Appends a reason.
+    pub fn push_reason(&mut self, reason: impl Into<Reason>) {
+        self.reasons.push(reason.into());
+    }
+
+    /// The reasons joined by ", ", as kube-scheduler's `Status.Message()`.
+    pub fn message(&self) -> String {
+        self.reasons.join(", ")
+    }
+
+    /// The plugin that returned this status, once the framework has recorded it.
+    pub fn plugin(&self) -> Option<&str> {
+        self.plugin.as_deref()
+    }
+
+    /// Records the plugin that returned this status.
+    pub fn set_plugin(&mut self, plugin: Arc<str>) {
+        self.plugin = Some(plugin);
+    }
+
+    /// Returns the status with the plugin recorded.
+    pub fn with_plugin(mut self, plugin: Arc<str>) -> Status {
+        self.plugin = Some(plugin);
+        self
+    }
+
+    /// `true` for `Success`.
+    pub fn is_success(&self) -> bool {
+        self.code == Code::Success
+    }
+
+    /// `true` for `Skip`.
+    pub fn is_skip(&self) -> bool {
+        self.code == Code::Skip
+    }
+
+    /// `true` for `Wait`.
+    pub fn is_wait(&self) -> bool {
+        self.code == Code::Wait
+    }
+
+    /// `true` for `Error`.
+    pub fn is_error(&self) -> bool {
+        self.code == Code::Error
+    }
+
+    /// `true` when the pod was rejected: `Unschedulable`, `UnschedulableAndUnresolvable`
+    /// or `Pending` (kube-scheduler's `IsRejected`).
+    pub fn is_rejected(&self) -> bool {
+        matches!(
+            self.code,
+            Code::Unschedulable | Code::UnschedulableAndUnresolvable | Code::Pending
+        )
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.plugin {
+            Some(p) => write!(f, "{} ({}): {}", self.code, p, self.message()),
+            None => write!(f, "{}: {}", self.code, self.message()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_joins_reasons_in_order() {
+        let s = Status::with_reasons(
+            Code::Unschedulable,
+            ["Insufficient cpu", "Insufficient memory"],
+        );
+        assert_eq!(s.message(), "Insufficient cpu, Insufficient memory");
+        assert_eq!(s.reasons().len(), 2);
+    }
+
+    #[test]
+    fn rejected_codes_match_kube_scheduler() {
+        assert!(Status::with_code(Code::Unschedulable).is_rejected());
+        assert!(Status::with_code(Code::UnschedulableAndUnresolvable).is_rejected());
+        assert!(Status::with_code(Code::Pending).is_rejected());
+        assert!(!Status::error("boom").is_rejected());
+        assert!(!Status::skip().is_rejected());
+        assert!(!Status::success().is_rejected());
+    }
+
+    #[test]
+    fn plugin_is_recorded() {
+        let s = Status::new(Code::Unschedulable, "x").with_plugin("NodeName".into());
+        assert_eq!(s.plugin(), Some("NodeName"));
+        assert_eq!(s.to_string(), "Unschedulable (NodeName): x");
+    }
+}
