@@ -1,0 +1,287 @@
+//! NodeResourcesBalancedAllocation: Score prefers nodes whose resource utilisation
+//! fractions (with the pod on them) are close to each other.
+//!
+//! As in kube-scheduler v1.35:
+//!
+//! - requests are the ACTUAL requests (no 100m / 200Mi defaults), the pod's and the
+//!   node's;
+//! - PreScore returns Skip when the pod requests none of the configured resources
+//!   (every request 0: a best-effort pod for the default cpu and memory);
+//! - each fraction `requested / allocatable` is capped at 1; resources the node has
+//!   none of are left out (so are extended resources the pod does not ask for);
+//! - with two fractions the standard deviation is `|f1 - f2| / 2`, with more the
+//!   population standard deviation, with fewer 0; the score is
+//!   `int64((1 - std) * 100)`, in float64 arithmetic in Go's order, truncated.
+
+use std::sync::Arc;
+
+use kubesched_config::args::{NodeResourcesBalancedAllocationArgs, ResourceSpec};
+use kubesched_framework::{
+    CycleState, MAX_NODE_SCORE, NodeInfo, Plugin, PodInfo, PreScorePlugin, ScorePlugin, Snapshot,
+    Status,
+};
+
+use crate::resource_allocation::{Requests, allocatable_and_requested, pod_resource_requests};
+
+/// The plugin's name.
+pub const NAME: &str = "NodeResourcesBalancedAllocation";
+
+/// Balanced resource allocation scoring.
+#[derive(Clone, Debug)]
+pub struct BalancedAllocation {
+    resources: Vec<ResourceSpec>,
+}
+
+/// The pod's actual request per configured resource, computed once in PreScore.
+#[derive(Clone, Debug)]
+struct PodRequests(Arc<[i64]>);
+
+impl BalancedAllocation {
+    /// Builds the plugin from its (defaulted, validated) args.
+    pub fn new(args: NodeResourcesBalancedAllocationArgs) -> BalancedAllocation {
+        BalancedAllocation {
+            resources: args.resources,
+        }
+    }
+
+    /// The node's score for a pod with these requests (one per configured resource).
+    pub fn score_node(&self, node: &NodeInfo, pod_requests: &[i64]) -> i64 {
+        // Fractions of the resources the node has, in configured order; at most a few
+        // resources are configured, so a small inline buffer avoids allocating.
+        let mut fractions: smallvec::SmallVec<[f64; 4]> = smallvec::SmallVec::new();
+        let mut total = 0f64;
+        for (r, &pod_request) in self.resources.iter().zip(pod_requests) {
+            let (alloc, req) =
+                allocatable_and_requested(node, &r.name, pod_request, Requests::Actual);
+            if alloc == 0 {
+                continue;
+            }
+            let fraction = (req as f64 / alloc as f64).min(1.0);
+            total += fraction;
+            fractions.push(fraction);
+        }
+        balanced_score(&fractions, total)
+    }
+}
+
+/// `int64((1 - std) * 100)` over the fractions, as kube-scheduler computes it.
+fn balanced_score(fractions: &[f64], total: f64) -> i64 {
+    let std = match fractions {
+        [a, b] => ((a - b) / 2.0).abs(),
+        [] | [_] => 0.0,
+        _ => {
+            let n = fractions.len() as f64;
+            let mean = total / n;
+            let mut sum = 0f64;
+            for f in fractions {
+                sum += (f - mean) * (f - mean);
+            }
+            (sum / n).sqrt()
+        }
+    };
+    ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
+}
+
+impl Plugin for BalancedAllocation {
+    fn name(&self) -> &str {
+        NAME
+    }
+    fn as_pre_score(self: Arc<Self>) -> Option<Arc<dyn PreScorePlugin>> {
+        Some(self)
+    }
+    fn as_score(self: Arc<Self>) -> Option<Arc<dyn ScorePlugin>> {
+        Some(self)
+    }
+}
+
+impl PreScorePlugin for BalancedAllocation {
+    fn pre_score(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        _: &[&NodeInfo],
+        _: &Snapshot,
+    ) -> Status {
+        let requests = match pod_resource_requests(pod, &self.resources, Requests::Actual) {
+            Ok(r) => r,
+            Err(s) => return s,
+        };
+        if requests.iter().all(|&r| r == 0) {
+            return Status::skip();
+        }
+        state.write(PodRequests(requests.into()));
+        Status::success()
+    }
+}
+
+impl ScorePlugin for BalancedAllocation {
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        match state.read::<PodRequests>() {
+            Some(r) => Ok(self.score_node(node, &r.0)),
+            // PreScore disabled: compute here, scoring best-effort pods 0.
+            None => {
+                let requests = pod_resource_requests(pod, &self.resources, Requests::Actual)?;
+                if requests.iter().all(|&r| r == 0) {
+                    return Ok(0);
+                }
+                Ok(self.score_node(node, &requests))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{Node, Pod};
+    use serde_json::json;
+
+    fn pod(node: Option<&str>, requests: &[serde_json::Value]) -> PodInfo {
+        let containers: Vec<_> = requests
+            .iter()
+            .enumerate()
+            .map(|(i, r)| json!({"name": format!("c{i}"), "resources": {"requests": r}}))
+            .collect();
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "p", "namespace": "default"},
+            "spec": {"nodeName": node, "containers": containers}
+        }))
+        .unwrap();
+        PodInfo::new(Arc::new(pod)).unwrap()
+    }
+
+    fn node(name: &str, allocatable: serde_json::Value, pods: Vec<PodInfo>) -> NodeInfo {
+        let node: Node = serde_json::from_value(json!({
+            "metadata": {"name": name}, "status": {"allocatable": allocatable}
+        }))
+        .unwrap();
+        let mut n = NodeInfo::new(Arc::new(node)).unwrap();
+        for p in pods {
+            n.add_pod(Arc::new(p));
+        }
+        n
+    }
+
+    fn default_plugin() -> BalancedAllocation {
+        BalancedAllocation::new(NodeResourcesBalancedAllocationArgs::default())
+    }
+
+    fn scores(pl: &BalancedAllocation, p: &PodInfo, nodes: &[NodeInfo]) -> Option<Vec<i64>> {
+        let mut state = CycleState::new();
+        let refs: Vec<&NodeInfo> = nodes.iter().collect();
+        let s = pl.pre_score(&mut state, p, &refs, &Snapshot::default());
+        if s.is_skip() {
+            return None;
+        }
+        assert!(s.is_success());
+        Some(
+            nodes
+                .iter()
+                .map(|n| pl.score(&state, p, n).unwrap())
+                .collect(),
+        )
+    }
+
+    // Named after kube-scheduler's TestNodeResourcesBalancedAllocation.
+    #[test]
+    fn nothing_scheduled_nothing_requested_skip_scoring() {
+        let nodes = [node(
+            "node1",
+            json!({"cpu": "4", "memory": "10000"}),
+            vec![],
+        )];
+        assert_eq!(
+            scores(&default_plugin(), &pod(None, &[json!({})]), &nodes),
+            None
+        );
+        // Limits-only or extended-only requests are still best-effort for cpu/memory.
+        assert_eq!(
+            scores(
+                &default_plugin(),
+                &pod(None, &[json!({"example.com/gpu": "1"})]),
+                &nodes
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn nothing_scheduled_resources_requested_differently_sized_nodes() {
+        let nodes = [
+            node("node1", json!({"cpu": "4", "memory": "10000"}), vec![]),
+            node("node2", json!({"cpu": "6", "memory": "10000"}), vec![]),
+        ];
+        let p = pod(
+            None,
+            &[
+                json!({"cpu": "1", "memory": "2000"}),
+                json!({"cpu": "2", "memory": "3000"}),
+            ],
+        );
+        // node1: cpu 3/4, memory 5000/10000: std 0.125 -> 87; node2: 0.5 and 0.5 -> 100.
+        assert_eq!(scores(&default_plugin(), &p, &nodes), Some(vec![87, 100]));
+    }
+
+    #[test]
+    fn requested_resources_at_node_capacity_and_over_are_capped() {
+        let existing = pod(Some("node1"), &[json!({"cpu": "6", "memory": "0"})]);
+        let nodes = [node(
+            "node1",
+            json!({"cpu": "4", "memory": "10000"}),
+            vec![existing],
+        )];
+        // cpu fraction 7/4 capped at 1, memory 5000/10000: std 0.25 -> 75.
+        let p = pod(None, &[json!({"cpu": "1", "memory": "5000"})]);
+        assert_eq!(scores(&default_plugin(), &p, &nodes), Some(vec![75]));
+    }
+
+    #[test]
+    fn existing_pods_count_with_actual_requests() {
+        // An existing best-effort pod adds nothing (no 100m / 200Mi defaults).
+        let existing = pod(Some("node1"), &[json!({})]);
+        let nodes = [node(
+            "node1",
+            json!({"cpu": "4", "memory": "10000"}),
+            vec![existing],
+        )];
+        let p = pod(None, &[json!({"cpu": "2"})]);
+        // cpu 0.5, memory 0: std 0.25 -> 75.
+        assert_eq!(scores(&default_plugin(), &p, &nodes), Some(vec![75]));
+    }
+
+    #[test]
+    fn three_resources_use_population_std() {
+        let pl = BalancedAllocation::new(NodeResourcesBalancedAllocationArgs {
+            resources: vec![
+                ResourceSpec::new("cpu", 1),
+                ResourceSpec::new("memory", 1),
+                ResourceSpec::new("nvidia.com/gpu", 1),
+            ],
+        });
+        let nodes = [
+            node(
+                "node1",
+                json!({"cpu": "4", "memory": "10000", "nvidia.com/gpu": "4"}),
+                vec![],
+            ),
+            node("node2", json!({"cpu": "4", "memory": "10000"}), vec![]),
+        ];
+        let p = pod(
+            None,
+            &[json!({"cpu": "1", "memory": "5000", "nvidia.com/gpu": "4"})],
+        );
+        // node1: 0.25, 0.5, 1: mean 7/12, std ~0.3118 -> 68; node2 has no gpu: 0.25, 0.5 -> 87.
+        assert_eq!(scores(&pl, &p, &nodes), Some(vec![68, 87]));
+        // A gpu resource the pod does not ask for is left out.
+        let p = pod(None, &[json!({"cpu": "1", "memory": "5000"})]);
+        assert_eq!(scores(&pl, &p, &nodes), Some(vec![87, 87]));
+    }
+
+    #[test]
+    fn float_rounding_follows_go() {
+        // (1 - |0.5 - 0.68| / 2) * 100 = 90.99999999999999 in float64: truncated to 90.
+        assert_eq!(balanced_score(&[1.0 / 2.0, 17.0 / 25.0], 0.0), 90);
+        assert_eq!(balanced_score(&[0.5], 0.5), 100);
+        assert_eq!(balanced_score(&[], 0.0), 100);
+    }
+}

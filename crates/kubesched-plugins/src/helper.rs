@@ -1,0 +1,142 @@
+//! Helpers shared by the in-tree plugins: toleration matching and kube-scheduler's
+//! `DefaultNormalizeScore`.
+
+use k8s_openapi::api::core::v1::{Taint, Toleration};
+use kubesched_framework::{MAX_NODE_SCORE, NodeScore};
+
+/// `true` when `toleration` tolerates `taint` (core/v1 `Toleration.ToleratesTaint`): an
+/// empty effect matches every effect, an empty key with `Exists` matches every key, an
+/// empty operator means `Equal`.
+pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
+    if let Some(effect) = toleration.effect.as_deref().filter(|e| !e.is_empty())
+        && effect != taint.effect
+    {
+        return false;
+    }
+    if let Some(key) = toleration.key.as_deref().filter(|k| !k.is_empty())
+        && key != taint.key
+    {
+        return false;
+    }
+    match toleration.operator.as_deref().unwrap_or("") {
+        "" | "Equal" => {
+            toleration.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or("")
+        }
+        "Exists" => true,
+        _ => false,
+    }
+}
+
+/// `true` when any of `tolerations` tolerates `taint`.
+pub fn tolerations_tolerate(tolerations: &[Toleration], taint: &Taint) -> bool {
+    tolerations.iter().any(|t| tolerates(t, taint))
+}
+
+/// The first taint (in the node's order) that `filter` selects and no toleration
+/// tolerates.
+pub fn find_untolerated_taint<'a>(
+    taints: &'a [Taint],
+    tolerations: &[Toleration],
+    filter: impl Fn(&Taint) -> bool,
+) -> Option<&'a Taint> {
+    taints
+        .iter()
+        .find(|t| filter(t) && !tolerations_tolerate(tolerations, t))
+}
+
+/// kube-scheduler's `DefaultNormalizeScore`: scales scores to 0..=`max_priority`
+/// against the highest one (integer division); `reverse` flips them. When every score
+/// is 0, all become `max_priority` if `reverse`, else stay 0.
+pub fn default_normalize_score(max_priority: i64, reverse: bool, scores: &mut [NodeScore]) {
+    let max = scores.iter().map(|s| s.score).max().unwrap_or(0).max(0);
+    if max == 0 {
+        if reverse {
+            for s in scores {
+                s.score = max_priority;
+            }
+        }
+        return;
+    }
+    for s in scores {
+        let mut score = max_priority * s.score / max;
+        if reverse {
+            score = max_priority - score;
+        }
+        s.score = score;
+    }
+}
+
+/// [`default_normalize_score`] with the maximum node score.
+pub fn normalize_to_max(reverse: bool, scores: &mut [NodeScore]) {
+    default_normalize_score(MAX_NODE_SCORE, reverse, scores)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn taint(key: &str, value: &str, effect: &str) -> Taint {
+        Taint {
+            key: key.into(),
+            value: Some(value.into()),
+            effect: effect.into(),
+            ..Default::default()
+        }
+    }
+
+    fn tol(key: &str, op: &str, value: &str, effect: &str) -> Toleration {
+        Toleration {
+            key: Some(key.into()),
+            operator: Some(op.into()),
+            value: Some(value.into()),
+            effect: Some(effect.into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn toleration_matching_follows_core_v1() {
+        let t = taint("dedicated", "gpu", "NoSchedule");
+        assert!(tolerates(
+            &tol("dedicated", "Equal", "gpu", "NoSchedule"),
+            &t
+        ));
+        assert!(tolerates(&tol("dedicated", "", "gpu", ""), &t));
+        assert!(!tolerates(
+            &tol("dedicated", "Equal", "cpu", "NoSchedule"),
+            &t
+        ));
+        assert!(tolerates(&tol("", "Exists", "", ""), &t));
+        assert!(!tolerates(&tol("dedicated", "Exists", "", "NoExecute"), &t));
+        assert!(!tolerates(&tol("dedicated", "Gt", "1", ""), &t));
+    }
+
+    #[test]
+    fn normalize_scales_and_reverses() {
+        let mut s = vec![
+            NodeScore {
+                node_index: 0,
+                score: 0,
+            },
+            NodeScore {
+                node_index: 1,
+                score: 1,
+            },
+            NodeScore {
+                node_index: 2,
+                score: 3,
+            },
+        ];
+        default_normalize_score(100, true, &mut s);
+        assert_eq!(
+            s.iter().map(|s| s.score).collect::<Vec<_>>(),
+            vec![100, 67, 0]
+        );
+        let mut z = vec![NodeScore {
+            node_index: 0,
+            score: 0,
+        }];
+        default_normalize_score(100, true, &mut z);
+        assert_eq!(z[0].score, 100);
+    }
+}

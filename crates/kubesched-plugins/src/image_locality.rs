@@ -1,0 +1,145 @@
+//! ImageLocality: prefers nodes that already have the pod's images, weighing each image
+//! by its size and by how widely it is spread across the cluster (so that a pod is not
+//! pulled toward the one node that happens to have a popular image).
+
+use std::sync::Arc;
+
+use kubesched_framework::{
+    CycleState, MAX_NODE_SCORE, NodeInfo, Plugin, PodInfo, PreScorePlugin, ScorePlugin, Snapshot,
+    Status,
+};
+
+/// The plugin's name.
+pub const NAME: &str = "ImageLocality";
+
+const MB: i64 = 1024 * 1024;
+/// Below this total, the score is 0.
+pub const MIN_THRESHOLD: i64 = 23 * MB;
+/// Per container, sizes above this count no more.
+pub const MAX_CONTAINER_THRESHOLD: i64 = 1000 * MB;
+
+/// Image locality scoring.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ImageLocality;
+
+/// The number of nodes in the cluster, read once per cycle.
+#[derive(Clone, Copy, Debug)]
+struct TotalNodes(usize);
+
+impl Plugin for ImageLocality {
+    fn name(&self) -> &str {
+        NAME
+    }
+    fn as_pre_score(self: Arc<Self>) -> Option<Arc<dyn PreScorePlugin>> {
+        Some(self)
+    }
+    fn as_score(self: Arc<Self>) -> Option<Arc<dyn ScorePlugin>> {
+        Some(self)
+    }
+}
+
+impl PreScorePlugin for ImageLocality {
+    fn pre_score(
+        &self,
+        state: &mut CycleState,
+        _: &PodInfo,
+        _: &[&NodeInfo],
+        snapshot: &Snapshot,
+    ) -> Status {
+        state.write(TotalNodes(snapshot.num_nodes()));
+        Status::success()
+    }
+}
+
+impl ScorePlugin for ImageLocality {
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        let total = state
+            .read::<TotalNodes>()
+            .ok_or_else(|| {
+                Status::error("ImageLocality: its PreScore did not run (it must stay enabled)")
+            })?
+            .0;
+        let spec = pod.spec();
+        let containers = spec
+            .init_containers
+            .iter()
+            .flatten()
+            .chain(&spec.containers);
+        let mut sum: i64 = 0;
+        let mut count: i64 = 0;
+        for c in containers {
+            count += 1;
+            let name = normalized_image_name(c.image.as_deref().unwrap_or(""));
+            if let Some(state) = node.image_states().get(name.as_ref()) {
+                sum += scaled_image_score(state.size, state.num_nodes, total);
+            }
+        }
+        Ok(calculate_priority(sum, count))
+    }
+}
+
+/// The image size scaled by the fraction of nodes that have it (truncated).
+fn scaled_image_score(size: i64, num_nodes: usize, total_nodes: usize) -> i64 {
+    if total_nodes == 0 {
+        return 0;
+    }
+    let spread = num_nodes as f64 / total_nodes as f64;
+    (size as f64 * spread) as i64
+}
+
+/// Maps the summed sizes to 0..=100 between the thresholds.
+fn calculate_priority(sum: i64, num_containers: i64) -> i64 {
+    let max_threshold = MAX_CONTAINER_THRESHOLD * num_containers;
+    let sum = if sum < MIN_THRESHOLD {
+        MIN_THRESHOLD
+    } else if sum > max_threshold {
+        max_threshold
+    } else {
+        sum
+    };
+    if max_threshold <= MIN_THRESHOLD {
+        return 0;
+    }
+    MAX_NODE_SCORE * (sum - MIN_THRESHOLD) / (max_threshold - MIN_THRESHOLD)
+}
+
+/// Appends `:latest` to an image without a tag (a registry port is not a tag; a digest
+/// is kept as is).
+pub fn normalized_image_name(name: &str) -> std::borrow::Cow<'_, str> {
+    let colon = name.rfind(':').map_or(-1, |i| i as isize);
+    let slash = name.rfind('/').map_or(-1, |i| i as isize);
+    if colon <= slash {
+        format!("{name}:latest").into()
+    } else {
+        name.into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_names_get_latest_only_without_a_tag() {
+        assert_eq!(normalized_image_name("nginx"), "nginx:latest");
+        assert_eq!(normalized_image_name("nginx:1.25"), "nginx:1.25");
+        assert_eq!(
+            normalized_image_name("registry:5000/app"),
+            "registry:5000/app:latest"
+        );
+        assert_eq!(normalized_image_name("app@sha256:abc"), "app@sha256:abc");
+    }
+
+    #[test]
+    fn priority_is_zero_below_threshold_and_capped() {
+        assert_eq!(calculate_priority(0, 1), 0);
+        assert_eq!(calculate_priority(MAX_CONTAINER_THRESHOLD * 5, 1), 100);
+        assert_eq!(
+            calculate_priority(
+                MIN_THRESHOLD + (MAX_CONTAINER_THRESHOLD - MIN_THRESHOLD) / 2,
+                1
+            ),
+            50
+        );
+    }
+}

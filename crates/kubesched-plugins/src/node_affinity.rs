@@ -1,0 +1,1021 @@
+//! NodeAffinity: the pod's `nodeSelector` and required node affinity (plus the
+//! plugin's `addedAffinity`) decide which nodes may run it; its preferred node affinity
+//! terms rank the nodes.
+//!
+//! As in kube-scheduler v1.35:
+//!
+//! - PreFilter returns Skip when the pod has no `nodeSelector`, no required node
+//!   affinity and the plugin has no `addedAffinity.requiredDuringScheduling...`. When
+//!   every required term has `matchFields` `metadata.name In`, the union of those names
+//!   (intersected within a term) becomes a PreFilterResult; an empty union fails
+//!   PreFilter with "pod affinity terms conflict".
+//! - Filter rejects (UnschedulableAndUnresolvable) nodes outside the added affinity
+//!   ("node(s) didn't match scheduler-enforced node affinity") or the pod's selector and
+//!   required terms ("node(s) didn't match Pod's node affinity/selector").
+//! - PreScore returns Skip when neither the pod nor `addedAffinity` has preferred
+//!   terms; Score sums the weights of the matching terms; NormalizeScore scales to
+//!   `100 * score / max`.
+//!
+//! Node selector semantics (component-helpers' `nodeaffinity`): terms are ORed, an
+//! empty term matches nothing, requirements within a term are ANDed. `NotIn` and
+//! `DoesNotExist` match nodes without the label; `Gt`/`Lt` compare the label value as an
+//! integer (a non-numeric label never matches). A term whose requirements do not parse
+//! (unknown operator, wrong number of values, invalid key or value) never matches, while
+//! the other terms still can. `matchFields` only know `metadata.name`, with `In` or
+//! `NotIn` and exactly one value.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1 as core;
+use kubesched_config::args::{self, NodeAffinityArgs};
+use kubesched_framework::{
+    Code, CycleState, FilterPlugin, NodeInfo, NodeScore, Plugin, PluginError, PodInfo,
+    PreFilterPlugin, PreFilterResult, PreScorePlugin, ScoreExtensions, ScorePlugin, Snapshot,
+    Status,
+};
+
+use crate::helper::normalize_to_max;
+
+/// The plugin's name.
+pub const NAME: &str = "NodeAffinity";
+/// Filter's reason when the pod's node selector or required affinity does not match.
+pub const ERR_REASON_POD: &str = "node(s) didn't match Pod's node affinity/selector";
+/// Filter's reason when the plugin's `addedAffinity` does not match.
+pub const ERR_REASON_ENFORCED: &str = "node(s) didn't match scheduler-enforced node affinity";
+/// PreFilter's reason when the `metadata.name` fields of the required terms select no
+/// node at all.
+pub const ERR_REASON_CONFLICT: &str = "pod affinity terms conflict";
+
+/// The field `matchFields` may select on.
+const OBJECT_NAME_FIELD: &str = "metadata.name";
+
+/// One parsed label requirement of a `matchExpressions` list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum LabelRequirement {
+    In(String, Vec<String>),
+    NotIn(String, Vec<String>),
+    Exists(String),
+    DoesNotExist(String),
+    Gt(String, i64),
+    Lt(String, i64),
+}
+
+impl LabelRequirement {
+    fn matches(&self, node: &NodeInfo) -> bool {
+        match self {
+            LabelRequirement::In(k, vs) => node.label(k).is_some_and(|v| vs.iter().any(|x| x == v)),
+            LabelRequirement::NotIn(k, vs) => {
+                node.label(k).is_none_or(|v| !vs.iter().any(|x| x == v))
+            }
+            LabelRequirement::Exists(k) => node.label(k).is_some(),
+            LabelRequirement::DoesNotExist(k) => node.label(k).is_none(),
+            LabelRequirement::Gt(k, n) => node
+                .label(k)
+                .and_then(|v| v.parse::<i64>().ok())
+                .is_some_and(|v| v > *n),
+            LabelRequirement::Lt(k, n) => node
+                .label(k)
+                .and_then(|v| v.parse::<i64>().ok())
+                .is_some_and(|v| v < *n),
+        }
+    }
+
+    /// Parses one requirement as apimachinery's `labels.NewRequirement` does; `None` on a
+    /// parse error.
+    fn parse(key: &str, operator: &str, values: &[String]) -> Option<LabelRequirement> {
+        if !is_qualified_name(key) || !values.iter().all(|v| is_label_value(v)) {
+            return None;
+        }
+        let key = key.to_string();
+        let int_value = || match values {
+            [v] => v.parse::<i64>().ok(),
+            _ => None,
+        };
+        match operator {
+            "In" if !values.is_empty() => Some(LabelRequirement::In(key, values.to_vec())),
+            "NotIn" if !values.is_empty() => Some(LabelRequirement::NotIn(key, values.to_vec())),
+            "Exists" if values.is_empty() => Some(LabelRequirement::Exists(key)),
+            "DoesNotExist" if values.is_empty() => Some(LabelRequirement::DoesNotExist(key)),
+            "Gt" => int_value().map(|n| LabelRequirement::Gt(key, n)),
+            "Lt" => int_value().map(|n| LabelRequirement::Lt(key, n)),
+            _ => None,
+        }
+    }
+}
+
+/// One parsed `matchFields` requirement: (field, value, `true` for `In`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct FieldRequirement {
+    field: String,
+    value: String,
+    equal: bool,
+}
+
+impl FieldRequirement {
+    fn parse(key: &str, operator: &str, values: &[String]) -> Option<FieldRequirement> {
+        let equal = match operator {
+            "In" => true,
+            "NotIn" => false,
+            _ => return None,
+        };
+        match values {
+            [v] => Some(FieldRequirement {
+                field: key.to_string(),
+                value: v.clone(),
+                equal,
+            }),
+            _ => None,
+        }
+    }
+
+    fn matches(&self, node_name: &str) -> bool {
+        // A node's only field is metadata.name; a missing field reads as "".
+        let actual = if self.field == OBJECT_NAME_FIELD {
+            node_name
+        } else {
+            ""
+        };
+        (actual == self.value) == self.equal
+    }
+}
+
+/// A requirement as both API type families spell it: (key, operator, values).
+type RawRequirement<'a> = (&'a str, &'a str, &'a [String]);
+
+/// One parsed node selector term.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Term {
+    /// `None` when the term has no `matchExpressions`.
+    labels: Option<Vec<LabelRequirement>>,
+    /// `None` when the term has no `matchFields`.
+    fields: Option<Vec<FieldRequirement>>,
+    /// Some requirement did not parse: the term matches no node.
+    invalid: bool,
+}
+
+impl Term {
+    fn parse<'a>(
+        expressions: impl ExactSizeIterator<Item = RawRequirement<'a>>,
+        fields: impl ExactSizeIterator<Item = RawRequirement<'a>>,
+    ) -> Term {
+        let mut invalid = false;
+        let labels = (expressions.len() > 0).then(|| {
+            expressions
+                .filter_map(|(k, op, v)| {
+                    let r = LabelRequirement::parse(k, op, v);
+                    invalid |= r.is_none();
+                    r
+                })
+                .collect()
+        });
+        let fields = (fields.len() > 0).then(|| {
+            fields
+                .filter_map(|(k, op, v)| {
+                    let r = FieldRequirement::parse(k, op, v);
+                    invalid |= r.is_none();
+                    r
+                })
+                .collect()
+        });
+        Term {
+            labels,
+            fields,
+            invalid,
+        }
+    }
+
+    fn from_api(term: &core::NodeSelectorTerm) -> Term {
+        Term::parse(
+            raw_api(term.match_expressions.as_deref()),
+            raw_api(term.match_fields.as_deref()),
+        )
+    }
+
+    fn from_config(term: &args::NodeSelectorTerm) -> Term {
+        Term::parse(
+            raw_config(&term.match_expressions),
+            raw_config(&term.match_fields),
+        )
+    }
+
+    fn matches(&self, node: &NodeInfo) -> bool {
+        if self.invalid {
+            return false;
+        }
+        let labels_match = self
+            .labels
+            .as_ref()
+            .is_none_or(|l| l.iter().all(|r| r.matches(node)));
+        let name = node.name();
+        // kube-scheduler only checks fields when the node has some (a name).
+        let fields_match = name.is_empty()
+            || self
+                .fields
+                .as_ref()
+                .is_none_or(|f| f.iter().all(|r| r.matches(name)));
+        labels_match && fields_match
+    }
+}
+
+fn raw_api(
+    reqs: Option<&[core::NodeSelectorRequirement]>,
+) -> impl ExactSizeIterator<Item = RawRequirement<'_>> {
+    reqs.unwrap_or(&[]).iter().map(|r| {
+        (
+            r.key.as_str(),
+            r.operator.as_str(),
+            r.values.as_deref().unwrap_or(&[]),
+        )
+    })
+}
+
+fn raw_config(
+    reqs: &[args::NodeSelectorRequirement],
+) -> impl ExactSizeIterator<Item = RawRequirement<'_>> {
+    reqs.iter()
+        .map(|r| (r.key.as_str(), r.operator.as_str(), r.values.as_slice()))
+}
+
+/// A parsed `NodeSelector`: its non-empty terms, ORed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeSelector {
+    terms: Vec<Term>,
+}
+
+impl NodeSelector {
+    /// Parses a pod's `NodeSelector`. Empty terms are dropped (they select nothing);
+    /// terms that do not parse are kept but never match.
+    pub fn from_api(selector: &core::NodeSelector) -> NodeSelector {
+        NodeSelector {
+            terms: selector
+                .node_selector_terms
+                .iter()
+                .filter(|t| !is_empty_api_term(t))
+                .map(Term::from_api)
+                .collect(),
+        }
+    }
+
+    /// Parses a configured `NodeSelector` strictly: any term that does not parse is an
+    /// error (kube-scheduler's `NewNodeSelector`).
+    pub fn from_config(selector: &args::NodeSelector) -> Result<NodeSelector, String> {
+        let mut terms = Vec::new();
+        for (i, t) in selector.node_selector_terms.iter().enumerate() {
+            if t.match_expressions.is_empty() && t.match_fields.is_empty() {
+                continue;
+            }
+            let term = Term::from_config(t);
+            if term.invalid {
+                return Err(format!("nodeSelectorTerms[{i}]: invalid requirement"));
+            }
+            terms.push(term);
+        }
+        Ok(NodeSelector { terms })
+    }
+
+    /// `true` when some term matches the node.
+    pub fn matches(&self, node: &NodeInfo) -> bool {
+        self.terms.iter().any(|t| t.matches(node))
+    }
+}
+
+fn is_empty_api_term(t: &core::NodeSelectorTerm) -> bool {
+    t.match_expressions.as_ref().is_none_or(Vec::is_empty)
+        && t.match_fields.as_ref().is_none_or(Vec::is_empty)
+}
+
+/// Parsed preferred scheduling terms: (weight, term), without zero-weight or empty
+/// terms.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PreferredSchedulingTerms {
+    terms: Vec<(i64, Term)>,
+}
+
+impl PreferredSchedulingTerms {
+    /// Parses a pod's preferred terms; a term that does not parse is an error.
+    pub fn from_api(
+        terms: &[core::PreferredSchedulingTerm],
+    ) -> Result<PreferredSchedulingTerms, String> {
+        let mut out = Vec::new();
+        for (i, t) in terms.iter().enumerate() {
+            if t.weight == 0 || is_empty_api_term(&t.preference) {
+                continue;
+            }
+            let term = Term::from_api(&t.preference);
+            if term.invalid {
+                return Err(format!("[{i}].preference: invalid requirement"));
+            }
+            out.push((i64::from(t.weight), term));
+        }
+        Ok(PreferredSchedulingTerms { terms: out })
+    }
+
+    /// Parses configured preferred terms; a term that does not parse is an error.
+    pub fn from_config(
+        terms: &[args::PreferredSchedulingTerm],
+    ) -> Result<PreferredSchedulingTerms, String> {
+        let mut out = Vec::new();
+        for (i, t) in terms.iter().enumerate() {
+            let p = &t.preference;
+            if t.weight == 0 || (p.match_expressions.is_empty() && p.match_fields.is_empty()) {
+                continue;
+            }
+            let term = Term::from_config(p);
+            if term.invalid {
+                return Err(format!("[{i}].preference: invalid requirement"));
+            }
+            out.push((i64::from(t.weight), term));
+        }
+        Ok(PreferredSchedulingTerms { terms: out })
+    }
+
+    /// The sum of the weights of the terms that match the node.
+    pub fn score(&self, node: &NodeInfo) -> i64 {
+        self.terms
+            .iter()
+            .filter(|(_, t)| t.matches(node))
+            .map(|(w, _)| w)
+            .sum()
+    }
+}
+
+/// A pod's `nodeSelector` and required node affinity, parsed once
+/// (kube-scheduler's `RequiredNodeAffinity`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RequiredNodeAffinity {
+    /// `nodeSelector` entries; empty means no selector.
+    node_selector: Vec<(String, String)>,
+    /// The required node affinity, when the pod has one.
+    affinity: Option<NodeSelector>,
+}
+
+impl RequiredNodeAffinity {
+    /// Parses the pod's `nodeSelector` and `requiredDuringSchedulingIgnoredDuringExecution`.
+    pub fn from_pod(pod: &PodInfo) -> RequiredNodeAffinity {
+        let spec = pod.spec();
+        let node_selector = spec
+            .node_selector
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let affinity = required_terms(pod).map(NodeSelector::from_api);
+        RequiredNodeAffinity {
+            node_selector,
+            affinity,
+        }
+    }
+
+    /// `true` when the node satisfies both the node selector and the required terms.
+    pub fn matches(&self, node: &NodeInfo) -> bool {
+        if !self
+            .node_selector
+            .iter()
+            .all(|(k, v)| node.label(k) == Some(v.as_str()))
+        {
+            return false;
+        }
+        self.affinity.as_ref().is_none_or(|a| a.matches(node))
+    }
+}
+
+/// `true` when the node satisfies the pod's `nodeSelector` and required node affinity
+/// (not the plugin's `addedAffinity`), as PodTopologySpread's `nodeAffinityPolicy:
+/// Honor` reads it. Parses the pod on every call: for many nodes, build a
+/// [`RequiredNodeAffinity`] once instead.
+pub fn pod_matches_node_selector_and_affinity(pod: &PodInfo, node: &NodeInfo) -> bool {
+    RequiredNodeAffinity::from_pod(pod).matches(node)
+}
+
+fn required_terms(pod: &PodInfo) -> Option<&core::NodeSelector> {
+    pod.spec()
+        .affinity
+        .as_ref()?
+        .node_affinity
+        .as_ref()?
+        .required_during_scheduling_ignored_during_execution
+        .as_ref()
+}
+
+fn preferred_terms(pod: &PodInfo) -> Option<&[core::PreferredSchedulingTerm]> {
+    pod.spec()
+        .affinity
+        .as_ref()?
+        .node_affinity
+        .as_ref()?
+        .preferred_during_scheduling_ignored_during_execution
+        .as_deref()
+}
+
+/// The node names the required terms' `metadata.name In` fields allow, as
+/// kube-scheduler's PreFilter computes them: `None` when some term has no such field
+/// (every node is possible).
+fn node_names_from_terms(terms: &[core::NodeSelectorTerm]) -> Option<BTreeSet<String>> {
+    let mut names: Option<BTreeSet<String>> = None;
+    for term in terms {
+        let mut term_names: Option<BTreeSet<String>> = None;
+        for r in term.match_fields.iter().flatten() {
+            if r.key != OBJECT_NAME_FIELD || r.operator != "In" {
+                continue;
+            }
+            let values: BTreeSet<String> = r.values.iter().flatten().cloned().collect();
+            term_names = Some(match term_names {
+                None => values,
+                Some(prev) => prev.intersection(&values).cloned().collect(),
+            });
+        }
+        let term_names = term_names?;
+        names.get_or_insert_with(BTreeSet::new).extend(term_names);
+    }
+    names
+}
+
+/// What PreFilter computed for Filter.
+#[derive(Clone, Debug)]
+struct PreFilterState(Arc<RequiredNodeAffinity>);
+
+/// What PreScore computed for Score: the pod's preferred terms, if any.
+#[derive(Clone, Debug)]
+struct PreScoreState(Option<Arc<PreferredSchedulingTerms>>);
+
+/// Node affinity and node selectors.
+#[derive(Clone, Debug, Default)]
+pub struct NodeAffinity {
+    added_node_selector: Option<NodeSelector>,
+    added_pref_sched_terms: Option<PreferredSchedulingTerms>,
+}
+
+impl NodeAffinity {
+    /// Builds the plugin from its (validated) args; fails when `addedAffinity` does not
+    /// parse.
+    pub fn new(args: NodeAffinityArgs) -> Result<NodeAffinity, PluginError> {
+        let mut pl = NodeAffinity::default();
+        if let Some(added) = args.added_affinity {
+            if let Some(ns) = &added.required_during_scheduling_ignored_during_execution {
+                pl.added_node_selector = Some(NodeSelector::from_config(ns).map_err(|e| {
+                    PluginError::new(format!(
+                        "parsing addedAffinity.requiredDuringSchedulingIgnoredDuringExecution: {e}"
+                    ))
+                })?);
+            }
+            let terms = &added.preferred_during_scheduling_ignored_during_execution;
+            if !terms.is_empty() {
+                pl.added_pref_sched_terms = Some(PreferredSchedulingTerms::from_config(terms).map_err(|e| {
+                    PluginError::new(format!(
+                        "parsing addedAffinity.preferredDuringSchedulingIgnoredDuringExecution: {e}"
+                    ))
+                })?);
+            }
+        }
+        Ok(pl)
+    }
+}
+
+impl Plugin for NodeAffinity {
+    fn name(&self) -> &str {
+        NAME
+    }
+    fn as_pre_filter(self: Arc<Self>) -> Option<Arc<dyn PreFilterPlugin>> {
+        Some(self)
+    }
+    fn as_filter(self: Arc<Self>) -> Option<Arc<dyn FilterPlugin>> {
+        Some(self)
+    }
+    fn as_pre_score(self: Arc<Self>) -> Option<Arc<dyn PreScorePlugin>> {
+        Some(self)
+    }
+    fn as_score(self: Arc<Self>) -> Option<Arc<dyn ScorePlugin>> {
+        Some(self)
+    }
+}
+
+impl PreFilterPlugin for NodeAffinity {
+    fn pre_filter(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        _: &Snapshot,
+    ) -> (Option<PreFilterResult>, Status) {
+        let required = required_terms(pod);
+        if required.is_none()
+            && self.added_node_selector.is_none()
+            && pod.spec().node_selector.is_none()
+        {
+            return (None, Status::skip());
+        }
+        state.write(PreFilterState(Arc::new(RequiredNodeAffinity::from_pod(
+            pod,
+        ))));
+        let Some(required) = required.filter(|r| !r.node_selector_terms.is_empty()) else {
+            return (None, Status::success());
+        };
+        match node_names_from_terms(&required.node_selector_terms) {
+            Some(names) if names.is_empty() => (
+                None,
+                Status::new(Code::UnschedulableAndUnresolvable, ERR_REASON_CONFLICT),
+            ),
+            Some(names) => (
+                Some(PreFilterResult {
+                    node_names: Some(names),
+                }),
+                Status::success(),
+            ),
+            None => (None, Status::success()),
+        }
+    }
+}
+
+impl FilterPlugin for NodeAffinity {
+    fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        if self
+            .added_node_selector
+            .as_ref()
+            .is_some_and(|s| !s.matches(node))
+        {
+            return Status::new(Code::UnschedulableAndUnresolvable, ERR_REASON_ENFORCED);
+        }
+        let matches = match state.read::<PreFilterState>() {
+            Some(s) => s.0.matches(node),
+            // PreFilter disabled: parse here.
+            None => RequiredNodeAffinity::from_pod(pod).matches(node),
+        };
+        if matches {
+            Status::success()
+        } else {
+            Status::new(Code::UnschedulableAndUnresolvable, ERR_REASON_POD)
+        }
+    }
+}
+
+fn pod_preferred(pod: &PodInfo) -> Result<Option<PreferredSchedulingTerms>, Status> {
+    preferred_terms(pod)
+        .map(PreferredSchedulingTerms::from_api)
+        .transpose()
+        .map_err(|e| {
+            Status::error(format!(
+                "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution{e}"
+            ))
+        })
+}
+
+impl PreScorePlugin for NodeAffinity {
+    fn pre_score(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        _: &[&NodeInfo],
+        _: &Snapshot,
+    ) -> Status {
+        let preferred = match pod_preferred(pod) {
+            Ok(p) => p,
+            Err(s) => return s,
+        };
+        if preferred.is_none() && self.added_pref_sched_terms.is_none() {
+            return Status::skip();
+        }
+        state.write(PreScoreState(preferred.map(Arc::new)));
+        Status::success()
+    }
+}
+
+impl ScorePlugin for NodeAffinity {
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        let mut count = self
+            .added_pref_sched_terms
+            .as_ref()
+            .map_or(0, |t| t.score(node));
+        match state.read::<PreScoreState>() {
+            Some(s) => count += s.0.as_ref().map_or(0, |t| t.score(node)),
+            // PreScore disabled: parse here.
+            None => count += pod_preferred(pod)?.map_or(0, |t| t.score(node)),
+        }
+        Ok(count)
+    }
+
+    fn score_extensions(&self) -> Option<&dyn ScoreExtensions> {
+        Some(self)
+    }
+}
+
+impl ScoreExtensions for NodeAffinity {
+    fn normalize_score(&self, _: &CycleState, _: &PodInfo, scores: &mut [NodeScore]) -> Status {
+        normalize_to_max(false, scores);
+        Status::success()
+    }
+}
+
+/// apimachinery's `IsQualifiedName`: an optional DNS-1123 subdomain prefix and `/`, then
+/// a name of 1..=63 alphanumerics, `-`, `_`, `.`, starting and ending alphanumeric.
+fn is_qualified_name(value: &str) -> bool {
+    let (prefix, name) = match value.split_once('/') {
+        None => (None, value),
+        Some((p, n)) => (Some(p), n),
+    };
+    if prefix.is_some_and(|p| p.is_empty() || !is_dns1123_subdomain(p)) {
+        return false;
+    }
+    !name.is_empty() && name.len() <= 63 && is_label_chars(name)
+}
+
+/// apimachinery's `IsValidLabelValue`: empty, or up to 63 alphanumerics, `-`, `_`, `.`,
+/// starting and ending alphanumeric.
+fn is_label_value(value: &str) -> bool {
+    value.is_empty() || (value.len() <= 63 && is_label_chars(value))
+}
+
+fn is_label_chars(s: &str) -> bool {
+    let b = s.as_bytes();
+    let alnum = |c: &u8| c.is_ascii_alphanumeric();
+    b.first().is_some_and(alnum)
+        && b.last().is_some_and(alnum)
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+}
+
+fn is_dns1123_subdomain(s: &str) -> bool {
+    s.len() <= 253
+        && s.split('.').all(|label| {
+            let b = label.as_bytes();
+            let ok = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+            b.first().is_some_and(ok)
+                && b.last().is_some_and(ok)
+                && b.iter()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{Node, Pod};
+    use serde_json::json;
+
+    fn pod(spec: serde_json::Value) -> PodInfo {
+        let pod: Pod =
+            serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": spec})).unwrap();
+        PodInfo::new(Arc::new(pod)).unwrap()
+    }
+
+    fn node(name: &str, labels: serde_json::Value) -> NodeInfo {
+        let node: Node =
+            serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).unwrap();
+        NodeInfo::new(Arc::new(node)).unwrap()
+    }
+
+    fn required(terms: serde_json::Value) -> serde_json::Value {
+        json!({"containers": [], "affinity": {"nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}})
+    }
+
+    fn expr(key: &str, op: &str, values: &[&str]) -> serde_json::Value {
+        json!({"key": key, "operator": op, "values": values})
+    }
+
+    /// Runs PreFilter then Filter, as the framework does; `None` for success.
+    fn run_filter(pl: &NodeAffinity, pod: &PodInfo, node: &NodeInfo) -> Option<String> {
+        let mut state = CycleState::new();
+        let (_, s) = pl.pre_filter(&mut state, pod, &Snapshot::default());
+        if s.is_skip() {
+            return None;
+        }
+        if !s.is_success() {
+            return Some(s.message());
+        }
+        let s = pl.filter(&state, pod, node);
+        assert!(s.is_success() || s.code() == Code::UnschedulableAndUnresolvable);
+        (!s.is_success()).then(|| s.message())
+    }
+
+    // Named after kube-scheduler's TestNodeAffinity cases.
+    #[test]
+    fn filter_matches_kube_scheduler() {
+        let foo_bar = json!({"foo": "bar"});
+        let cases: Vec<(&str, serde_json::Value, serde_json::Value, bool)> = vec![
+            ("no selector", json!({"containers": []}), json!({}), true),
+            (
+                "missing labels",
+                json!({"containers": [], "nodeSelector": {"foo": "bar"}}),
+                json!({}),
+                false,
+            ),
+            (
+                "same labels",
+                json!({"containers": [], "nodeSelector": {"foo": "bar"}}),
+                foo_bar.clone(),
+                true,
+            ),
+            (
+                "node labels are superset",
+                json!({"containers": [], "nodeSelector": {"foo": "bar"}}),
+                json!({"foo": "bar", "baz": "blah"}),
+                true,
+            ),
+            (
+                "node labels are subset",
+                json!({"containers": [], "nodeSelector": {"foo": "bar", "baz": "blah"}}),
+                foo_bar.clone(),
+                false,
+            ),
+            (
+                "Pod with matchExpressions using In operator that matches the existing node",
+                required(json!([{"matchExpressions": [expr("foo", "In", &["bar", "value2"])]}])),
+                foo_bar.clone(),
+                true,
+            ),
+            (
+                "Pod with matchExpressions using Gt operator that matches the existing node",
+                required(json!([{"matchExpressions": [expr("kernel-version", "Gt", &["0204"])]}])),
+                json!({"kernel-version": "0206"}),
+                true,
+            ),
+            (
+                "Pod with matchExpressions using Gt operator on a non-numeric label",
+                required(json!([{"matchExpressions": [expr("kernel-version", "Gt", &["0204"])]}])),
+                json!({"kernel-version": "6.1"}),
+                false,
+            ),
+            (
+                "Pod with matchExpressions using Lt operator",
+                required(json!([{"matchExpressions": [expr("gen", "Lt", &["5"])]}])),
+                json!({"gen": "4"}),
+                true,
+            ),
+            (
+                "Pod with matchExpressions using Gt with a non-integer value never matches",
+                required(json!([{"matchExpressions": [expr("gen", "Gt", &["a"])]}])),
+                json!({"gen": "4"}),
+                false,
+            ),
+            (
+                "Pod with matchExpressions using NotIn operator that matches the existing node",
+                required(
+                    json!([{"matchExpressions": [expr("mem-type", "NotIn", &["DDR", "DDR2"])]}]),
+                ),
+                json!({"mem-type": "DDR3"}),
+                true,
+            ),
+            (
+                "NotIn matches a node without the label",
+                required(json!([{"matchExpressions": [expr("mem-type", "NotIn", &["DDR"])]}])),
+                json!({}),
+                true,
+            ),
+            (
+                "Pod with matchExpressions using Exists operator that matches the existing node",
+                required(json!([{"matchExpressions": [expr("GPU", "Exists", &[])]}])),
+                json!({"GPU": "NVIDIA-GRID-K1"}),
+                true,
+            ),
+            (
+                "DoesNotExist matches a node without the label",
+                required(json!([{"matchExpressions": [expr("GPU", "DoesNotExist", &[])]}])),
+                json!({"foo": "bar"}),
+                true,
+            ),
+            (
+                "Pod with affinity that don't match node's labels won't schedule onto the node",
+                required(json!([{"matchExpressions": [expr("foo", "NotIn", &["value1", "bar"])]}])),
+                foo_bar.clone(),
+                false,
+            ),
+            (
+                "Pod with an empty []NodeSelectorTerm in affinity, can't schedule onto the node",
+                required(json!([])),
+                foo_bar.clone(),
+                false,
+            ),
+            (
+                "Pod with empty MatchExpressions is not a valid value will match no objects and won't schedule onto the node",
+                required(json!([{"matchExpressions": []}])),
+                foo_bar.clone(),
+                false,
+            ),
+            (
+                "Pod with multiple matchExpressions ANDed that doesn't match the existing node",
+                required(
+                    json!([{"matchExpressions": [expr("GPU", "Exists", &[]), expr("GPU", "NotIn", &["AMD", "INTER"])]}]),
+                ),
+                json!({"GPU": "AMD"}),
+                false,
+            ),
+            (
+                "Pod with multiple NodeSelectorTerms ORed in affinity, matches the node's labels and will schedule onto the node",
+                required(json!([
+                    {"matchExpressions": [expr("foo", "In", &["bar", "value2"])]},
+                    {"matchExpressions": [expr("diffkey", "In", &["wrong", "value2"])]}
+                ])),
+                foo_bar.clone(),
+                true,
+            ),
+            (
+                "an invalid term does not match but a valid one still can",
+                required(json!([
+                    {"matchExpressions": [expr("foo", "Exists", &["x"])]},
+                    {"matchExpressions": [expr("foo", "In", &["bar"])]}
+                ])),
+                foo_bar.clone(),
+                true,
+            ),
+            (
+                "Pod with an Affinity and a PodSpec.NodeSelector(the old thing that we are deprecating) is not satisfied, won't schedule onto the node",
+                json!({"containers": [], "nodeSelector": {"foo": "bar"}, "affinity": {"nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                        {"matchExpressions": [expr("foo", "In", &["bar"])]}]}}}}),
+                json!({"foo": "barrrrrr"}),
+                false,
+            ),
+            (
+                "Pod with matchFields using In operator that matches the existing node",
+                required(json!([{"matchFields": [expr("metadata.name", "In", &["node1"])]}])),
+                json!({}),
+                true,
+            ),
+            (
+                "Pod with matchFields using In operator that does not match the existing node",
+                required(json!([{"matchFields": [expr("metadata.name", "In", &["node2"])]}])),
+                json!({}),
+                false,
+            ),
+            (
+                "Pod with two terms: matchFields does not match, but matchExpressions matches",
+                required(json!([
+                    {"matchFields": [expr("metadata.name", "In", &["node2"])]},
+                    {"matchExpressions": [expr("foo", "In", &["bar"])]}
+                ])),
+                foo_bar.clone(),
+                true,
+            ),
+            (
+                "Pod with one term: both matchFields and matchExpressions match",
+                required(json!([{
+                    "matchFields": [expr("metadata.name", "In", &["node1"])],
+                    "matchExpressions": [expr("foo", "In", &["bar"])]
+                }])),
+                foo_bar.clone(),
+                true,
+            ),
+            (
+                "matchFields In with two values does not parse, so it never matches",
+                required(
+                    json!([{"matchFields": [expr("metadata.name", "In", &["node1", "node2"])]}]),
+                ),
+                json!({}),
+                false,
+            ),
+        ];
+        let pl = NodeAffinity::default();
+        for (name, spec, labels, want) in cases {
+            let got = run_filter(&pl, &pod(spec), &node("node1", labels));
+            match (want, got) {
+                (true, None) => {}
+                (false, Some(m)) => assert_eq!(m, ERR_REASON_POD, "{name}"),
+                (w, g) => panic!("{name}: want fit {w}, got {g:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn pre_filter_skips_and_narrows() {
+        let pl = NodeAffinity::default();
+        let snapshot = Snapshot::default();
+        let run = |spec| {
+            let mut state = CycleState::new();
+            let (r, s) = pl.pre_filter(&mut state, &pod(spec), &snapshot);
+            (r, s)
+        };
+        let (_, s) = run(json!({"containers": []}));
+        assert!(s.is_skip());
+        let (r, s) = run(json!({"containers": [], "nodeSelector": {}}));
+        assert!(s.is_success() && r.is_none());
+        let (r, s) = run(required(json!([
+            {"matchFields": [expr("metadata.name", "In", &["n1", "n2"]), expr("metadata.name", "In", &["n2", "n3"])]},
+            {"matchFields": [expr("metadata.name", "In", &["n4"])]}
+        ])));
+        assert!(s.is_success());
+        assert_eq!(r, Some(PreFilterResult::only(["n2", "n4"])));
+        let (r, s) = run(required(json!([
+            {"matchFields": [expr("metadata.name", "In", &["n1"])]},
+            {"matchExpressions": [expr("foo", "Exists", &[])]}
+        ])));
+        assert!(s.is_success() && r.is_none());
+        let (r, s) = run(required(json!([
+            {"matchFields": [expr("metadata.name", "In", &["n1"]), expr("metadata.name", "In", &["n2"])]}
+        ])));
+        assert!(r.is_none());
+        assert_eq!(s.code(), Code::UnschedulableAndUnresolvable);
+        assert_eq!(s.message(), ERR_REASON_CONFLICT);
+    }
+
+    fn added(v: serde_json::Value) -> NodeAffinity {
+        NodeAffinity::new(serde_json::from_value(json!({ "addedAffinity": v })).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn added_affinity_is_enforced_first() {
+        let pl = added(
+            json!({"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [expr("zone", "In", &["foo"])]}]}}),
+        );
+        let p = pod(json!({"containers": []}));
+        assert_eq!(
+            run_filter(&pl, &p, &node("n", json!({"zone": "foo"}))),
+            None
+        );
+        assert_eq!(
+            run_filter(&pl, &p, &node("n", json!({"zone": "bar"}))).as_deref(),
+            Some(ERR_REASON_ENFORCED)
+        );
+        let p = pod(json!({"containers": [], "nodeSelector": {"foo": "bar"}}));
+        assert_eq!(
+            run_filter(&pl, &p, &node("n", json!({"zone": "foo"}))).as_deref(),
+            Some(ERR_REASON_POD)
+        );
+    }
+
+    fn scores(pl: &NodeAffinity, p: &PodInfo, nodes: &[NodeInfo]) -> Option<Vec<i64>> {
+        let mut state = CycleState::new();
+        let refs: Vec<&NodeInfo> = nodes.iter().collect();
+        if pl
+            .pre_score(&mut state, p, &refs, &Snapshot::default())
+            .is_skip()
+        {
+            return None;
+        }
+        let mut s: Vec<NodeScore> = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| NodeScore {
+                node_index: i,
+                score: pl.score(&state, p, n).unwrap(),
+            })
+            .collect();
+        assert!(pl.normalize_score(&state, p, &mut s).is_success());
+        Some(s.into_iter().map(|s| s.score).collect())
+    }
+
+    // kube-scheduler's TestNodeAffinityPriority.
+    #[test]
+    fn score_sums_weights_and_normalizes() {
+        let pref = json!({"containers": [], "affinity": {"nodeAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 2, "preference": {"matchExpressions": [expr("foo", "In", &["bar"])]}},
+            {"weight": 4, "preference": {"matchExpressions": [expr("key", "In", &["value"])]}},
+            {"weight": 5, "preference": {"matchExpressions": [
+                expr("foo", "In", &["bar"]), expr("key", "In", &["value"]), expr("az", "In", &["az1"])]}},
+            {"weight": 0, "preference": {"matchExpressions": [expr("az", "Exists", &[])]}}
+        ]}}});
+        let nodes = [
+            node("n1", json!({"foo": "bar"})),
+            node("n2", json!({"key": "value"})),
+            node("n3", json!({"foo": "bar", "key": "value", "az": "az1"})),
+            node("n4", json!({"az": "az2"})),
+        ];
+        let pl = NodeAffinity::default();
+        // raw 2, 4, 11, 0
+        assert_eq!(scores(&pl, &pod(pref), &nodes), Some(vec![18, 36, 100, 0]));
+        assert_eq!(scores(&pl, &pod(json!({"containers": []})), &nodes), None);
+        let empty = json!({"containers": [], "affinity": {"nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": []}}});
+        assert_eq!(scores(&pl, &pod(empty), &nodes), Some(vec![0, 0, 0, 0]));
+        let pl = added(json!({"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 5, "preference": {"matchExpressions": [expr("az", "Exists", &[])]}}]}));
+        assert_eq!(
+            scores(&pl, &pod(json!({"containers": []})), &nodes),
+            Some(vec![0, 0, 100, 100])
+        );
+    }
+
+    #[test]
+    fn helper_ignores_added_affinity() {
+        let p = pod(required(
+            json!([{"matchExpressions": [expr("foo", "In", &["bar"])]}]),
+        ));
+        assert!(pod_matches_node_selector_and_affinity(
+            &p,
+            &node("n", json!({"foo": "bar"}))
+        ));
+        assert!(!pod_matches_node_selector_and_affinity(
+            &p,
+            &node("n", json!({}))
+        ));
+        assert!(pod_matches_node_selector_and_affinity(
+            &pod(json!({"containers": []})),
+            &node("n", json!({}))
+        ));
+    }
+
+    #[test]
+    fn names_and_values_are_validated() {
+        assert!(is_qualified_name("kubernetes.io/hostname"));
+        assert!(is_qualified_name("GPU"));
+        assert!(!is_qualified_name(""));
+        assert!(!is_qualified_name("/a"));
+        assert!(!is_qualified_name("a/b/c"));
+        assert!(!is_qualified_name("Upper.io/a"));
+        assert!(is_label_value(""));
+        assert!(is_label_value("0204"));
+        assert!(!is_label_value("-5"));
+        assert!(!is_label_value(&"a".repeat(64)));
+    }
+}

@@ -1,0 +1,33 @@
+//! NodeName: a pod that names a node in `spec.nodeName` fits only that node.
+
+use std::sync::Arc;
+
+use kubesched_framework::{Code, CycleState, FilterPlugin, NodeInfo, Plugin, PodInfo, Status};
+
+/// The plugin's name.
+pub const NAME: &str = "NodeName";
+/// The reason it gives.
+pub const ERR_REASON: &str = "node(s) didn't match the requested node name";
+
+/// Filters out every node but the one the pod names.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NodeName;
+
+impl Plugin for NodeName {
+    fn name(&self) -> &str {
+        NAME
+    }
+    fn as_filter(self: Arc<Self>) -> Option<Arc<dyn FilterPlugin>> {
+        Some(self)
+    }
+}
+
+impl FilterPlugin for NodeName {
+    fn filter(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        match pod.node_name() {
+            None => Status::success(),
+            Some(name) if name == node.name() => Status::success(),
+            Some(_) => Status::new(Code::UnschedulableAndUnresolvable, ERR_REASON),
+        }
+    }
+}

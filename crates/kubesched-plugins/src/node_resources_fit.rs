@@ -1,0 +1,345 @@
+//! NodeResourcesFit: Filter checks that the node has room for the pod's requests (all
+//! short resources are reported, in the order pods, cpu, memory, ephemeral-storage,
+//! then extended resources); Score ranks nodes by one of three strategies:
+//! LeastAllocated (the default), MostAllocated, or RequestedToCapacityRatio.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use kubesched_config::args::{
+    NodeResourcesFitArgs, ResourceSpec, ScoringStrategyType, UtilizationShapePoint,
+};
+use kubesched_framework::resource::is_extended_resource_name;
+use kubesched_framework::{
+    Code, CycleState, FilterPlugin, MAX_NODE_SCORE, NodeInfo, Plugin, PodInfo, PreScorePlugin,
+    ScorePlugin, Snapshot, Status,
+};
+
+use crate::resource_allocation::{Requests, pod_resource_requests, requested_and_allocatable};
+
+/// The plugin's name.
+pub const NAME: &str = "NodeResourcesFit";
+
+/// The largest score of a RequestedToCapacityRatio shape point.
+pub const MAX_CUSTOM_PRIORITY_SCORE: i64 = 10;
+const MAX_UTILIZATION: i64 = 100;
+
+/// A resource the node is short of.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InsufficientResource {
+    /// The resource's name (`pods`, `cpu`, ...).
+    pub resource_name: String,
+    /// The reason, as users read it ("Insufficient cpu", "Too many pods").
+    pub reason: String,
+    /// How much the pod asks for.
+    pub requested: i64,
+    /// How much is already requested on the node.
+    pub used: i64,
+    /// The node's allocatable.
+    pub capacity: i64,
+    /// `true` when even an empty node would be too small (preemption cannot help).
+    pub unresolvable: bool,
+}
+
+#[derive(Clone, Debug)]
+enum Strategy {
+    LeastAllocated,
+    MostAllocated,
+    RequestedToCapacityRatio(Vec<(i64, i64)>),
+}
+
+/// Resource fit and resource-based scoring.
+#[derive(Clone, Debug)]
+pub struct NodeResourcesFit {
+    ignored_resources: BTreeSet<String>,
+    ignored_resource_groups: BTreeSet<String>,
+    resources: Vec<ResourceSpec>,
+    strategy: Strategy,
+}
+
+/// The pod's request per scored resource, computed once in PreScore.
+#[derive(Clone, Debug)]
+struct PodScoreRequests(Vec<i64>);
+
+impl NodeResourcesFit {
+    /// Builds the plugin from its (defaulted) args.
+    pub fn new(args: NodeResourcesFitArgs) -> NodeResourcesFit {
+        let s = args.scoring_strategy;
+        let strategy = match s.type_ {
+            ScoringStrategyType::LeastAllocated => Strategy::LeastAllocated,
+            ScoringStrategyType::MostAllocated => Strategy::MostAllocated,
+            ScoringStrategyType::RequestedToCapacityRatio => {
+                Strategy::RequestedToCapacityRatio(shape_points(
+                    s.requested_to_capacity_ratio
+                        .map(|r| r.shape)
+                        .unwrap_or_default(),
+                ))
+            }
+        };
+        NodeResourcesFit {
+            ignored_resources: args.ignored_resources.into_iter().collect(),
+            ignored_resource_groups: args.ignored_resource_groups.into_iter().collect(),
+            resources: s.resources,
+            strategy,
+        }
+    }
+
+    /// Every resource `node` is short of for `pod`, in kube-scheduler's order.
+    pub fn insufficient_resources(
+        &self,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> Vec<InsufficientResource> {
+        let req = pod.requests();
+        let alloc = node.allocatable();
+        let used = node.requested();
+        let mut out = Vec::new();
+        let pods = node.pods().len() as i64;
+        if pods + 1 > alloc.allowed_pod_number {
+            out.push(InsufficientResource {
+                resource_name: "pods".into(),
+                reason: "Too many pods".into(),
+                requested: 1,
+                used: pods,
+                capacity: alloc.allowed_pod_number,
+                unresolvable: false,
+            });
+        }
+        if req.milli_cpu == 0
+            && req.memory == 0
+            && req.ephemeral_storage == 0
+            && req.scalar_resources.is_empty()
+        {
+            return out;
+        }
+        let mut check = |name: &str, want: i64, have: i64, used: i64| {
+            if want > 0 && want > have - used {
+                out.push(InsufficientResource {
+                    resource_name: name.to_string(),
+                    reason: format!("Insufficient {name}"),
+                    requested: want,
+                    used,
+                    capacity: have,
+                    unresolvable: want > have,
+                });
+            }
+        };
+        check("cpu", req.milli_cpu, alloc.milli_cpu, used.milli_cpu);
+        check("memory", req.memory, alloc.memory, used.memory);
+        check(
+            "ephemeral-storage",
+            req.ephemeral_storage,
+            alloc.ephemeral_storage,
+            used.ephemeral_storage,
+        );
+        for (name, &want) in &req.scalar_resources {
+            if want == 0 {
+                continue;
+            }
+            if is_extended_resource_name(name) {
+                let group = name.split('/').next().unwrap_or("");
+                if self.ignored_resources.contains(name)
+                    || self.ignored_resource_groups.contains(group)
+                {
+                    continue;
+                }
+            }
+            if want > alloc.scalar(name) - used.scalar(name) {
+                out.push(InsufficientResource {
+                    resource_name: name.clone(),
+                    reason: format!("Insufficient {name}"),
+                    requested: want,
+                    used: used.scalar(name),
+                    capacity: alloc.scalar(name),
+                    unresolvable: want > alloc.scalar(name),
+                });
+            }
+        }
+        out
+    }
+
+    fn score_resources(&self, requested: &[i64], allocatable: &[i64]) -> i64 {
+        match &self.strategy {
+            Strategy::LeastAllocated => self.weighted_mean(requested, allocatable, |req, cap| {
+                if cap == 0 || req > cap {
+                    0
+                } else {
+                    (cap - req) * MAX_NODE_SCORE / cap
+                }
+            }),
+            Strategy::MostAllocated => self.weighted_mean(requested, allocatable, |req, cap| {
+                if cap == 0 {
+                    0
+                } else {
+                    req.min(cap) * MAX_NODE_SCORE / cap
+                }
+            }),
+            Strategy::RequestedToCapacityRatio(shape) => {
+                let mut score = 0f64;
+                let mut weights = 0i64;
+                for (i, r) in self.resources.iter().enumerate() {
+                    if allocatable[i] == 0 {
+                        continue;
+                    }
+                    let utilization = if requested[i] > allocatable[i] {
+                        MAX_UTILIZATION
+                    } else {
+                        requested[i] * MAX_UTILIZATION / allocatable[i]
+                    };
+                    let s = broken_linear(shape, utilization);
+                    if s > 0 {
+                        score += (s * r.weight) as f64;
+                        weights += r.weight;
+                    }
+                }
+                if weights == 0 {
+                    0
+                } else {
+                    (score / weights as f64).round() as i64
+                }
+            }
+        }
+    }
+
+    fn weighted_mean(
+        &self,
+        requested: &[i64],
+        allocatable: &[i64],
+        f: impl Fn(i64, i64) -> i64,
+    ) -> i64 {
+        let mut score = 0;
+        let mut weights = 0;
+        for (i, r) in self.resources.iter().enumerate() {
+            if allocatable[i] == 0 {
+                continue;
+            }
+            score += f(requested[i], allocatable[i]) * r.weight;
+            weights += r.weight;
+        }
+        if weights == 0 { 0 } else { score / weights }
+    }
+}
+
+/// The shape with scores scaled from 0..=10 to 0..=100.
+fn shape_points(shape: Vec<UtilizationShapePoint>) -> Vec<(i64, i64)> {
+    shape
+        .into_iter()
+        .map(|p| {
+            (
+                i64::from(p.utilization),
+                i64::from(p.score) * (MAX_NODE_SCORE / MAX_CUSTOM_PRIORITY_SCORE),
+            )
+        })
+        .collect()
+}
+
+/// kube-scheduler's `BuildBrokenLinearFunction`: linear between shape points, integer
+/// arithmetic (truncating toward zero), flat outside them.
+fn broken_linear(shape: &[(i64, i64)], p: i64) -> i64 {
+    for i in 0..shape.len() {
+        if p <= shape[i].0 {
+            if i == 0 {
+                return shape[0].1;
+            }
+            let (u0, s0) = shape[i - 1];
+            let (u1, s1) = shape[i];
+            return s0 + (s1 - s0) * (p - u0) / (u1 - u0);
+        }
+    }
+    shape.last().map_or(0, |s| s.1)
+}
+
+impl Plugin for NodeResourcesFit {
+    fn name(&self) -> &str {
+        NAME
+    }
+    fn as_filter(self: Arc<Self>) -> Option<Arc<dyn FilterPlugin>> {
+        Some(self)
+    }
+    fn as_pre_score(self: Arc<Self>) -> Option<Arc<dyn PreScorePlugin>> {
+        Some(self)
+    }
+    fn as_score(self: Arc<Self>) -> Option<Arc<dyn ScorePlugin>> {
+        Some(self)
+    }
+}
+
+impl FilterPlugin for NodeResourcesFit {
+    fn filter(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        let short = self.insufficient_resources(pod, node);
+        if short.is_empty() {
+            return Status::success();
+        }
+        let code = if short.iter().any(|r| r.unresolvable) {
+            Code::UnschedulableAndUnresolvable
+        } else {
+            Code::Unschedulable
+        };
+        Status::with_reasons(code, short.into_iter().map(|r| r.reason))
+    }
+}
+
+impl PreScorePlugin for NodeResourcesFit {
+    fn pre_score(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        _: &[&NodeInfo],
+        _: &Snapshot,
+    ) -> Status {
+        match pod_resource_requests(pod, &self.resources, Requests::NonZero) {
+            Ok(r) => {
+                state.write(PodScoreRequests(r));
+                Status::success()
+            }
+            Err(s) => s,
+        }
+    }
+}
+
+impl ScorePlugin for NodeResourcesFit {
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        let computed;
+        let pod_requests = match state.read::<PodScoreRequests>() {
+            Some(r) => &r.0,
+            None => {
+                computed = pod_resource_requests(pod, &self.resources, Requests::NonZero)?;
+                &computed
+            }
+        };
+        let (requested, allocatable) =
+            requested_and_allocatable(node, &self.resources, pod_requests, Requests::NonZero);
+        Ok(self.score_resources(&requested, &allocatable))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broken_linear_interpolates_with_truncation() {
+        let shape = shape_points(vec![
+            UtilizationShapePoint {
+                utilization: 0,
+                score: 10,
+            },
+            UtilizationShapePoint {
+                utilization: 30,
+                score: 4,
+            },
+            UtilizationShapePoint {
+                utilization: 100,
+                score: 0,
+            },
+        ]);
+        assert_eq!(broken_linear(&shape, 0), 100);
+        assert_eq!(broken_linear(&shape, 15), 70);
+        assert_eq!(broken_linear(&shape, 30), 40);
+        // 40 + (0 - 40) * 35 / 70 = 20; truncation toward zero on negative slopes
+        assert_eq!(broken_linear(&shape, 65), 20);
+        // 40 + (-40 * 1) / 70: Go truncates toward zero, so the step is lost.
+        assert_eq!(broken_linear(&shape, 31), 40);
+        assert_eq!(broken_linear(&shape, 100), 0);
+    }
+}

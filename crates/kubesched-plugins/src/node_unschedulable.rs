@@ -1,0 +1,48 @@
+//! NodeUnschedulable: rejects nodes with `spec.unschedulable`, unless the pod tolerates
+//! the `node.kubernetes.io/unschedulable:NoSchedule` taint.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Taint;
+use kubesched_framework::{Code, CycleState, FilterPlugin, NodeInfo, Plugin, PodInfo, Status};
+
+use crate::helper::tolerations_tolerate;
+
+/// The plugin's name.
+pub const NAME: &str = "NodeUnschedulable";
+/// The reason it gives.
+pub const ERR_REASON_UNSCHEDULABLE: &str = "node(s) were unschedulable";
+/// The taint key that stands for `spec.unschedulable`.
+pub const TAINT_NODE_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
+
+/// Filters out cordoned nodes.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NodeUnschedulable;
+
+impl Plugin for NodeUnschedulable {
+    fn name(&self) -> &str {
+        NAME
+    }
+    fn as_filter(self: Arc<Self>) -> Option<Arc<dyn FilterPlugin>> {
+        Some(self)
+    }
+}
+
+impl FilterPlugin for NodeUnschedulable {
+    fn filter(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        if !node.unschedulable() {
+            return Status::success();
+        }
+        let taint = Taint {
+            key: TAINT_NODE_UNSCHEDULABLE.to_string(),
+            effect: "NoSchedule".to_string(),
+            ..Default::default()
+        };
+        let tolerations = pod.spec().tolerations.as_deref().unwrap_or(&[]);
+        if tolerations_tolerate(tolerations, &taint) {
+            Status::success()
+        } else {
+            Status::new(Code::UnschedulableAndUnresolvable, ERR_REASON_UNSCHEDULABLE)
+        }
+    }
+}

@@ -1,0 +1,29 @@
+//! PrioritySort: the queue order. Higher `spec.priority` first (a missing priority is
+//! 0), then the pod that entered the queue first.
+
+use std::sync::Arc;
+
+use kubesched_framework::{Plugin, QueueSortPlugin, QueuedPodInfo};
+
+/// The plugin's name.
+pub const NAME: &str = "PrioritySort";
+
+/// Orders pods by priority, then by queue entry.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct PrioritySort;
+
+impl Plugin for PrioritySort {
+    fn name(&self) -> &str {
+        NAME
+    }
+    fn as_queue_sort(self: Arc<Self>) -> Option<Arc<dyn QueueSortPlugin>> {
+        Some(self)
+    }
+}
+
+impl QueueSortPlugin for PrioritySort {
+    fn less(&self, a: &QueuedPodInfo, b: &QueuedPodInfo) -> bool {
+        let (pa, pb) = (a.pod_info.priority(), b.pod_info.priority());
+        pa > pb || (pa == pb && a.timestamp < b.timestamp)
+    }
+}

@@ -1,0 +1,106 @@
+//! TaintToleration: Filter rejects nodes with a `NoSchedule` or `NoExecute` taint the
+//! pod does not tolerate; Score prefers nodes with fewer untolerated
+//! `PreferNoSchedule` taints (normalised and reversed: fewest is 100).
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Toleration;
+use kubesched_framework::{
+    Code, CycleState, FilterPlugin, NodeInfo, NodeScore, Plugin, PodInfo, PreScorePlugin,
+    ScoreExtensions, ScorePlugin, Snapshot, Status,
+};
+
+use crate::helper::{find_untolerated_taint, normalize_to_max, tolerations_tolerate};
+
+/// The plugin's name.
+pub const NAME: &str = "TaintToleration";
+/// The Filter's reason.
+pub const ERR_REASON_NOT_MATCH: &str = "node(s) had untolerated taint(s)";
+
+/// Taints and tolerations.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct TaintToleration;
+
+/// The pod's tolerations that can tolerate `PreferNoSchedule` taints (those with that
+/// effect or none), computed once in PreScore.
+#[derive(Clone, Debug)]
+struct PreferNoScheduleTolerations(Vec<Toleration>);
+
+impl Plugin for TaintToleration {
+    fn name(&self) -> &str {
+        NAME
+    }
+    fn as_filter(self: Arc<Self>) -> Option<Arc<dyn FilterPlugin>> {
+        Some(self)
+    }
+    fn as_pre_score(self: Arc<Self>) -> Option<Arc<dyn PreScorePlugin>> {
+        Some(self)
+    }
+    fn as_score(self: Arc<Self>) -> Option<Arc<dyn ScorePlugin>> {
+        Some(self)
+    }
+}
+
+impl FilterPlugin for TaintToleration {
+    fn filter(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        let tolerations = pod.spec().tolerations.as_deref().unwrap_or(&[]);
+        let untolerated = find_untolerated_taint(node.taints(), tolerations, |t| {
+            t.effect == "NoSchedule" || t.effect == "NoExecute"
+        });
+        match untolerated {
+            None => Status::success(),
+            Some(_) => Status::new(Code::UnschedulableAndUnresolvable, ERR_REASON_NOT_MATCH),
+        }
+    }
+}
+
+impl PreScorePlugin for TaintToleration {
+    fn pre_score(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        _: &[&NodeInfo],
+        _: &Snapshot,
+    ) -> Status {
+        let tolerations = pod
+            .spec()
+            .tolerations
+            .iter()
+            .flatten()
+            .filter(|t| {
+                matches!(
+                    t.effect.as_deref(),
+                    None | Some("") | Some("PreferNoSchedule")
+                )
+            })
+            .cloned()
+            .collect();
+        state.write(PreferNoScheduleTolerations(tolerations));
+        Status::success()
+    }
+}
+
+impl ScorePlugin for TaintToleration {
+    fn score(&self, state: &CycleState, _: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        let tolerations = state
+            .read::<PreferNoScheduleTolerations>()
+            .ok_or_else(|| Status::error("TaintToleration: PreScore state not found"))?;
+        let count = node
+            .taints()
+            .iter()
+            .filter(|t| t.effect == "PreferNoSchedule" && !tolerations_tolerate(&tolerations.0, t))
+            .count();
+        Ok(count as i64)
+    }
+
+    fn score_extensions(&self) -> Option<&dyn ScoreExtensions> {
+        Some(self)
+    }
+}
+
+impl ScoreExtensions for TaintToleration {
+    fn normalize_score(&self, _: &CycleState, _: &PodInfo, scores: &mut [NodeScore]) -> Status {
+        normalize_to_max(true, scores);
+        Status::success()
+    }
+}
