@@ -1,1 +1,46 @@
-//! placeholder
+//! # kubesched-sim
+//!
+//! Scenario loading and the `kubesched` command-line simulator. A scenario is plain
+//! Kubernetes YAML (nodes, bound and pending pods, and optionally a
+//! KubeSchedulerConfiguration); [`simulate`] runs it by the rules of the conformance
+//! format and returns one [`PodResult`] per attempt, which [`output`] prints as JSON
+//! Lines, a table, or a node-by-node explanation.
+//!
+//! ```
+//! use kubesched_sim::{scenario, simulate, SimulationOptions};
+//! let text = "
+//! apiVersion: v1
+//! kind: Node
+//! metadata: {name: n1}
+//! status: {allocatable: {cpu: '2', memory: 4Gi, pods: '110'}}
+//! ---
+//! apiVersion: kubescheduler.config.k8s.io/v1
+//! kind: KubeSchedulerConfiguration
+//! profiles:
+//! - schedulerName: default-scheduler
+//!   plugins:
+//!     multiPoint:
+//!       enabled: [{name: PrioritySort}, {name: NodeResourcesFit}, {name: DefaultBinder}]
+//!       disabled: [{name: '*'}]
+//! ---
+//! apiVersion: v1
+//! kind: Pod
+//! metadata: {name: web}
+//! spec: {containers: [{name: app, image: nginx, resources: {requests: {cpu: 500m}}}]}
+//! ";
+//! let s = scenario::load(&[scenario::Source { name: "doc.yaml".into(), text: text.into() }]).unwrap();
+//! let sim = simulate(&s, &SimulationOptions::default()).unwrap();
+//! assert_eq!(sim.results[0].outcome, kubesched_sim::PodOutcome::Scheduled("n1".into()));
+//! ```
+
+pub mod output;
+pub mod scenario;
+pub mod simulate;
+
+pub use simulate::{
+    NodeScores, PodOutcome, PodResult, Rejection, Simulation, SimulationError, SimulationOptions,
+    simulate, simulate_with,
+};
+
+/// The embedded demo: the Kubernetes "multiple schedulers" lesson as a scenario.
+pub const DEMO_SCENARIO: &str = include_str!("demo.yaml");

@@ -1,0 +1,402 @@
+//! Runs a [`Scenario`] by FORMAT.md's rules: every pending pod once, in queue order,
+//! through the profile named by its `schedulerName`, with all profiles sharing one
+//! cluster state.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use kubesched_config::KubeSchedulerConfiguration;
+use kubesched_framework::{
+    ClusterObjects, Framework, Handle, HostSelection, NodeSearch, Outcome, PodInfo, QueuedPodInfo,
+    Registry, ScheduleError, Scheduler, SchedulerOptions, Snapshot,
+};
+
+use crate::scenario::{OtherObject, Scenario};
+
+/// How a simulation runs.
+#[derive(Clone, Debug)]
+pub struct SimulationOptions {
+    /// Run PostFilter plugins (preemption) when no node fits.
+    pub preemption: bool,
+    /// Which nodes are evaluated: every node (FORMAT.md) or kube-scheduler's search.
+    pub node_search: NodeSearch,
+    /// The pick among equal best scores.
+    pub host_selection: HostSelection,
+}
+
+impl Default for SimulationOptions {
+    fn default() -> Self {
+        SimulationOptions {
+            preemption: false,
+            node_search: NodeSearch::Exhaustive,
+            host_selection: HostSelection::FirstInNodeOrder,
+        }
+    }
+}
+
+/// A simulation could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum SimulationError {
+    /// The KubeSchedulerConfiguration is invalid.
+    #[error("{0}")]
+    Config(#[from] kubesched_config::ConfigError),
+    /// A profile could not be built (unknown plugin, bad args, ...).
+    #[error("{source_name}: {error}")]
+    Framework {
+        /// Where the configuration came from.
+        source_name: String,
+        /// What is wrong.
+        error: kubesched_framework::FrameworkError,
+    },
+    /// The profiles do not fit together.
+    #[error("{source_name}: {error}")]
+    Scheduler {
+        /// Where the configuration came from.
+        source_name: String,
+        /// What is wrong.
+        error: kubesched_framework::SchedulerError,
+    },
+    /// A pod's resources do not parse.
+    #[error("Pod {pod}: {error}")]
+    Pod {
+        /// `namespace/name`.
+        pod: String,
+        /// What is wrong.
+        error: kubesched_framework::resource::PodQuantityError,
+    },
+    /// The nodes are invalid.
+    #[error("{0}")]
+    Snapshot(#[from] kubesched_framework::SnapshotError),
+    /// An object that plugins read (Service, ReplicaSet, Namespace, ...) does not decode.
+    #[error("{source_name}: {kind} {name}: {message}")]
+    Object {
+        /// Where it came from.
+        source_name: String,
+        /// Its kind.
+        kind: String,
+        /// `namespace/name` or `name`.
+        name: String,
+        /// What is wrong, with the field path.
+        message: String,
+    },
+    /// Preemption was asked for but is not implemented yet.
+    #[error("--preemption: preemption (DefaultPreemption) is not implemented by kubesched yet")]
+    PreemptionUnsupported,
+}
+
+/// Decodes the scenario's objects that plugins read into [`ClusterObjects`]; other kinds
+/// are left out.
+pub fn cluster_objects(scenario: &Scenario) -> Result<ClusterObjects, SimulationError> {
+    fn decode<T: serde::de::DeserializeOwned>(o: &OtherObject) -> Result<Arc<T>, SimulationError> {
+        let mut value = o.value.clone();
+        let namespaced = o.kind != "Namespace";
+        if namespaced
+            && o.namespace.is_none()
+            && let Some(meta) = value.get_mut("metadata").and_then(|m| m.as_object_mut())
+        {
+            meta.insert("namespace".into(), "default".into());
+        }
+        serde_path_to_error::deserialize(value)
+            .map(Arc::new)
+            .map_err(|e| SimulationError::Object {
+                source_name: o.source.clone(),
+                kind: o.kind.clone(),
+                name: match &o.namespace {
+                    Some(ns) if namespaced => format!("{ns}/{}", o.name),
+                    _ if namespaced => format!("default/{}", o.name),
+                    _ => o.name.clone(),
+                },
+                message: format!("{}: {}", e.path(), e.inner()),
+            })
+    }
+    let mut objects = ClusterObjects::default();
+    for o in &scenario.objects {
+        let group = o.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        match (group, o.kind.as_str()) {
+            ("", "Service") => objects.services.push(decode(o)?),
+            ("", "ReplicationController") => objects.replication_controllers.push(decode(o)?),
+            ("", "Namespace") => objects.namespaces.push(decode(o)?),
+            ("apps", "ReplicaSet") => objects.replica_sets.push(decode(o)?),
+            ("apps", "StatefulSet") => objects.stateful_sets.push(decode(o)?),
+            ("policy", "PodDisruptionBudget") => objects.pod_disruption_budgets.push(decode(o)?),
+            _ => {}
+        }
+    }
+    Ok(objects)
+}
+
+/// Why one node was rejected: the plugin and its reasons.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rejection {
+    /// The Filter (or PreFilter) plugin that rejected the node, when known.
+    pub plugin: Option<String>,
+    /// Its reasons, in order.
+    pub reasons: Vec<String>,
+}
+
+/// One node's scores: per plugin (weighted, in profile order) and the total.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeScores {
+    /// (plugin, weighted score).
+    pub plugins: Vec<(String, i64)>,
+    /// The sum.
+    pub total: i64,
+}
+
+/// What happened to one pending pod.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PodOutcome {
+    /// No profile has the pod's scheduler name.
+    Ignored,
+    /// The pod has scheduling gates.
+    Gated(Vec<String>),
+    /// The pod went to a node.
+    Scheduled(String),
+    /// No node: the FailedScheduling message.
+    Unschedulable(String),
+    /// PostFilter nominated a node; the victims were removed.
+    Nominated {
+        /// The FailedScheduling message of the attempt.
+        message: String,
+        /// The nominated node.
+        node: String,
+        /// The evicted pods, `namespace/name`.
+        victims: Vec<String>,
+    },
+}
+
+/// One attempt's full record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PodResult {
+    /// `namespace/name`.
+    pub pod: String,
+    /// The scheduler name after defaulting.
+    pub scheduler: String,
+    /// What happened.
+    pub outcome: PodOutcome,
+    /// Scores of the nodes that passed the filters (empty when scoring was skipped).
+    pub scores: BTreeMap<String, NodeScores>,
+    /// The nodes that failed, with the rejecting plugin and reasons.
+    pub rejected: BTreeMap<String, Rejection>,
+    /// Node names in node order, to print in that order.
+    pub node_order: Vec<String>,
+}
+
+/// The results of a simulation and the configuration it used.
+#[derive(Debug)]
+pub struct Simulation {
+    /// One result per attempt, in attempt order.
+    pub results: Vec<PodResult>,
+    /// Warnings from the configuration.
+    pub warnings: Vec<String>,
+    /// Where the configuration came from (`built-in default` when none).
+    pub config_source: String,
+}
+
+/// Builds one [`Framework`] per profile of `config`.
+pub fn build_frameworks(
+    config: &KubeSchedulerConfiguration,
+    registry: &Registry,
+    source_name: &str,
+) -> Result<Vec<Framework>, SimulationError> {
+    config
+        .profiles
+        .iter()
+        .map(|p| {
+            Framework::new(p, registry, &Handle::default()).map_err(|error| {
+                SimulationError::Framework {
+                    source_name: source_name.to_string(),
+                    error,
+                }
+            })
+        })
+        .collect()
+}
+
+/// Runs the scenario with the in-tree plugins.
+pub fn simulate(
+    scenario: &Scenario,
+    options: &SimulationOptions,
+) -> Result<Simulation, SimulationError> {
+    simulate_with(scenario, options, &kubesched_plugins::in_tree_registry())
+}
+
+/// Runs the scenario with the plugins of `registry` (in-tree and your own).
+pub fn simulate_with(
+    scenario: &Scenario,
+    options: &SimulationOptions,
+    registry: &Registry,
+) -> Result<Simulation, SimulationError> {
+    let (config, warnings, config_source) = match &scenario.config {
+        Some(doc) => {
+            let loaded = KubeSchedulerConfiguration::from_value(doc.value.clone(), &doc.source)?;
+            (loaded.config, loaded.warnings, doc.source.clone())
+        }
+        None => (
+            KubeSchedulerConfiguration::default_config(),
+            Vec::new(),
+            "built-in default".to_string(),
+        ),
+    };
+    if options.preemption {
+        return Err(SimulationError::PreemptionUnsupported);
+    }
+    let profiles = build_frameworks(&config, registry, &config_source)?;
+    let mut pod_infos = Vec::with_capacity(scenario.pods.len());
+    for pod in &scenario.pods {
+        let info = PodInfo::new(pod.clone()).map_err(|error| SimulationError::Pod {
+            pod: format!(
+                "{}/{}",
+                pod.metadata.namespace.as_deref().unwrap_or("default"),
+                pod.metadata.name.as_deref().unwrap_or("")
+            ),
+            error,
+        })?;
+        pod_infos.push(Arc::new(info));
+    }
+    let (bound, pending): (Vec<_>, Vec<_>) =
+        pod_infos.into_iter().partition(|p| p.node_name().is_some());
+    let (mut snapshot, _orphans) = Snapshot::new(scenario.nodes.iter().cloned(), bound)?;
+    snapshot.set_objects(Arc::new(cluster_objects(scenario)?));
+    let scheduler_options = SchedulerOptions {
+        host_selection: options.host_selection,
+        node_search: options.node_search,
+        percentage_of_nodes_to_score: config.percentage_of_nodes_to_score,
+        run_post_filter: options.preemption,
+    };
+    let mut scheduler = Scheduler::new(profiles, snapshot, scheduler_options).map_err(|error| {
+        SimulationError::Scheduler {
+            source_name: config_source.clone(),
+            error,
+        }
+    })?;
+    let mut queue: Vec<QueuedPodInfo> = pending
+        .into_iter()
+        .enumerate()
+        .map(|(i, pod_info)| QueuedPodInfo {
+            pod_info,
+            timestamp: i as u64,
+            attempts: 0,
+        })
+        .collect();
+    scheduler.sort_queue(&mut queue);
+    let node_order: Vec<String> = scheduler
+        .snapshot()
+        .nodes()
+        .iter()
+        .map(|n| n.name().to_string())
+        .collect();
+    let mut results = Vec::with_capacity(queue.len());
+    for queued in &queue {
+        let pod = &queued.pod_info;
+        let mut result = PodResult {
+            pod: pod.key().to_string(),
+            scheduler: pod.scheduler_name().to_string(),
+            outcome: PodOutcome::Ignored,
+            scores: BTreeMap::new(),
+            rejected: BTreeMap::new(),
+            node_order: node_order.clone(),
+        };
+        if scheduler.framework_for(pod.scheduler_name()).is_none() {
+            results.push(result);
+            continue;
+        }
+        let gates = kubesched_plugins::scheduling_gates::gate_names(pod);
+        if !gates.is_empty() {
+            result.outcome = PodOutcome::Gated(gates);
+            results.push(result);
+            continue;
+        }
+        match scheduler.schedule_one(pod) {
+            Outcome::NotOurs => {}
+            Outcome::Gated(_) => {
+                result.outcome =
+                    PodOutcome::Gated(kubesched_plugins::scheduling_gates::gate_names(pod))
+            }
+            Outcome::Scheduled { node, result: r } => {
+                fill_details(
+                    &mut result,
+                    scheduler.snapshot(),
+                    &r.diagnosis,
+                    &r.scores,
+                    Some(r.suggested_host),
+                );
+                result.outcome = PodOutcome::Scheduled(node);
+            }
+            Outcome::Unschedulable { error, nominated } => {
+                if let ScheduleError::Unfit(fit) = &error {
+                    fill_details(&mut result, scheduler.snapshot(), &fit.diagnosis, &[], None);
+                }
+                result.outcome = match nominated {
+                    Some(n) => PodOutcome::Nominated {
+                        message: error.to_string(),
+                        node: n.nominated_node_name.unwrap_or_default(),
+                        victims: n.victims,
+                    },
+                    None => PodOutcome::Unschedulable(error.to_string()),
+                };
+            }
+            Outcome::BindingFailed { status, .. } => {
+                result.outcome = PodOutcome::Unschedulable(status.message());
+            }
+        }
+        results.push(result);
+    }
+    Ok(Simulation {
+        results,
+        warnings,
+        config_source,
+    })
+}
+
+fn fill_details(
+    result: &mut PodResult,
+    snapshot: &Snapshot,
+    diagnosis: &kubesched_framework::Diagnosis,
+    scores: &[kubesched_framework::NodePluginScores],
+    chosen: Option<usize>,
+) {
+    for s in scores {
+        result.scores.insert(
+            snapshot.node_at(s.node_index).name().to_string(),
+            NodeScores {
+                plugins: s
+                    .scores
+                    .iter()
+                    .map(|p| (p.name.to_string(), p.score))
+                    .collect(),
+                total: s.total_score,
+            },
+        );
+    }
+    let explicit = &diagnosis.node_to_status.statuses;
+    for (index, status) in explicit {
+        result.rejected.insert(
+            snapshot.node_at(*index).name().to_string(),
+            Rejection {
+                plugin: status.plugin().map(str::to_string),
+                reasons: status.reasons().iter().map(|r| r.to_string()).collect(),
+            },
+        );
+    }
+    if let Some(absent) = &diagnosis.node_to_status.absent_nodes_status {
+        let evaluated: std::collections::BTreeSet<usize> = explicit
+            .iter()
+            .map(|(i, _)| *i)
+            .chain(scores.iter().map(|s| s.node_index))
+            .chain(chosen)
+            .collect();
+        for (i, node) in snapshot.nodes().iter().enumerate() {
+            if evaluated.contains(&i) {
+                continue;
+            }
+            result
+                .rejected
+                .entry(node.name().to_string())
+                .or_insert_with(|| Rejection {
+                    plugin: absent.plugin().map(str::to_string),
+                    reasons: absent.reasons().iter().map(|r| r.to_string()).collect(),
+                });
+        }
+    }
+}

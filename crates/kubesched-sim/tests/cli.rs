@@ -1,0 +1,280 @@
+//! The `kubesched` binary end to end: the demo, the output formats, `--explain`, and a
+//! one-line error with exit status 2 for every kind of bad input.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn kubesched(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kubesched"))
+        .args(args)
+        .output()
+        .expect("run kubesched")
+}
+
+fn with_stdin(args: &[&str], input: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kubesched"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run kubesched");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn case(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../conformance/cases")
+        .join(name)
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+const NODE: &str = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '2', memory: 4Gi, pods: '110'}}\n";
+const CORE_CONFIG: &str = "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+  plugins:
+    multiPoint:
+      enabled: [{name: PrioritySort}, {name: NodeResourcesFit}, {name: DefaultBinder}]
+      disabled: [{name: '*'}]
+";
+
+/// Runs a bad input and checks: exit 2, nothing on stdout, one error line with `needles`.
+fn assert_input_error(input: &str, needles: &[&str]) {
+    let o = with_stdin(&["simulate", "-", "--format", "jsonl"], input);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "stderr: {err}");
+    assert!(
+        stdout(&o).is_empty(),
+        "printed as if scheduled: {}",
+        stdout(&o)
+    );
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("error")).collect();
+    assert_eq!(lines.len(), 1, "expected one error line, got: {err}");
+    for n in needles {
+        assert!(lines[0].contains(n), "error {:?} lacks {n:?}", lines[0]);
+    }
+}
+
+#[test]
+fn demo_runs_with_no_file() {
+    let o = kubesched(&["simulate"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("default/annotation-default-scheduler"),
+        "{out}"
+    );
+    assert!(out.contains("my-scheduler"), "{out}");
+    assert!(out.contains("not ours"), "{out}");
+    let o = kubesched(&["simulate", "--format", "jsonl"]);
+    let lines: Vec<serde_json::Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    // The control plane's NoSchedule taint keeps both lesson pods off it.
+    for l in &lines[..2] {
+        assert_ne!(l["node"], "controlplane");
+        assert_eq!(
+            l["rejected"]["controlplane"][0], "node(s) had untolerated taint(s)",
+            "{l}"
+        );
+    }
+    assert_eq!(lines[2]["ignored"], true);
+}
+
+#[test]
+fn jsonl_matches_the_expected_file() {
+    let path = case("two-profiles-basic.yaml");
+    let o = kubesched(&["simulate", path.to_str().unwrap(), "--format", "jsonl"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let expected = std::fs::read_to_string(case("two-profiles-basic.expected.jsonl")).unwrap();
+    let parse = |t: &str| -> Vec<serde_json::Value> {
+        t.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    assert_eq!(parse(&stdout(&o)), parse(&expected));
+}
+
+#[test]
+fn explain_names_the_rejecting_filter_and_the_scores() {
+    let path = case("all-rejected-mixed-reasons.yaml");
+    let jsonl = stdout(&kubesched(&[
+        "simulate",
+        path.to_str().unwrap(),
+        "--format",
+        "jsonl",
+    ]));
+    let first: serde_json::Value = serde_json::from_str(jsonl.lines().next().unwrap()).unwrap();
+    let pod = first["pod"].as_str().unwrap();
+    let o = kubesched(&["simulate", path.to_str().unwrap(), "--explain", pod]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains(&format!("Pod {pod}")), "{out}");
+    assert!(out.contains("rejected by "), "{out}");
+    let o = kubesched(&[
+        "simulate",
+        path.to_str().unwrap(),
+        "--explain",
+        "nope/missing",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("nope/missing"));
+}
+
+#[test]
+fn explain_shows_scores_and_the_choice() {
+    let o = kubesched(&[
+        "simulate",
+        "--explain",
+        "default/annotation-default-scheduler",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("<- chosen"), "{out}");
+    assert!(out.contains("TaintToleration"), "{out}");
+    assert!(out.contains("rejected by TaintToleration"), "{out}");
+}
+
+#[test]
+fn missing_file() {
+    let o = kubesched(&["simulate", "no/such/file.yaml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no/such/file.yaml"), "{}", stderr(&o));
+    assert!(stdout(&o).is_empty());
+}
+
+#[test]
+fn yaml_that_does_not_parse_gives_line_and_column() {
+    assert_input_error(
+        &format!("{NODE}---\nkind: Pod\nmetadata: {{name: [x\n"),
+        &["<stdin>:", ":"],
+    );
+}
+
+#[test]
+fn bad_quantities_name_the_object_and_field() {
+    for q in ["2Gb", "1.5.0"] {
+        let pod = format!(
+            "{NODE}---\napiVersion: v1\nkind: Pod\nmetadata: {{name: web}}\nspec:\n  containers:\n  - name: app\n    image: nginx\n    resources: {{requests: {{memory: '{q}'}}}}\n"
+        );
+        assert_input_error(
+            &pod,
+            &[
+                "<stdin>",
+                "Pod default/web",
+                "spec.containers[0].resources.requests.memory",
+                q,
+            ],
+        );
+    }
+}
+
+#[test]
+fn bound_pod_on_a_missing_node_is_a_warning_not_an_error() {
+    // FORMAT.md rule 1: such a pod uses no node. It is reported, and the run goes on.
+    let input = format!(
+        "{CORE_CONFIG}---\n{NODE}---\napiVersion: v1\nkind: Pod\nmetadata: {{name: ghost}}\nspec: {{nodeName: gone, containers: [{{name: a, image: x}}]}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {{name: new}}\nspec: {{containers: [{{name: a, image: x}}]}}\n"
+    );
+    let o = with_stdin(&["simulate", "-", "--format", "jsonl"], &input);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("warning") && err.contains("default/ghost") && err.contains("gone"),
+        "{err}"
+    );
+    assert!(stdout(&o).contains("\"node\":\"n1\""));
+}
+
+#[test]
+fn duplicate_node_names() {
+    assert_input_error(&format!("{NODE}---\n{NODE}"), &["Node n1", "metadata.name"]);
+}
+
+#[test]
+fn unknown_plugin_suggests_the_close_name() {
+    let config = CORE_CONFIG.replace("{name: NodeResourcesFit}", "{name: NodeResourceFit}");
+    assert_input_error(
+        &format!("{config}---\n{NODE}"),
+        &["NodeResourceFit", "does not exist", "NodeResourcesFit"],
+    );
+}
+
+#[test]
+fn duplicate_profile() {
+    let config = format!("{CORE_CONFIG}- schedulerName: default-scheduler\n");
+    assert_input_error(
+        &format!("{config}---\n{NODE}"),
+        &["profiles[1].schedulerName", "default-scheduler"],
+    );
+}
+
+#[test]
+fn typo_in_the_configuration_suggests_the_field() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/bad-config-typo.yaml");
+    let o = kubesched(&["simulate", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("bad-config-typo.yaml"), "{err}");
+    assert!(err.contains("profiles[0].schdulerName"), "{err}");
+    assert!(err.contains("did you mean schedulerName?"), "{err}");
+}
+
+#[test]
+fn typo_in_a_pod_suggests_the_field() {
+    let pod = format!(
+        "{NODE}---\napiVersion: v1\nkind: Pod\nmetadata: {{name: web}}\nspec:\n  schdulerName: my-scheduler\n  containers: [{{name: a, image: x}}]\n"
+    );
+    assert_input_error(
+        &pod,
+        &["Pod default/web", "spec.schdulerName", "schedulerName"],
+    );
+}
+
+#[test]
+fn args_for_the_wrong_plugin() {
+    let config = format!(
+        "{CORE_CONFIG}  pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      hardPodAffinityWeight: 2\n"
+    );
+    assert_input_error(
+        &format!("{config}---\n{NODE}"),
+        &[
+            "pluginConfig[0].args.hardPodAffinityWeight",
+            "unknown field",
+        ],
+    );
+    let config = format!(
+        "{CORE_CONFIG}  pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      kind: InterPodAffinityArgs\n"
+    );
+    assert_input_error(
+        &format!("{config}---\n{NODE}"),
+        &["InterPodAffinityArgs", "NodeResourcesFit"],
+    );
+}
+
+#[test]
+fn preemption_is_refused_clearly_until_implemented() {
+    let o = with_stdin(
+        &["simulate", "-", "--preemption"],
+        &format!("{CORE_CONFIG}---\n{NODE}"),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("not implemented"), "{}", stderr(&o));
+}
