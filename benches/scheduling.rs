@@ -1,0 +1,145 @@
+//! Criterion benchmarks shaped like kube-scheduler's scheduler_perf SchedulingBasic:
+//! nodes with 4 cpu, 32Gi and 110 pods in 10 zones, pods asking 100m-500m cpu and
+//! 256Mi-1Gi memory, scheduled with the core plugin set. Each iteration schedules a
+//! batch of pods on a fresh copy of the cluster.
+//!
+//! `cargo bench` runs them; CI only proves they build (`cargo bench --no-run`).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use k8s_openapi::api::core::v1::{
+    Container, Node, NodeSpec, NodeStatus, Pod, PodSpec, ResourceRequirements,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kubesched::config::KubeSchedulerConfiguration;
+use kubesched::framework::{
+    Framework, Handle, NodeSearch, Outcome, PodInfo, Scheduler, SchedulerOptions, Snapshot,
+};
+
+const CORE_CONFIG: &str = "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+  plugins:
+    multiPoint:
+      enabled: [{name: PrioritySort}, {name: NodeUnschedulable}, {name: NodeName},
+                {name: TaintToleration, weight: 3}, {name: NodeResourcesFit, weight: 1},
+                {name: ImageLocality, weight: 1}, {name: DefaultBinder}]
+      disabled: [{name: '*'}]
+";
+
+fn quantities(pairs: &[(&str, String)]) -> BTreeMap<String, Quantity> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), Quantity(v.clone())))
+        .collect()
+}
+
+fn node(i: usize) -> Arc<Node> {
+    let labels = BTreeMap::from([
+        ("kubernetes.io/hostname".to_string(), format!("node-{i}")),
+        (
+            "topology.kubernetes.io/zone".to_string(),
+            format!("zone-{}", i % 10),
+        ),
+    ]);
+    let alloc = quantities(&[
+        ("cpu", "4".into()),
+        ("memory", "32Gi".into()),
+        ("pods", "110".into()),
+    ]);
+    Arc::new(Node {
+        metadata: ObjectMeta {
+            name: Some(format!("node-{i}")),
+            labels: Some(labels),
+            ..Default::default()
+        },
+        spec: Some(NodeSpec::default()),
+        status: Some(NodeStatus {
+            allocatable: Some(alloc.clone()),
+            capacity: Some(alloc),
+            ..Default::default()
+        }),
+    })
+}
+
+fn pod(i: usize) -> Arc<PodInfo> {
+    let cpu = format!("{}m", 100 + (i * 37) % 401);
+    let memory = format!("{}Mi", 256 + (i * 53) % 769);
+    let pod = Pod {
+        metadata: ObjectMeta {
+            name: Some(format!("pod-{i}")),
+            namespace: Some("default".into()),
+            ..Default::default()
+        },
+        spec: Some(PodSpec {
+            containers: vec![Container {
+                name: "app".into(),
+                image: Some("registry.k8s.io/pause:3.10".into()),
+                resources: Some(ResourceRequirements {
+                    requests: Some(quantities(&[("cpu", cpu), ("memory", memory)])),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            scheduler_name: Some("default-scheduler".into()),
+            ..Default::default()
+        }),
+        status: None,
+    };
+    Arc::new(PodInfo::new(Arc::new(pod)).expect("valid pod"))
+}
+
+fn scheduler(nodes: usize, search: NodeSearch) -> Scheduler {
+    let config = KubeSchedulerConfiguration::from_yaml_str(CORE_CONFIG, "bench")
+        .unwrap()
+        .config;
+    let registry = kubesched::plugins::in_tree_registry();
+    let profiles = config
+        .profiles
+        .iter()
+        .map(|p| Framework::new(p, &registry, &Handle::default()).unwrap())
+        .collect();
+    let (snapshot, _) = Snapshot::new((0..nodes).map(node), Vec::new()).unwrap();
+    let options = SchedulerOptions {
+        node_search: search,
+        ..Default::default()
+    };
+    Scheduler::new(profiles, snapshot, options).unwrap()
+}
+
+fn scheduling_basic(c: &mut Criterion) {
+    let mut group = c.benchmark_group("scheduling_basic");
+    group.sample_size(10);
+    let pods: Vec<Arc<PodInfo>> = (0..100).map(pod).collect();
+    for (nodes, search, name) in [
+        (500, NodeSearch::Exhaustive, "exact"),
+        (5000, NodeSearch::Exhaustive, "exact"),
+        (5000, NodeSearch::Adaptive, "upstream"),
+    ] {
+        let base = scheduler(nodes, search);
+        group.bench_with_input(
+            BenchmarkId::new(name, format!("{nodes}n-100p")),
+            &nodes,
+            |b, _| {
+                b.iter_batched(
+                    || scheduler(nodes, search),
+                    |mut s| {
+                        for p in &pods {
+                            assert!(matches!(s.schedule_one(p), Outcome::Scheduled { .. }));
+                        }
+                    },
+                    criterion::BatchSize::LargeInput,
+                )
+            },
+        );
+        drop(base);
+    }
+    group.finish();
+}
+
+criterion_group!(benches, scheduling_basic);
+criterion_main!(benches);
