@@ -38,8 +38,8 @@ pub mod scenario;
 pub mod simulate;
 
 pub use simulate::{
-    NodeScores, PodOutcome, PodResult, Rejection, Simulation, SimulationError, SimulationOptions,
-    simulate, simulate_with,
+    Decision, NodeScores, PodOutcome, PodResult, Prepared, Rejection, Simulation, SimulationError,
+    SimulationOptions, prepare, simulate, simulate_with,
 };
 
 /// The embedded demo: the Kubernetes "multiple schedulers" lesson as a scenario.

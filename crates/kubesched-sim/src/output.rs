@@ -196,7 +196,7 @@ pub fn explain(results: &[PodResult], pod: &str) -> Option<String> {
             .max()
             .unwrap_or(4)
             .max(4);
-        for node in &r.node_order {
+        for node in r.node_order.iter() {
             let chosen = matches!(&r.outcome, PodOutcome::Scheduled(n) if n == node);
             let line = if let Some(rej) = r.rejected.get(node) {
                 format!(

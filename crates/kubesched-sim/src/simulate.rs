@@ -178,8 +178,8 @@ pub struct PodResult {
     pub scores: BTreeMap<String, NodeScores>,
     /// The nodes that failed, with the rejecting plugin and reasons.
     pub rejected: BTreeMap<String, Rejection>,
-    /// Node names in node order, to print in that order.
-    pub node_order: Vec<String>,
+    /// Node names in node order, to print in that order (shared by every result).
+    pub node_order: Arc<Vec<String>>,
 }
 
 /// The results of a simulation and the configuration it used.
@@ -227,6 +227,42 @@ pub fn simulate_with(
     options: &SimulationOptions,
     registry: &Registry,
 ) -> Result<Simulation, SimulationError> {
+    Ok(prepare(scenario, options, registry)?.run())
+}
+
+/// A scenario made ready to run: the scheduler over the cluster, and the pending pods
+/// in queue order. [`prepare`] does the parsing and building; [`Prepared::run`] is the
+/// scheduling loop alone, so it can be timed on its own.
+pub struct Prepared {
+    /// The profiles and the cluster.
+    pub scheduler: Scheduler,
+    /// The pending pods, in queue order.
+    pub queue: Vec<QueuedPodInfo>,
+    /// Warnings from the configuration.
+    pub warnings: Vec<String>,
+    /// Where the configuration came from.
+    pub config_source: String,
+}
+
+/// What happened to one pod, without the per-node details (for benchmarks).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// No profile has the pod's scheduler name.
+    Ignored,
+    /// The pod has scheduling gates.
+    Gated,
+    /// The pod went to the node at this position in node order.
+    Scheduled(usize),
+    /// No node fits (or binding failed).
+    Unschedulable,
+}
+
+/// Loads the configuration, builds the profiles, the snapshot and the queue.
+pub fn prepare(
+    scenario: &Scenario,
+    options: &SimulationOptions,
+    registry: &Registry,
+) -> Result<Prepared, SimulationError> {
     let (config, warnings, config_source) = match &scenario.config {
         Some(doc) => {
             let loaded = KubeSchedulerConfiguration::from_value(doc.value.clone(), &doc.source)?;
@@ -264,7 +300,7 @@ pub fn simulate_with(
         percentage_of_nodes_to_score: config.percentage_of_nodes_to_score,
         run_post_filter: options.preemption,
     };
-    let mut scheduler = Scheduler::new(profiles, snapshot, scheduler_options).map_err(|error| {
+    let scheduler = Scheduler::new(profiles, snapshot, scheduler_options).map_err(|error| {
         SimulationError::Scheduler {
             source_name: config_source.clone(),
             error,
@@ -280,15 +316,69 @@ pub fn simulate_with(
         })
         .collect();
     scheduler.sort_queue(&mut queue);
-    let node_order: Vec<String> = scheduler
-        .snapshot()
-        .nodes()
-        .iter()
-        .map(|n| n.name().to_string())
-        .collect();
-    let mut results = Vec::with_capacity(queue.len());
-    for queued in &queue {
-        let pod = &queued.pod_info;
+    Ok(Prepared {
+        scheduler,
+        queue,
+        warnings,
+        config_source,
+    })
+}
+
+impl Prepared {
+    /// Attempts every pending pod once, in queue order, recording every node's verdict.
+    pub fn run(mut self) -> Simulation {
+        let node_order: Arc<Vec<String>> = Arc::new(
+            self.scheduler
+                .snapshot()
+                .nodes()
+                .iter()
+                .map(|n| n.name().to_string())
+                .collect(),
+        );
+        let queue = std::mem::take(&mut self.queue);
+        let mut results = Vec::with_capacity(queue.len());
+        for queued in &queue {
+            results.push(self.attempt(&queued.pod_info, &node_order));
+        }
+        Simulation {
+            results,
+            warnings: self.warnings,
+            config_source: self.config_source,
+        }
+    }
+
+    /// Attempts every pending pod once, in queue order, keeping only the decisions.
+    pub fn run_decisions(&mut self) -> Vec<Decision> {
+        let queue = std::mem::take(&mut self.queue);
+        queue
+            .iter()
+            .map(|queued| {
+                let pod = &queued.pod_info;
+                if self.scheduler.framework_for(pod.scheduler_name()).is_none() {
+                    return Decision::Ignored;
+                }
+                if pod
+                    .spec()
+                    .scheduling_gates
+                    .as_ref()
+                    .is_some_and(|g| !g.is_empty())
+                {
+                    return Decision::Gated;
+                }
+                match self.scheduler.schedule_one(pod) {
+                    Outcome::NotOurs => Decision::Ignored,
+                    Outcome::Gated(_) => Decision::Gated,
+                    Outcome::Scheduled { result, .. } => Decision::Scheduled(result.suggested_host),
+                    Outcome::Unschedulable { .. } | Outcome::BindingFailed { .. } => {
+                        Decision::Unschedulable
+                    }
+                }
+            })
+            .collect()
+    }
+
+    fn attempt(&mut self, pod: &Arc<PodInfo>, node_order: &Arc<Vec<String>>) -> PodResult {
+        let scheduler = &mut self.scheduler;
         let mut result = PodResult {
             pod: pod.key().to_string(),
             scheduler: pod.scheduler_name().to_string(),
@@ -298,14 +388,12 @@ pub fn simulate_with(
             node_order: node_order.clone(),
         };
         if scheduler.framework_for(pod.scheduler_name()).is_none() {
-            results.push(result);
-            continue;
+            return result;
         }
         let gates = kubesched_plugins::scheduling_gates::gate_names(pod);
         if !gates.is_empty() {
             result.outcome = PodOutcome::Gated(gates);
-            results.push(result);
-            continue;
+            return result;
         }
         match scheduler.schedule_one(pod) {
             Outcome::NotOurs => {}
@@ -340,13 +428,8 @@ pub fn simulate_with(
                 result.outcome = PodOutcome::Unschedulable(status.message());
             }
         }
-        results.push(result);
+        result
     }
-    Ok(Simulation {
-        results,
-        warnings,
-        config_source,
-    })
 }
 
 fn fill_details(
