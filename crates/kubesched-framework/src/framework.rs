@@ -2,11 +2,12 @@
 //! that runs each point the way kube-scheduler's `frameworkImpl` does.
 //!
 //! Building follows kube-scheduler exactly, because plugin order decides which Filter
-//! rejects a node first and so the reasons users read: the explicit per-point lists
-//! come first, then `multiPoint` is expanded into every point a plugin implements
-//! (a plugin named both in `multiPoint` and in a point's own list keeps the point's
-//! position and settings), and score weights come from the `score` list first, then
-//! from `multiPoint`, with an absent or zero weight meaning 1.
+//! rejects a node first and so the reasons users read. Each point's list is, in order:
+//! the plugins named both in `multiPoint` and in the point's own list (in the point's
+//! order: an explicit entry overrides the multiPoint one), then the other `multiPoint`
+//! plugins that implement the point, then the rest of the point's own list. Score
+//! weights come from the `score` list first, then from `multiPoint`, with an absent or
+//! zero weight meaning 1.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -31,11 +32,11 @@ pub const PARALLEL_THRESHOLD: usize = 256;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FrameworkError {
     /// A plugin named in the profile is not in the registry.
-    #[error("profile {profile:?}: {point} {plugin:?} does not exist{hint}")]
+    #[error("profile {profile:?}: plugins.{point}.enabled: plugin {plugin:?} does not exist{hint}")]
     UnknownPlugin {
         /// The profile's scheduler name.
         profile: String,
-        /// The extension point, as kube-scheduler names its type (`FilterPlugin`).
+        /// The extension point where the profile enables it (`multiPoint`, `filter`, ...).
         point: &'static str,
         /// The unknown name.
         plugin: String,
@@ -157,6 +158,67 @@ pub struct PreFilterOutcome {
     pub narrowing_plugins: BTreeSet<String>,
 }
 
+/// Pods nominated to nodes by an earlier preemption and not bound yet: kube-scheduler's
+/// `PodNominator`. While victims terminate, a nominated pod waits for its node; meanwhile
+/// the Filter plugins treat it as already there when they check a pod of lower or equal
+/// priority on that node ([`Framework::run_filter_plugins_with_nominated_pods`]), so the
+/// space preemption freed is not taken by a less important pod.
+///
+/// Pods are identified by UID ([`PodInfo::uid`]); a pod is nominated to one node at a
+/// time, and the pods of a node keep their nomination order.
+#[derive(Clone, Debug, Default)]
+pub struct NominatedPods {
+    by_node: BTreeMap<String, Vec<Arc<PodInfo>>>,
+    node_of: BTreeMap<String, String>,
+}
+
+impl NominatedPods {
+    /// No nominated pods.
+    pub fn new() -> NominatedPods {
+        NominatedPods::default()
+    }
+
+    /// Nominates `pod` to `node`, replacing any earlier nomination of the same pod.
+    pub fn add(&mut self, pod: Arc<PodInfo>, node: &str) {
+        self.remove(pod.uid());
+        self.node_of.insert(pod.uid().to_string(), node.to_string());
+        self.by_node.entry(node.to_string()).or_default().push(pod);
+    }
+
+    /// Removes the nomination of the pod with this UID (when it is bound, deleted, or
+    /// its nomination is cleared); returns the node it was nominated to.
+    pub fn remove(&mut self, uid: &str) -> Option<String> {
+        let node = self.node_of.remove(uid)?;
+        if let Some(pods) = self.by_node.get_mut(&node) {
+            pods.retain(|p| p.uid() != uid);
+            if pods.is_empty() {
+                self.by_node.remove(&node);
+            }
+        }
+        Some(node)
+    }
+
+    /// The node the pod with this UID is nominated to.
+    pub fn node_of(&self, uid: &str) -> Option<&str> {
+        self.node_of.get(uid).map(String::as_str)
+    }
+
+    /// The pods nominated to `node`, in nomination order.
+    pub fn for_node(&self, node: &str) -> &[Arc<PodInfo>] {
+        self.by_node.get(node).map_or(&[], Vec::as_slice)
+    }
+
+    /// The number of nominated pods.
+    pub fn len(&self) -> usize {
+        self.node_of.len()
+    }
+
+    /// `true` when no pod is nominated.
+    pub fn is_empty(&self) -> bool {
+        self.node_of.is_empty()
+    }
+}
+
 /// One profile: its plugins at each extension point.
 pub struct Framework {
     profile_name: String,
@@ -269,22 +331,17 @@ impl PointBuilder<'_> {
     }
 
     fn lookup(&self, point: &'static str, name: &str) -> Result<Arc<dyn Plugin>, FrameworkError> {
-        self.plugins.get(name).cloned().ok_or_else(|| {
-            let hint = self
-                .registry
-                .names()
-                .map(|known| (strsim::jaro_winkler(known, name), known))
-                .filter(|(score, _)| *score > 0.85)
-                .max_by(|a, b| a.0.total_cmp(&b.0))
-                .map(|(_, known)| format!(", did you mean {known}?"))
-                .unwrap_or_default();
-            FrameworkError::UnknownPlugin {
+        // Every enabled name was instantiated (or rejected as unknown) before the points
+        // are built, so a miss here can only be a name that is not in the registry.
+        self.plugins
+            .get(name)
+            .cloned()
+            .ok_or_else(|| FrameworkError::UnknownPlugin {
                 profile: self.profile.to_string(),
                 point,
                 plugin: name.to_string(),
-                hint,
-            }
-        })
+                hint: closest_name(self.registry, name),
+            })
     }
 
     fn duplicate(&self, point: &'static str, plugin: &str) -> FrameworkError {
@@ -306,30 +363,23 @@ impl Framework {
     ) -> Result<Framework, FrameworkError> {
         let name = profile.scheduler_name.clone();
         let p = &profile.plugins;
-        let all_sets = [
-            &p.pre_enqueue,
-            &p.queue_sort,
-            &p.pre_filter,
-            &p.filter,
-            &p.post_filter,
-            &p.pre_score,
-            &p.score,
-            &p.reserve,
-            &p.permit,
-            &p.pre_bind,
-            &p.bind,
-            &p.post_bind,
-            &p.multi_point,
-        ];
         let mut handle = handle.clone();
         handle.profile_name = name.clone();
         let mut plugins: BTreeMap<String, Arc<dyn Plugin>> = BTreeMap::new();
-        for set in all_sets {
+        for (point, set) in p.extension_points() {
             for entry in &set.enabled {
                 if plugins.contains_key(&entry.name) {
                     continue;
                 }
-                if let Some(factory) = registry.get(&entry.name) {
+                let Some(factory) = registry.get(&entry.name) else {
+                    return Err(FrameworkError::UnknownPlugin {
+                        profile: name,
+                        point,
+                        plugin: entry.name.clone(),
+                        hint: closest_name(registry, &entry.name),
+                    });
+                };
+                {
                     let plugin =
                         factory(profile.plugin_args(&entry.name), &handle).map_err(|e| {
                             FrameworkError::Init {
@@ -643,21 +693,73 @@ impl Framework {
         Status::success()
     }
 
+    /// Runs the Filter plugins on one node with the pods nominated to it, as
+    /// kube-scheduler's `RunFilterPluginsWithNominatedPods`. When pods of priority
+    /// greater than or equal to `pod`'s are nominated to the node, the filters run
+    /// first with those pods added (to a copy of the node and of `state`, through the
+    /// PreFilter AddPod extensions) and, if that passes, again without them: the pod
+    /// must fit whether or not the nominated pods end up there. Without such pods this
+    /// is [`Framework::run_filter_plugins`].
+    pub fn run_filter_plugins_with_nominated_pods(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+        nominated: &NominatedPods,
+    ) -> Status {
+        let more_important: Vec<&Arc<PodInfo>> = nominated
+            .for_node(node.name())
+            .iter()
+            .filter(|p| p.priority() >= pod.priority() && p.uid() != pod.uid())
+            .collect();
+        if more_important.is_empty() {
+            return self.run_filter_plugins(state, pod, node);
+        }
+        let mut state_with = state.clone();
+        let mut node_with = node.clone();
+        for p in more_important {
+            let added = if p.node_name() == Some(node.name()) {
+                p.clone()
+            } else {
+                Arc::new(p.bound_to(node.name()))
+            };
+            node_with.add_pod(added.clone());
+            let s = self.run_pre_filter_extension_add_pod(&mut state_with, pod, &added, &node_with);
+            if !s.is_success() {
+                return s;
+            }
+        }
+        let s = self.run_filter_plugins(&state_with, pod, &node_with);
+        if !s.is_success() {
+            return s;
+        }
+        self.run_filter_plugins(state, pod, node)
+    }
+
     /// Runs the PostFilter plugins, as kube-scheduler's `RunPostFilterPlugins`: the
     /// first success or UnschedulableAndUnresolvable ends the run; otherwise the
     /// reasons of all are joined.
+    ///
+    /// The plugins get a [`PostFilterContext`] with this framework, `snapshot` and
+    /// `nominated`.
     pub fn run_post_filter_plugins(
         &self,
         state: &CycleState,
         pod: &PodInfo,
         snapshot: &Snapshot,
+        nominated: &NominatedPods,
         filtered: &NodeToStatus,
     ) -> (Option<PostFilterResult>, Status) {
+        let ctx = PostFilterContext {
+            framework: self,
+            snapshot,
+            nominated_pods: nominated,
+        };
         let mut result = None;
         let mut reasons = Vec::new();
         let mut rejector: Option<Arc<str>> = None;
         for w in &self.post_filter {
-            let (r, s) = w.plugin.post_filter(state, pod, snapshot, filtered);
+            let (r, s) = w.plugin.post_filter(&ctx, state, pod, filtered);
             if s.is_success() {
                 return (r, s);
             }
@@ -898,6 +1000,17 @@ impl Framework {
             w.plugin.post_bind(state, pod, node);
         }
     }
+}
+
+/// ", did you mean X?" for the registered name closest to `name`, if one is close.
+fn closest_name(registry: &Registry, name: &str) -> String {
+    registry
+        .names()
+        .map(|known| (strsim::jaro_winkler(known, name), known))
+        .filter(|(score, _)| *score > 0.85)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, known)| format!(", did you mean {known}?"))
+        .unwrap_or_default()
 }
 
 /// Score weights as kube-scheduler's `getScoreWeights`: the `score` list's entries

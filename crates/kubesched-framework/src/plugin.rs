@@ -29,10 +29,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cycle_state::CycleState;
+use crate::framework::{Framework, NominatedPods};
 use crate::node_info::NodeInfo;
 use crate::pod_info::PodInfo;
 use crate::snapshot::Snapshot;
-use crate::status::Status;
+use crate::status::{Code, Status};
 
 /// The highest score a Score plugin may give a node after normalisation.
 pub const MAX_NODE_SCORE: i64 = 100;
@@ -233,6 +234,43 @@ impl NodeToStatus {
     pub fn is_empty(&self) -> bool {
         self.statuses.is_empty()
     }
+
+    /// The nodes (indices in node order, ascending) among the first `num_nodes` whose
+    /// status has `code`, as kube-scheduler's `NodesForStatusCode`: a node without an
+    /// explicit status has the absent nodes' status, which is
+    /// `UnschedulableAndUnresolvable` when none was set.
+    pub fn nodes_for_status_code(&self, num_nodes: usize, code: Code) -> Vec<usize> {
+        let absent = self
+            .absent_nodes_status
+            .as_ref()
+            .map_or(Code::UnschedulableAndUnresolvable, Status::code);
+        let mut codes = vec![absent; num_nodes];
+        for (i, s) in &self.statuses {
+            if let Some(c) = codes.get_mut(*i) {
+                *c = s.code();
+            }
+        }
+        codes
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c == code)
+            .map(|(i, _)| i)
+            .collect()
+    }
+}
+
+/// One node where a PostFilter plugin (preemption) could make the pod fit, as the
+/// plugin reports it for explanations.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NominationCandidate {
+    /// The node's name.
+    pub node: String,
+    /// The pods (`namespace/name`) that would have to go, in eviction order.
+    pub victims: Vec<String>,
+    /// How many of the victims' evictions would violate a PodDisruptionBudget.
+    pub num_pdb_violations: i64,
+    /// The values the plugin compared, in words (for `--explain`).
+    pub details: String,
 }
 
 /// What a PostFilter plugin proposes: a node for the pod to be nominated to.
@@ -242,17 +280,47 @@ pub struct PostFilterResult {
     pub nominated_node_name: Option<String>,
     /// Pods (`namespace/name`) that must go for the pod to fit there.
     pub victims: Vec<String>,
+    /// Every candidate the plugin considered, in node order (empty when the plugin
+    /// does not report them).
+    pub candidates: Vec<NominationCandidate>,
+    /// Why the nominated node won among the candidates, in words.
+    pub selection_reason: Option<String>,
+}
+
+/// What a PostFilter plugin may use besides the pod and the filter statuses: the
+/// cluster as the failed attempt saw it, the pods nominated to nodes, and the profile's
+/// own [`Framework`], whose PreFilter extensions and Filter plugins a what-if evaluation
+/// (preemption's dry run) re-runs on a copy of a node.
+#[derive(Clone, Copy)]
+pub struct PostFilterContext<'a> {
+    /// The profile's framework.
+    pub framework: &'a Framework,
+    /// The cluster.
+    pub snapshot: &'a Snapshot,
+    /// Pods nominated to nodes and not bound yet.
+    pub nominated_pods: &'a NominatedPods,
+}
+
+impl std::fmt::Debug for PostFilterContext<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostFilterContext")
+            .field("profile", &self.framework.profile_name())
+            .field("nodes", &self.snapshot.num_nodes())
+            .field("nominated_pods", &self.nominated_pods.len())
+            .finish()
+    }
 }
 
 /// PostFilter: runs when no node fits (preemption lives here).
 pub trait PostFilterPlugin: Plugin {
     /// Tries to make the pod schedulable; the status message joins the FailedScheduling
-    /// message.
+    /// message. `state` is the failed attempt's state (after PreFilter); `filtered`
+    /// holds every node's Filter status.
     fn post_filter(
         &self,
+        ctx: &PostFilterContext<'_>,
         state: &CycleState,
         pod: &PodInfo,
-        snapshot: &Snapshot,
         filtered: &NodeToStatus,
     ) -> (Option<PostFilterResult>, Status);
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use crate::cycle_state::CycleState;
-use crate::framework::{Framework, NodePluginScores, PARALLEL_THRESHOLD};
+use crate::framework::{Framework, NodePluginScores, NominatedPods, PARALLEL_THRESHOLD};
 use crate::node_info::NodeInfo;
 use crate::plugin::{NodeToStatus, PostFilterResult, QueuedPodInfo};
 use crate::pod_info::PodInfo;
@@ -104,7 +104,7 @@ pub struct FitError {
 impl fmt::Display for FitError {
     /// kube-scheduler's `FitError.Error()`: "0/N nodes are available: " with the
     /// PreFilter message, or the reasons histogram sorted as strings, then the
-    /// PostFilter message.
+    /// PostFilter message as the plugins wrote it (no period added).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "0/{} nodes are available:", self.num_all_nodes)?;
         let d = &self.diagnosis;
@@ -136,7 +136,7 @@ impl fmt::Display for FitError {
             }
         }
         if let Some(msg) = &d.post_filter_msg {
-            write!(f, " {msg}.")?;
+            write!(f, " {msg}")?;
         }
         Ok(())
     }
@@ -241,9 +241,10 @@ pub enum SchedulerError {
 /// Profiles sharing one cluster snapshot and one queue order: kube-scheduler's
 /// `Scheduler` without the API server.
 pub struct Scheduler {
-    profiles: Vec<Framework>,
+    profiles: Vec<Arc<Framework>>,
     snapshot: Snapshot,
     options: SchedulerOptions,
+    nominated_pods: NominatedPods,
     next_start_node_index: usize,
     rng: SplitMix64,
 }
@@ -287,17 +288,25 @@ impl Scheduler {
             HostSelection::FirstInNodeOrder => 0,
         };
         Ok(Scheduler {
-            profiles,
+            profiles: profiles.into_iter().map(Arc::new).collect(),
             snapshot,
             options,
+            nominated_pods: NominatedPods::new(),
             next_start_node_index: 0,
             rng: SplitMix64(seed),
         })
     }
 
     /// The profiles.
-    pub fn profiles(&self) -> &[Framework] {
+    pub fn profiles(&self) -> &[Arc<Framework>] {
         &self.profiles
+    }
+
+    /// The index of the profile for a scheduler name.
+    pub fn profile_index(&self, scheduler_name: &str) -> Option<usize> {
+        self.profiles
+            .iter()
+            .position(|p| p.profile_name() == scheduler_name)
     }
 
     /// The profile for a scheduler name.
@@ -305,6 +314,7 @@ impl Scheduler {
         self.profiles
             .iter()
             .find(|p| p.profile_name() == scheduler_name)
+            .map(|p| &**p)
     }
 
     /// The cluster as the scheduler sees it.
@@ -315,6 +325,19 @@ impl Scheduler {
     /// Mutable access to the cluster (to add or remove pods and nodes between cycles).
     pub fn snapshot_mut(&mut self) -> &mut Snapshot {
         &mut self.snapshot
+    }
+
+    /// The pods nominated to nodes by earlier preemptions. The Filter plugins treat
+    /// them as on their node for pods of lower or equal priority.
+    pub fn nominated_pods(&self) -> &NominatedPods {
+        &self.nominated_pods
+    }
+
+    /// Mutable access to the nominated pods: a runtime records a PostFilter nomination
+    /// here (and clears it when the pod is deleted); [`Scheduler::schedule_one`]
+    /// removes a pod's nomination once it is bound.
+    pub fn nominated_pods_mut(&mut self) -> &mut NominatedPods {
+        &mut self.nominated_pods
     }
 
     /// The options.
@@ -367,6 +390,7 @@ impl Scheduler {
                         &state,
                         pod,
                         &self.snapshot,
+                        &self.nominated_pods,
                         &fit.diagnosis.node_to_status,
                     );
                     if s.is_success() {
@@ -418,6 +442,7 @@ impl Scheduler {
             return fail(s, &mut state, &mut self.snapshot);
         }
         fwk.run_post_bind_plugins(&mut state, &assumed, &node);
+        self.nominated_pods.remove(pod.uid());
         Outcome::Scheduled { node, result }
     }
 
@@ -578,7 +603,16 @@ impl Scheduler {
                 .collect();
             (feasible, Vec::new())
         } else {
-            filter_nodes(fwk, state, pod, snapshot, &candidates, start, to_find)
+            filter_nodes(
+                fwk,
+                state,
+                pod,
+                snapshot,
+                &self.nominated_pods,
+                &candidates,
+                start,
+                to_find,
+            )
         };
         if self.options.node_search == NodeSearch::Adaptive && self.snapshot.num_nodes() > 0 {
             let processed = feasible.len() + rejected.len();
@@ -598,11 +632,13 @@ impl Scheduler {
 /// Filters `candidates` starting at `start` (wrapping), until `to_find` feasible nodes
 /// are found or all were checked. Runs in parallel chunks for large clusters; the
 /// result is the same as a sequential scan, whatever the number of threads.
+#[allow(clippy::too_many_arguments)]
 fn filter_nodes(
     fwk: &Framework,
     state: &CycleState,
     pod: &PodInfo,
     snapshot: &Snapshot,
+    nominated: &NominatedPods,
     candidates: &[usize],
     start: usize,
     to_find: usize,
@@ -612,10 +648,13 @@ fn filter_nodes(
     let mut rejected = Vec::new();
     let check = |i: usize| {
         let index = candidates[(start + i) % total];
-        (
-            index,
-            fwk.run_filter_plugins(state, pod, snapshot.node_at(index)),
-        )
+        let node = snapshot.node_at(index);
+        let status = if nominated.is_empty() {
+            fwk.run_filter_plugins(state, pod, node)
+        } else {
+            fwk.run_filter_plugins_with_nominated_pods(state, pod, node, nominated)
+        };
+        (index, status)
     };
     if total < PARALLEL_THRESHOLD {
         for i in 0..total {

@@ -1,19 +1,1092 @@
-//! DefaultPreemption, by name. Preemption is not implemented yet: the plugin is
-//! accepted in configurations (it is part of kube-scheduler's default profile) and
-//! implements no extension point, so it never evicts anything; `kubesched simulate
-//! --preemption` refuses to run until it is.
+//! DefaultPreemption: kube-scheduler v1.35's PostFilter plugin that, when no node fits
+//! a pod, looks for a node where evicting pods of lower priority would make it fit.
+//!
+//! The steps, as kube-scheduler's `Evaluator.Preempt` runs them:
+//!
+//! 1. **Eligibility** ([`pod_eligible_to_preempt_others`]): a pod with
+//!    `preemptionPolicy: Never` never preempts; a pod already nominated to a node where a
+//!    lower-priority pod is still terminating because of preemption waits for it.
+//! 2. **Nodes worth trying**: only the nodes whose Filter status was `Unschedulable`.
+//!    A node rejected `UnschedulableAndUnresolvable` (taint, node selector, a request
+//!    above allocatable, ...) cannot be helped by removing pods.
+//! 3. **Dry run** on each such node, in node order (FORMAT.md rule 8 makes kube-scheduler's
+//!    random start deterministic): on a copy of the node and of the cycle state, remove
+//!    every pod of lower priority (through the PreFilter RemovePod extensions), check the
+//!    Filter plugins (with nominated pods), then add the pods back one by one, most
+//!    important first, the ones whose eviction would violate a PodDisruptionBudget
+//!    first; a pod whose return makes the filters fail is a victim
+//!    ([`DefaultPreemption::select_victims_on_node`]). The search stops once it has
+//!    `max(minCandidateNodesPercentage% of the nodes, minCandidateNodesAbsolute)`
+//!    candidates, at least one of them without PDB violations.
+//! 4. **Selection** ([`pick_one_node_for_preemption`]): fewest PDB violations, then the
+//!    lowest highest-victim priority, the lowest sum of victim priorities, the fewest
+//!    victims, the latest start time of the most important victims, then the first
+//!    candidate in node order.
+//!
+//! The plugin does not delete anything itself: the [`PostFilterResult`] names the node
+//! and the victims, in the order kube-scheduler evicts them, and the caller (the
+//! simulator, or a runtime with an API server) removes them. When no node qualifies,
+//! the status says why, as kube-scheduler writes it: `preemption: 0/N nodes are
+//! available: ...`, with every node that was not dry-run counted as "Preemption is not
+//! helpful for scheduling".
 
-use kubesched_framework::Plugin;
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::jiff::Timestamp;
+use kubesched_config::args::DefaultPreemptionArgs;
+use kubesched_framework::{
+    Code, CycleState, Diagnosis, FitError, NodeInfo, NodeToStatus, NominationCandidate, Plugin,
+    PodInfo, PostFilterContext, PostFilterPlugin, PostFilterResult, Snapshot, Status,
+};
+
+use crate::label_selector::Selector;
 
 /// The plugin's name.
 pub const NAME: &str = "DefaultPreemption";
 
-/// Accepted in configurations; runs no preemption yet.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct DefaultPreemption;
+/// The reason of a dry-run node that has no pod of lower priority.
+pub const NO_VICTIMS_FOUND: &str = "No preemption victims found for incoming pod";
+/// The reason counted for every node that was not dry-run.
+pub const NOT_HELPFUL: &str = "Preemption is not helpful for scheduling";
+/// The message for a pod with `preemptionPolicy: Never`.
+pub const NOT_ELIGIBLE_POLICY_NEVER: &str = "not eligible due to preemptionPolicy=Never.";
+/// The message for a pod whose nominated node still has a terminating victim.
+pub const NOT_ELIGIBLE_TERMINATING: &str =
+    "not eligible due to a terminating pod on the nominated node.";
+
+/// kube-scheduler's DefaultPreemption PostFilter plugin.
+#[derive(Debug, Clone, Default)]
+pub struct DefaultPreemption {
+    args: DefaultPreemptionArgs,
+}
 
 impl Plugin for DefaultPreemption {
     fn name(&self) -> &str {
         NAME
+    }
+    fn as_post_filter(self: Arc<Self>) -> Option<Arc<dyn PostFilterPlugin>> {
+        Some(self)
+    }
+}
+
+/// A node where preemption makes the pod fit, with the pods to evict there.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    /// The node's position in node order.
+    pub node_index: usize,
+    /// The node's name.
+    pub node: String,
+    /// The victims, most important first (the order they are evicted in).
+    pub victims: Vec<Arc<PodInfo>>,
+    /// How many victims' evictions violate a PodDisruptionBudget.
+    pub num_pdb_violations: i64,
+}
+
+impl Candidate {
+    /// The highest priority among the victims (the first victim's).
+    fn highest_priority(&self) -> i32 {
+        self.victims.first().map_or(0, |p| p.priority())
+    }
+
+    /// The sum of the victims' priorities, each shifted by 2^31 so that every term is
+    /// non-negative (kube-scheduler's `minSumPrioritiesScoreFunc`).
+    fn shifted_priority_sum(&self) -> i64 {
+        self.victims
+            .iter()
+            .map(|p| i64::from(p.priority()) + (i64::from(i32::MAX) + 1))
+            .sum()
+    }
+
+    /// The earliest start time among the victims of the highest priority
+    /// (kube-scheduler's `GetEarliestPodStartTime`); a victim without a start time
+    /// counts as starting now.
+    fn earliest_start_of_most_important(&self) -> StartTime {
+        let Some(first) = self.victims.first() else {
+            return StartTime::Now;
+        };
+        let mut max_priority = first.priority();
+        let mut earliest = start_time(first);
+        for p in &self.victims {
+            match p.priority().cmp(&max_priority) {
+                Ordering::Equal => earliest = earliest.min(start_time(p)),
+                Ordering::Greater => {
+                    max_priority = p.priority();
+                    earliest = start_time(p);
+                }
+                Ordering::Less => {}
+            }
+        }
+        earliest
+    }
+
+    fn summary(&self) -> NominationCandidate {
+        let plain_sum: i64 = self.victims.iter().map(|p| i64::from(p.priority())).sum();
+        NominationCandidate {
+            node: self.node.clone(),
+            victims: self.victims.iter().map(|p| p.key().to_string()).collect(),
+            num_pdb_violations: self.num_pdb_violations,
+            details: format!(
+                "{} PDB violation(s), highest victim priority {}, sum of victim priorities {}, {} victim(s), earliest start of its highest-priority victims {}",
+                self.num_pdb_violations,
+                self.highest_priority(),
+                plain_sum,
+                self.victims.len(),
+                self.earliest_start_of_most_important()
+            ),
+        }
+    }
+}
+
+/// A pod's `status.startTime`, or "now" for a pod that has none (an assumed pod, or a
+/// bound pod that has not started): later than every recorded time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum StartTime {
+    /// The recorded start time.
+    At(Timestamp),
+    /// No start time: kube-scheduler uses the current time.
+    Now,
+}
+
+impl std::fmt::Display for StartTime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartTime::At(t) => write!(f, "{t}"),
+            StartTime::Now => f.write_str("(not started)"),
+        }
+    }
+}
+
+/// A pod's start time as kube-scheduler's `GetPodStartTime` reads it.
+pub fn start_time(pod: &PodInfo) -> StartTime {
+    pod.pod()
+        .status
+        .as_ref()
+        .and_then(|s| s.start_time.as_ref())
+        .map_or(StartTime::Now, |t| StartTime::At(t.0))
+}
+
+/// kube-scheduler's `MoreImportantPod` as an ordering: higher priority first, then the
+/// earlier start time. Sorting with it is stable, so equal pods keep their order.
+pub fn more_important_first(a: &PodInfo, b: &PodInfo) -> Ordering {
+    b.priority()
+        .cmp(&a.priority())
+        .then_with(|| start_time(a).cmp(&start_time(b)))
+}
+
+/// A PodDisruptionBudget as preemption reads it.
+#[derive(Clone, Debug)]
+pub struct Budget {
+    namespace: String,
+    selector: Option<Selector>,
+    disruptions_allowed: i32,
+    disrupted_pods: Vec<String>,
+}
+
+impl Budget {
+    /// Compiles a PodDisruptionBudget: a missing, empty or invalid selector matches no
+    /// pod, as in kube-scheduler.
+    pub fn new(pdb: &PodDisruptionBudget) -> Budget {
+        let selector = pdb
+            .spec
+            .as_ref()
+            .and_then(|s| Selector::from_label_selector(s.selector.as_ref()).ok())
+            .filter(|s| !s.is_everything() && *s != Selector::Nothing);
+        let status = pdb.status.as_ref();
+        Budget {
+            namespace: pdb
+                .metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".to_string()),
+            selector,
+            disruptions_allowed: status.and_then(|s| s.disruptions_allowed).unwrap_or(0),
+            disrupted_pods: status
+                .and_then(|s| s.disrupted_pods.as_ref())
+                .map(|m| m.keys().cloned().collect())
+                .unwrap_or_default(),
+        }
+    }
+
+    fn covers(&self, pod: &PodInfo, labels: &BTreeMap<String, String>) -> bool {
+        self.namespace == pod.namespace()
+            && self.selector.as_ref().is_some_and(|s| s.matches(labels))
+            && !self.disrupted_pods.iter().any(|n| n == pod.name())
+    }
+}
+
+/// Splits `pods` (in their order) into those whose eviction would violate a
+/// PodDisruptionBudget and the others (kube-scheduler's `filterPodsWithPDBViolation`):
+/// each matching budget's `disruptionsAllowed` is used up in the order of `pods`, and a
+/// pod that takes a budget below zero is violating. Pods already listed in a budget's
+/// `disruptedPods` do not use it.
+pub fn filter_pods_with_pdb_violation(
+    pods: &[Arc<PodInfo>],
+    budgets: &[Budget],
+) -> (Vec<Arc<PodInfo>>, Vec<Arc<PodInfo>>) {
+    let mut allowed: Vec<i32> = budgets.iter().map(|b| b.disruptions_allowed).collect();
+    let mut violating = Vec::new();
+    let mut non_violating = Vec::new();
+    for pod in pods {
+        let mut violated = false;
+        if let Some(labels) = pod.pod().metadata.labels.as_ref().filter(|l| !l.is_empty()) {
+            for (i, b) in budgets.iter().enumerate() {
+                if b.covers(pod, labels) {
+                    allowed[i] -= 1;
+                    if allowed[i] < 0 {
+                        violated = true;
+                    }
+                }
+            }
+        }
+        if violated {
+            violating.push(pod.clone());
+        } else {
+            non_violating.push(pod.clone());
+        }
+    }
+    (violating, non_violating)
+}
+
+/// `true` when `pod` is terminating because the scheduler preempted it: it has a
+/// deletion timestamp and a `DisruptionTarget` condition that is `True` with reason
+/// `PreemptionByScheduler`.
+pub fn pod_terminating_by_preemption(pod: &PodInfo) -> bool {
+    if pod.pod().metadata.deletion_timestamp.is_none() {
+        return false;
+    }
+    pod.pod()
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == "DisruptionTarget"))
+        .is_some_and(|c| c.status == "True" && c.reason.as_deref() == Some("PreemptionByScheduler"))
+}
+
+/// kube-scheduler's `PodEligibleToPreemptOthers`: `Err` with the reason when the pod
+/// may not preempt.
+pub fn pod_eligible_to_preempt_others(
+    pod: &PodInfo,
+    snapshot: &Snapshot,
+    filtered: &NodeToStatus,
+) -> Result<(), &'static str> {
+    if pod.spec().preemption_policy.as_deref() == Some("Never") {
+        return Err(NOT_ELIGIBLE_POLICY_NEVER);
+    }
+    let nominated = pod
+        .pod()
+        .status
+        .as_ref()
+        .and_then(|s| s.nominated_node_name.as_deref())
+        .unwrap_or("");
+    if nominated.is_empty() {
+        return Ok(());
+    }
+    let Some(index) = snapshot.index_of(nominated) else {
+        return Ok(());
+    };
+    let code = filtered
+        .get(index)
+        .map_or(Code::UnschedulableAndUnresolvable, Status::code);
+    if code == Code::UnschedulableAndUnresolvable {
+        return Ok(());
+    }
+    let node = snapshot.node_at(index);
+    if node
+        .pods()
+        .iter()
+        .any(|p| p.priority() < pod.priority() && pod_terminating_by_preemption(p))
+    {
+        return Err(NOT_ELIGIBLE_TERMINATING);
+    }
+    Ok(())
+}
+
+/// Picks the best candidate by kube-scheduler's criteria, in order: fewest PDB
+/// violations, lowest highest-victim priority, lowest sum of victim priorities, fewest
+/// victims, latest start time of the most important victims; among candidates still
+/// tied, the first in node order (FORMAT.md rule 8; kube-scheduler takes an arbitrary
+/// one). Returns the candidate's position in `candidates` and, in words, the criterion
+/// that decided. `None` only for an empty slice.
+pub fn pick_one_node_for_preemption(candidates: &[Candidate]) -> Option<(usize, String)> {
+    if candidates.is_empty() {
+        return None;
+    }
+    if candidates.len() == 1 {
+        return Some((0, "it is the only candidate".to_string()));
+    }
+    type Criterion = (
+        &'static str,
+        fn(&Candidate) -> i128,
+        fn(&Candidate) -> String,
+    );
+    let criteria: [Criterion; 5] = [
+        (
+            "fewest PodDisruptionBudget violations",
+            |c| -i128::from(c.num_pdb_violations),
+            |c| c.num_pdb_violations.to_string(),
+        ),
+        (
+            "lowest highest-victim priority",
+            |c| -i128::from(c.highest_priority()),
+            |c| c.highest_priority().to_string(),
+        ),
+        (
+            "lowest sum of victim priorities",
+            |c| -i128::from(c.shifted_priority_sum()),
+            |c| {
+                let plain: i64 = c.victims.iter().map(|p| i64::from(p.priority())).sum();
+                format!("{plain}, each victim counted +2^31")
+            },
+        ),
+        (
+            "fewest victims",
+            |c| -(c.victims.len() as i128),
+            |c| c.victims.len().to_string(),
+        ),
+        (
+            "latest start time of its highest-priority victims",
+            |c| match c.earliest_start_of_most_important() {
+                StartTime::At(t) => t.as_nanosecond(),
+                StartTime::Now => i128::MAX,
+            },
+            |c| c.earliest_start_of_most_important().to_string(),
+        ),
+    ];
+    let mut remaining: Vec<usize> = (0..candidates.len()).collect();
+    for (what, score, describe) in criteria {
+        let best = remaining
+            .iter()
+            .map(|&i| score(&candidates[i]))
+            .max()
+            .unwrap_or(0);
+        let tied: Vec<usize> = remaining
+            .iter()
+            .copied()
+            .filter(|&i| score(&candidates[i]) == best)
+            .collect();
+        if tied.len() == 1 {
+            let winner = &candidates[tied[0]];
+            let context = if remaining.len() == candidates.len() {
+                format!("of {} candidates", candidates.len())
+            } else {
+                format!(
+                    "of the {} candidates tied on the earlier criteria",
+                    remaining.len()
+                )
+            };
+            return Some((tied[0], format!("{what} ({}) {context}", describe(winner))));
+        }
+        remaining = tied;
+    }
+    let first = remaining
+        .iter()
+        .copied()
+        .min_by_key(|&i| candidates[i].node_index)
+        .unwrap_or(0);
+    Some((
+        first,
+        format!(
+            "first in node order of the {} candidates tied on every criterion",
+            remaining.len()
+        ),
+    ))
+}
+
+/// What the dry run found.
+struct DryRun {
+    candidates: Vec<Candidate>,
+    statuses: NodeToStatus,
+    errors: Vec<String>,
+}
+
+impl DefaultPreemption {
+    /// The plugin with these (validated, defaulted) args.
+    pub fn new(args: DefaultPreemptionArgs) -> DefaultPreemption {
+        DefaultPreemption { args }
+    }
+
+    /// The plugin's args.
+    pub fn args(&self) -> &DefaultPreemptionArgs {
+        &self.args
+    }
+
+    /// How many candidates the dry run looks for among `num_nodes` potential nodes
+    /// (kube-scheduler's `calculateNumCandidates`): `minCandidateNodesPercentage` of
+    /// them, at least `minCandidateNodesAbsolute`, at most all of them.
+    pub fn calculate_num_candidates(&self, num_nodes: usize) -> usize {
+        let num = num_nodes as i64;
+        let pct = i64::from(self.args.min_candidate_nodes_percentage);
+        let abs = i64::from(self.args.min_candidate_nodes_absolute);
+        let n = (num * pct / 100).max(abs).min(num);
+        usize::try_from(n).unwrap_or(0)
+    }
+
+    /// Finds the fewest pods to evict from `node` (a copy, changed in place, with
+    /// `state` a copy of the cycle state) for `pod` to fit, as kube-scheduler's
+    /// `SelectVictimsOnNode`. `Ok` holds the victims, most important first, and how
+    /// many of them violate a budget; `Err` the status saying why the node cannot help.
+    pub fn select_victims_on_node(
+        &self,
+        ctx: &PostFilterContext<'_>,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node: &mut NodeInfo,
+        budgets: &[Budget],
+    ) -> Result<(Vec<Arc<PodInfo>>, i64), Status> {
+        let fwk = ctx.framework;
+        let remove = |state: &mut CycleState, node: &mut NodeInfo, p: &Arc<PodInfo>| {
+            node.remove_pod(p.key());
+            let s = fwk.run_pre_filter_extension_remove_pod(state, pod, p, node);
+            if s.is_success() {
+                Ok(())
+            } else {
+                Err(Status::error(s.message()))
+            }
+        };
+        let add = |state: &mut CycleState, node: &mut NodeInfo, p: &Arc<PodInfo>| {
+            node.add_pod(p.clone());
+            let s = fwk.run_pre_filter_extension_add_pod(state, pod, p, node);
+            if s.is_success() {
+                Ok(())
+            } else {
+                Err(Status::error(s.message()))
+            }
+        };
+        let mut potential: Vec<Arc<PodInfo>> = node
+            .pods()
+            .iter()
+            .filter(|p| p.priority() < pod.priority())
+            .cloned()
+            .collect();
+        for p in &potential {
+            remove(state, node, p)?;
+        }
+        if potential.is_empty() {
+            return Err(Status::new(
+                Code::UnschedulableAndUnresolvable,
+                NO_VICTIMS_FOUND,
+            ));
+        }
+        let s = fwk.run_filter_plugins_with_nominated_pods(state, pod, node, ctx.nominated_pods);
+        if !s.is_success() {
+            return Err(s);
+        }
+        potential.sort_by(|a, b| more_important_first(a, b));
+        let (violating, non_violating) = filter_pods_with_pdb_violation(&potential, budgets);
+        let mut victims: Vec<Arc<PodInfo>> = Vec::new();
+        let mut num_violating = 0;
+        let reprieve = |state: &mut CycleState,
+                        node: &mut NodeInfo,
+                        p: &Arc<PodInfo>,
+                        victims: &mut Vec<Arc<PodInfo>>|
+         -> Result<bool, Status> {
+            add(state, node, p)?;
+            let fits = fwk
+                .run_filter_plugins_with_nominated_pods(state, pod, node, ctx.nominated_pods)
+                .is_success();
+            if !fits {
+                remove(state, node, p)?;
+                victims.push(p.clone());
+            }
+            Ok(fits)
+        };
+        for p in &violating {
+            if !reprieve(state, node, p, &mut victims)? {
+                num_violating += 1;
+            }
+        }
+        for p in &non_violating {
+            reprieve(state, node, p, &mut victims)?;
+        }
+        if !violating.is_empty() && !non_violating.is_empty() {
+            victims.sort_by(|a, b| more_important_first(a, b));
+        }
+        Ok((victims, num_violating))
+    }
+
+    /// Dry-runs preemption on `potential` nodes in node order, until enough candidates
+    /// are found (kube-scheduler's `DryRunPreemption` with offset 0).
+    fn dry_run(
+        &self,
+        ctx: &PostFilterContext<'_>,
+        state: &CycleState,
+        pod: &PodInfo,
+        potential: &[usize],
+        budgets: &[Budget],
+    ) -> DryRun {
+        let wanted = self.calculate_num_candidates(potential.len());
+        let mut non_violating = Vec::new();
+        let mut violating = Vec::new();
+        let mut statuses = NodeToStatus::default();
+        let mut errors = Vec::new();
+        for &index in potential {
+            let mut node = ctx.snapshot.node_at(index).clone();
+            let mut state = state.clone();
+            let status = match self.select_victims_on_node(ctx, &mut state, pod, &mut node, budgets)
+            {
+                Ok((victims, n)) if !victims.is_empty() => {
+                    let c = Candidate {
+                        node_index: index,
+                        node: node.name().to_string(),
+                        victims,
+                        num_pdb_violations: n,
+                    };
+                    if n == 0 {
+                        non_violating.push(c);
+                    } else {
+                        violating.push(c);
+                    }
+                    if !non_violating.is_empty() && non_violating.len() + violating.len() >= wanted
+                    {
+                        break;
+                    }
+                    continue;
+                }
+                Ok(_) => Status::error(format!(
+                    "expected at least one victim pod on node {:?}",
+                    node.name()
+                )),
+                Err(s) => s,
+            };
+            if status.is_error() {
+                errors.push(status.message());
+            }
+            statuses.statuses.push((index, status));
+        }
+        non_violating.extend(violating);
+        DryRun {
+            candidates: non_violating,
+            statuses,
+            errors,
+        }
+    }
+
+    /// kube-scheduler's `Evaluator.Preempt`, without the API calls: the nominated node
+    /// and its victims, or the status saying why there is none (without the
+    /// "preemption: " prefix).
+    pub fn preempt(
+        &self,
+        ctx: &PostFilterContext<'_>,
+        state: &CycleState,
+        pod: &PodInfo,
+        filtered: &NodeToStatus,
+    ) -> (Option<PostFilterResult>, Status) {
+        if let Err(msg) = pod_eligible_to_preempt_others(pod, ctx.snapshot, filtered) {
+            return (None, Status::new(Code::Unschedulable, msg));
+        }
+        let num_nodes = ctx.snapshot.num_nodes();
+        if num_nodes == 0 {
+            return (None, Status::error("no nodes available"));
+        }
+        let potential = filtered.nodes_for_status_code(num_nodes, Code::Unschedulable);
+        let dry = if potential.is_empty() {
+            DryRun {
+                candidates: Vec::new(),
+                statuses: NodeToStatus::default(),
+                errors: Vec::new(),
+            }
+        } else {
+            let budgets: Vec<Budget> = ctx
+                .snapshot
+                .objects()
+                .pod_disruption_budgets
+                .iter()
+                .map(|p| Budget::new(p))
+                .collect();
+            self.dry_run(ctx, state, pod, &potential, &budgets)
+        };
+        if dry.candidates.is_empty() {
+            if !dry.errors.is_empty() {
+                return (None, Status::error(dry.errors.join(", ")));
+            }
+            let mut node_to_status = dry.statuses;
+            node_to_status.absent_nodes_status =
+                Some(Status::new(Code::UnschedulableAndUnresolvable, NOT_HELPFUL));
+            let fit = FitError {
+                num_all_nodes: num_nodes,
+                diagnosis: Diagnosis {
+                    node_to_status,
+                    ..Diagnosis::default()
+                },
+            };
+            return (
+                Some(PostFilterResult::default()),
+                Status::new(Code::Unschedulable, fit.to_string()),
+            );
+        }
+        let Some((best, reason)) = pick_one_node_for_preemption(&dry.candidates) else {
+            return (
+                None,
+                Status::new(Code::Unschedulable, "no candidate node for preemption"),
+            );
+        };
+        let mut summaries: Vec<NominationCandidate> =
+            dry.candidates.iter().map(Candidate::summary).collect();
+        let mut order: Vec<usize> = (0..dry.candidates.len()).collect();
+        order.sort_by_key(|&i| dry.candidates[i].node_index);
+        summaries = order.iter().map(|&i| summaries[i].clone()).collect();
+        let chosen = &dry.candidates[best];
+        (
+            Some(PostFilterResult {
+                nominated_node_name: Some(chosen.node.clone()),
+                victims: chosen.victims.iter().map(|p| p.key().to_string()).collect(),
+                candidates: summaries,
+                selection_reason: Some(reason),
+            }),
+            Status::success(),
+        )
+    }
+}
+
+impl PostFilterPlugin for DefaultPreemption {
+    fn post_filter(
+        &self,
+        ctx: &PostFilterContext<'_>,
+        state: &CycleState,
+        pod: &PodInfo,
+        filtered: &NodeToStatus,
+    ) -> (Option<PostFilterResult>, Status) {
+        let (result, status) = self.preempt(ctx, state, pod, filtered);
+        let msg = status.message();
+        if msg.is_empty() {
+            return (result, status);
+        }
+        (
+            result,
+            Status::new(status.code(), format!("preemption: {msg}")),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{Node, Pod};
+    use kubesched_config::KubeSchedulerConfiguration;
+    use kubesched_framework::{
+        Framework, Handle, NominatedPods, Outcome, ScheduleError, Scheduler, SchedulerOptions,
+    };
+    use serde_json::{Value, json};
+
+    /// A pod `default/name` with `priority`, a cpu request in millicores, optional node,
+    /// start time and labels.
+    fn pod(
+        name: &str,
+        priority: i32,
+        milli_cpu: i64,
+        node: Option<&str>,
+        start: Option<&str>,
+        labels: Value,
+    ) -> Arc<PodInfo> {
+        let mut spec = json!({
+            "priority": priority,
+            "containers": [{"name": "c", "image": "i",
+                "resources": {"requests": {"cpu": format!("{milli_cpu}m")}}}]
+        });
+        if let Some(n) = node {
+            spec["nodeName"] = json!(n);
+        }
+        let mut p = json!({"metadata": {"name": name, "namespace": "default", "labels": labels},
+            "spec": spec, "status": {}});
+        if let Some(t) = start {
+            p["status"]["startTime"] = json!(t);
+        }
+        let p: Pod = serde_json::from_value(p).unwrap();
+        Arc::new(PodInfo::new(Arc::new(p)).unwrap())
+    }
+
+    fn node(name: &str, cpu: &str) -> Arc<Node> {
+        Arc::new(
+            serde_json::from_value(json!({
+                "metadata": {"name": name},
+                "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}}
+            }))
+            .unwrap(),
+        )
+    }
+
+    fn pdb(name: &str, app: &str, allowed: i32, disrupted: &[&str]) -> Arc<PodDisruptionBudget> {
+        let disrupted: serde_json::Map<String, Value> = disrupted
+            .iter()
+            .map(|p| (p.to_string(), json!("2025-03-01T08:00:00Z")))
+            .collect();
+        Arc::new(
+            serde_json::from_value(json!({
+                "metadata": {"name": name, "namespace": "default"},
+                "spec": {"selector": {"matchLabels": {"app": app}}},
+                "status": {"disruptionsAllowed": allowed, "disruptedPods": disrupted,
+                    "currentHealthy": 1, "desiredHealthy": 1, "expectedPods": 1}
+            }))
+            .unwrap(),
+        )
+    }
+
+    /// The core plugin set with DefaultPreemption, as the `-core` conformance cases.
+    fn framework(args: Value) -> Framework {
+        let config = json!({
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [{
+                "schedulerName": "default-scheduler",
+                "plugins": {"multiPoint": {
+                    "enabled": [{"name": "PrioritySort"}, {"name": "NodeUnschedulable"},
+                        {"name": "TaintToleration"}, {"name": "NodeResourcesFit"},
+                        {"name": "NodePorts"}, {"name": "DefaultPreemption"},
+                        {"name": "DefaultBinder"}],
+                    "disabled": [{"name": "*"}]}},
+                "pluginConfig": [{"name": "DefaultPreemption", "args": args}]
+            }]
+        });
+        let loaded = KubeSchedulerConfiguration::from_value(config, "test").unwrap();
+        Framework::new(
+            &loaded.config.profiles[0],
+            &crate::in_tree_registry(),
+            &Handle::default(),
+        )
+        .unwrap()
+    }
+
+    fn scheduler(
+        nodes: Vec<Arc<Node>>,
+        pods: Vec<Arc<PodInfo>>,
+        pdbs: Vec<Arc<PodDisruptionBudget>>,
+    ) -> Scheduler {
+        let (mut snapshot, _) = Snapshot::new(nodes, pods).unwrap();
+        snapshot.set_objects(Arc::new(kubesched_framework::ClusterObjects {
+            pod_disruption_budgets: pdbs,
+            ..Default::default()
+        }));
+        let options = SchedulerOptions {
+            run_post_filter: true,
+            ..Default::default()
+        };
+        Scheduler::new(vec![framework(json!({}))], snapshot, options).unwrap()
+    }
+
+    /// Runs one attempt: `Ok((node, victims))` for a nomination, `Err(message)` otherwise.
+    fn preempt(s: &mut Scheduler, p: &Arc<PodInfo>) -> Result<(String, Vec<String>), String> {
+        match s.schedule_one(p) {
+            Outcome::Unschedulable {
+                nominated: Some(r), ..
+            } => Ok((r.nominated_node_name.unwrap_or_default(), r.victims)),
+            Outcome::Unschedulable {
+                error: ScheduleError::Unfit(e),
+                ..
+            } => Err(e.to_string()),
+            other => Err(format!("{other:?}")),
+        }
+    }
+
+    fn candidate(index: usize, victims: Vec<Arc<PodInfo>>, pdb_violations: i64) -> Candidate {
+        Candidate {
+            node_index: index,
+            node: format!("node{index}"),
+            victims,
+            num_pdb_violations: pdb_violations,
+        }
+    }
+
+    fn v(name: &str, priority: i32, start: &str) -> Arc<PodInfo> {
+        pod(name, priority, 100, None, Some(start), json!({}))
+    }
+
+    const T0: &str = "2025-03-01T08:00:00Z";
+    const T1: &str = "2025-03-01T09:00:00Z";
+
+    #[test]
+    fn select_best_candidate_node_with_min_highest_priority_pod_is_picked() {
+        let cs = vec![
+            candidate(0, vec![v("a", 20, T0), v("b", 5, T0)], 0),
+            candidate(1, vec![v("c", 10, T0), v("d", 10, T0), v("e", 10, T0)], 0),
+        ];
+        let (i, why) = pick_one_node_for_preemption(&cs).unwrap();
+        assert_eq!(i, 1);
+        assert!(
+            why.starts_with("lowest highest-victim priority (10)"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn select_best_candidate_min_pdb_violations_first() {
+        let cs = vec![
+            candidate(0, vec![v("a", 5, T0)], 1),
+            candidate(1, vec![v("b", 500, T0), v("c", 400, T0)], 0),
+        ];
+        assert_eq!(pick_one_node_for_preemption(&cs).unwrap().0, 1);
+    }
+
+    #[test]
+    fn select_best_candidate_when_highest_priorities_are_the_same_minimum_sum_is_picked() {
+        let cs = vec![
+            candidate(0, vec![v("a", 300, T0), v("b", 200, T0)], 0),
+            candidate(1, vec![v("c", 300, T0), v("d", 10, T0)], 0),
+        ];
+        assert_eq!(pick_one_node_for_preemption(&cs).unwrap().0, 1);
+    }
+
+    #[test]
+    fn select_best_candidate_sum_of_adjusted_priorities_is_considered() {
+        // Each victim counts priority + 2^31: one victim of -5 is better than two of -5.
+        let cs = vec![
+            candidate(0, vec![v("a", -5, T0), v("b", -5, T0)], 0),
+            candidate(1, vec![v("c", -5, T0)], 0),
+        ];
+        let (i, why) = pick_one_node_for_preemption(&cs).unwrap();
+        assert_eq!(i, 1);
+        assert!(why.starts_with("lowest sum of victim priorities"), "{why}");
+    }
+
+    #[test]
+    fn select_best_candidate_minimum_number_of_pods_when_sums_tie() {
+        let cs = vec![
+            candidate(0, vec![v("a", 50, T0), v("b", i32::MIN, T0)], 0),
+            candidate(1, vec![v("c", 50, T0)], 0),
+        ];
+        let (i, why) = pick_one_node_for_preemption(&cs).unwrap();
+        assert_eq!(i, 1);
+        assert!(why.starts_with("fewest victims (1)"), "{why}");
+    }
+
+    #[test]
+    fn select_best_candidate_same_priority_same_victims_different_start_time() {
+        let cs = vec![
+            candidate(0, vec![v("a", 10, T0)], 0),
+            candidate(1, vec![v("b", 10, T1)], 0),
+            candidate(2, vec![v("c", 10, "2025-03-01T08:30:00Z")], 0),
+        ];
+        assert_eq!(pick_one_node_for_preemption(&cs).unwrap().0, 1);
+    }
+
+    #[test]
+    fn select_best_candidate_full_tie_is_first_in_node_order() {
+        let cs = vec![
+            candidate(3, vec![v("a", 10, T0)], 0),
+            candidate(1, vec![v("b", 10, T0)], 0),
+        ];
+        let (i, why) = pick_one_node_for_preemption(&cs).unwrap();
+        assert_eq!(cs[i].node_index, 1);
+        assert!(why.starts_with("first in node order"), "{why}");
+        assert!(pick_one_node_for_preemption(&[]).is_none());
+    }
+
+    #[test]
+    fn filter_pods_with_pdb_violation_uses_budgets_in_order() {
+        let a = pod("kafka-1", 45, 100, None, None, json!({"app": "kafka"}));
+        let b = pod("kafka-0", 35, 100, None, None, json!({"app": "kafka"}));
+        let c = pod("other", 1, 100, None, None, json!({"app": "web"}));
+        let budgets = [Budget::new(&pdb("kafka", "kafka", 1, &[]))];
+        let (violating, ok) =
+            filter_pods_with_pdb_violation(&[a.clone(), b.clone(), c.clone()], &budgets);
+        let keys = |v: &[Arc<PodInfo>]| v.iter().map(|p| p.name().to_string()).collect::<Vec<_>>();
+        assert_eq!(keys(&violating), ["kafka-0"]);
+        assert_eq!(keys(&ok), ["kafka-1", "other"]);
+    }
+
+    #[test]
+    fn preemption_with_violation_of_the_pdb_with_pod_whose_eviction_was_processed() {
+        // A pod in the budget's disruptedPods does not use the budget again.
+        let a = pod("p1", 1, 100, None, None, json!({"app": "foo"}));
+        let b = pod("p2", 1, 100, None, None, json!({"app": "foo"}));
+        let budgets = [Budget::new(&pdb("foo", "foo", 1, &["p1"]))];
+        let (violating, ok) = filter_pods_with_pdb_violation(&[a, b], &budgets);
+        assert!(violating.is_empty());
+        assert_eq!(ok.len(), 2);
+    }
+
+    #[test]
+    fn pdb_with_empty_selector_matches_nothing() {
+        let mut p = (*pdb("all", "x", 0, &[])).clone();
+        p.spec.as_mut().unwrap().selector = Some(Default::default());
+        let a = pod("p1", 1, 100, None, None, json!({"app": "foo"}));
+        let (violating, _) = filter_pods_with_pdb_violation(&[a], &[Budget::new(&p)]);
+        assert!(violating.is_empty());
+    }
+
+    #[test]
+    fn calculate_num_candidates() {
+        let pl = |pct, abs| {
+            DefaultPreemption::new(DefaultPreemptionArgs {
+                min_candidate_nodes_percentage: pct,
+                min_candidate_nodes_absolute: abs,
+            })
+        };
+        assert_eq!(pl(10, 100).calculate_num_candidates(10), 10);
+        assert_eq!(pl(10, 100).calculate_num_candidates(5000), 500);
+        assert_eq!(pl(10, 1).calculate_num_candidates(30), 3);
+        assert_eq!(pl(0, 1).calculate_num_candidates(30), 1);
+        assert_eq!(pl(100, 0).calculate_num_candidates(7), 7);
+        assert_eq!(pl(10, 100).calculate_num_candidates(0), 0);
+    }
+
+    #[test]
+    fn pod_eligible_to_preempt_others_pod_with_preempt_never_preemption_policy() {
+        let mut p = (*pod("p", 100, 100, None, None, json!({}))).pod().clone();
+        p.spec.as_mut().unwrap().preemption_policy = Some("Never".into());
+        let p = PodInfo::new(Arc::new(p)).unwrap();
+        let (snapshot, _) = Snapshot::new(vec![node("n1", "1")], vec![]).unwrap();
+        assert_eq!(
+            pod_eligible_to_preempt_others(&p, &snapshot, &NodeToStatus::default()),
+            Err(NOT_ELIGIBLE_POLICY_NEVER)
+        );
+    }
+
+    #[test]
+    fn pod_eligible_to_preempt_others_pod_with_nominated_node_and_victims_terminating() {
+        let mut preemptor = (*pod("p", 100, 100, None, None, json!({}))).pod().clone();
+        preemptor
+            .status
+            .get_or_insert_with(Default::default)
+            .nominated_node_name = Some("n1".into());
+        let preemptor = PodInfo::new(Arc::new(preemptor)).unwrap();
+        let victim: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "v", "namespace": "default",
+                "deletionTimestamp": "2025-03-01T08:00:00Z"},
+            "spec": {"priority": 1, "nodeName": "n1", "containers": [{"name": "c", "image": "i"}]},
+            "status": {"conditions": [{"type": "DisruptionTarget", "status": "True",
+                "reason": "PreemptionByScheduler"}]}
+        }))
+        .unwrap();
+        let victim = Arc::new(PodInfo::new(Arc::new(victim)).unwrap());
+        let (snapshot, _) = Snapshot::new(vec![node("n1", "1")], vec![victim]).unwrap();
+        let unschedulable = NodeToStatus {
+            statuses: vec![(0, Status::new(Code::Unschedulable, "Insufficient cpu"))],
+            absent_nodes_status: None,
+        };
+        assert_eq!(
+            pod_eligible_to_preempt_others(&preemptor, &snapshot, &unschedulable),
+            Err(NOT_ELIGIBLE_TERMINATING)
+        );
+        // The nominated node is now UnschedulableAndUnresolvable: preempt again.
+        let unresolvable = NodeToStatus {
+            statuses: vec![(0, Status::new(Code::UnschedulableAndUnresolvable, "x"))],
+            absent_nodes_status: None,
+        };
+        assert_eq!(
+            pod_eligible_to_preempt_others(&preemptor, &snapshot, &unresolvable),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn post_filter_a_pod_that_fits_on_one_node_with_preemption() {
+        let mut s = scheduler(
+            vec![node("n1", "2"), node("n2", "2")],
+            vec![
+                pod("low", 1, 2000, Some("n1"), Some(T0), json!({})),
+                pod("high", 1000, 2000, Some("n2"), Some(T0), json!({})),
+            ],
+            vec![],
+        );
+        let p = pod("p", 100, 1000, None, None, json!({}));
+        assert_eq!(
+            preempt(&mut s, &p),
+            Ok(("n1".to_string(), vec!["default/low".to_string()]))
+        );
+    }
+
+    #[test]
+    fn post_filter_medium_priority_pod_is_preempted_but_lower_priority_one_stays_as_it_is_small() {
+        let mut s = scheduler(
+            vec![node("n1", "3")],
+            vec![
+                pod("small-low", 1, 500, Some("n1"), Some(T0), json!({})),
+                pod("big-medium", 50, 2000, Some("n1"), Some(T0), json!({})),
+            ],
+            vec![],
+        );
+        let p = pod("p", 100, 1500, None, None, json!({}));
+        assert_eq!(
+            preempt(&mut s, &p),
+            Ok(("n1".to_string(), vec!["default/big-medium".to_string()]))
+        );
+    }
+
+    #[test]
+    fn post_filter_pdb_violating_pods_are_reprieved_first() {
+        // One of the two pods must go. The budget-covered (violating) pod is reprieved
+        // first although it has the lower priority, so the other one is the victim.
+        let mut s = scheduler(
+            vec![node("n1", "2")],
+            vec![
+                pod(
+                    "guarded",
+                    1,
+                    1000,
+                    Some("n1"),
+                    Some(T0),
+                    json!({"app": "g"}),
+                ),
+                pod("plain", 5, 1000, Some("n1"), Some(T0), json!({"app": "p"})),
+            ],
+            vec![pdb("g", "g", 0, &[])],
+        );
+        let p = pod("p", 100, 1000, None, None, json!({}));
+        assert_eq!(
+            preempt(&mut s, &p),
+            Ok(("n1".to_string(), vec!["default/plain".to_string()]))
+        );
+    }
+
+    #[test]
+    fn post_filter_no_preemption_victims_found_and_not_helpful() {
+        let unschedulable: Node = serde_json::from_value(json!({
+            "metadata": {"name": "n2"}, "spec": {"unschedulable": true},
+            "status": {"allocatable": {"cpu": "2", "memory": "8Gi", "pods": "110"}}
+        }))
+        .unwrap();
+        let mut s = scheduler(
+            vec![node("n1", "2"), Arc::new(unschedulable)],
+            vec![pod("peer", 100, 2000, Some("n1"), Some(T0), json!({}))],
+            vec![],
+        );
+        let p = pod("p", 100, 1000, None, None, json!({}));
+        assert_eq!(
+            preempt(&mut s, &p),
+            Err("0/2 nodes are available: 1 Insufficient cpu, 1 node(s) were unschedulable. \
+                 preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, \
+                 1 Preemption is not helpful for scheduling."
+                .to_string())
+        );
+    }
+
+    #[test]
+    fn run_filter_plugins_with_nominated_pods_counts_more_important_nominated_pods() {
+        let fwk = framework(json!({}));
+        let (snapshot, _) = Snapshot::new(vec![node("n1", "2")], vec![]).unwrap();
+        let mut nominated = NominatedPods::new();
+        nominated.add(pod("nominee", 50, 1500, None, None, json!({})), "n1");
+        let node = snapshot.node_at(0);
+        let mut state = CycleState::new();
+        let low = pod("low", 10, 1000, None, None, json!({}));
+        fwk.run_pre_filter_plugins(&mut state, &low, &snapshot);
+        let s = fwk.run_filter_plugins_with_nominated_pods(&state, &low, node, &nominated);
+        assert_eq!(s.message(), "Insufficient cpu");
+        let mut state = CycleState::new();
+        let high = pod("high", 60, 1000, None, None, json!({}));
+        fwk.run_pre_filter_plugins(&mut state, &high, &snapshot);
+        let s = fwk.run_filter_plugins_with_nominated_pods(&state, &high, node, &nominated);
+        assert!(s.is_success(), "{s}");
+        assert_eq!(nominated.remove("default/nominee").as_deref(), Some("n1"));
+        assert!(nominated.is_empty());
+    }
+
+    #[test]
+    fn preemption_policy_never_is_reported_with_prefix() {
+        let mut s = scheduler(
+            vec![node("n1", "1")],
+            vec![pod("low", 1, 1000, Some("n1"), Some(T0), json!({}))],
+            vec![],
+        );
+        let mut p = (*pod("p", 100, 1000, None, None, json!({}))).pod().clone();
+        p.spec.as_mut().unwrap().preemption_policy = Some("Never".into());
+        let p = Arc::new(PodInfo::new(Arc::new(p)).unwrap());
+        assert_eq!(
+            preempt(&mut s, &p),
+            Err("0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never.".to_string())
+        );
     }
 }

@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use kubesched_framework::{
-    Code, CycleState, NodeInfo, NodeToStatus, Plugin, PodInfo, PostFilterPlugin, PostFilterResult,
-    PreFilterPlugin, PreFilterResult, ScorePlugin, Snapshot, Status,
+    Code, CycleState, NodeInfo, NodeToStatus, Plugin, PodInfo, PostFilterContext, PostFilterPlugin,
+    PostFilterResult, PreFilterPlugin, PreFilterResult, ScorePlugin, Snapshot, Status,
 };
 
 /// The plugin's name.
@@ -60,9 +60,9 @@ impl PreFilterPlugin for DynamicResources {
 impl PostFilterPlugin for DynamicResources {
     fn post_filter(
         &self,
+        _: &PostFilterContext<'_>,
         _: &CycleState,
         _: &PodInfo,
-        _: &Snapshot,
         _: &NodeToStatus,
     ) -> (Option<PostFilterResult>, Status) {
         (

@@ -22,7 +22,7 @@
 //! | DefaultBinder | Bind |
 //! | DynamicResources | PreFilter, PostFilter, Score (pods without resource claims only) |
 //! | VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone | PreFilter, Filter (pods without PVCs only) |
-//! | DefaultPreemption | accepted; preemption is not implemented yet |
+//! | DefaultPreemption | PostFilter (preemption: dry run, PodDisruptionBudgets, candidate selection) |
 //!
 //! ```
 //! let registry = kubesched_plugins::in_tree_registry();
@@ -85,6 +85,19 @@ pub fn decode_args<T: DeserializeOwned + Default>(
     }
 }
 
+/// Decodes an in-tree plugin's args strictly and applies kube-scheduler's v1 defaults
+/// (`SetDefaults_<Kind>Args`), so args given to a factory directly (not through
+/// `kubesched-config`, which defaults them already) mean what they mean in
+/// kube-scheduler.
+pub fn decode_in_tree_args<T: kubesched_config::args::PluginArgs>(
+    plugin: &str,
+    args: Option<&serde_json::Value>,
+) -> Result<T, PluginError> {
+    let mut decoded: T = decode_args(plugin, args)?;
+    decoded.apply_defaults();
+    Ok(decoded)
+}
+
 /// A plain function that builds a plugin: what every in-tree factory is.
 type FactoryFn = fn(Option<&serde_json::Value>, &Handle) -> Result<Arc<dyn Plugin>, PluginError>;
 
@@ -109,33 +122,33 @@ pub fn in_tree_registry() -> Registry {
     add(taint_toleration::NAME, stateless::<TaintToleration>);
     add(image_locality::NAME, stateless::<ImageLocality>);
     add(inter_pod_affinity::NAME, |args, _| {
-        Ok(Arc::new(InterPodAffinity::new(decode_args(
+        Ok(Arc::new(InterPodAffinity::new(decode_in_tree_args(
             inter_pod_affinity::NAME,
             args,
         )?)))
     });
     add(node_resources_fit::NAME, |args, _| {
-        Ok(Arc::new(NodeResourcesFit::new(decode_args(
+        Ok(Arc::new(NodeResourcesFit::new(decode_in_tree_args(
             node_resources_fit::NAME,
             args,
         )?)))
     });
     add(node_affinity::NAME, |args, _| {
-        Ok(Arc::new(NodeAffinity::new(decode_args(
+        Ok(Arc::new(NodeAffinity::new(decode_in_tree_args(
             node_affinity::NAME,
             args,
         )?)?))
     });
     add(node_ports::NAME, stateless::<NodePorts>);
     add(pod_topology_spread::NAME, |args, _| {
-        Ok(Arc::new(PodTopologySpread::new(decode_args(
+        Ok(Arc::new(PodTopologySpread::new(decode_in_tree_args(
             pod_topology_spread::NAME,
             args,
         )?)))
     });
     add(balanced_allocation::NAME, |args, _| {
         let mut a: kubesched_config::args::NodeResourcesBalancedAllocationArgs =
-            decode_args(balanced_allocation::NAME, args)?;
+            decode_in_tree_args(balanced_allocation::NAME, args)?;
         kubesched_config::args::PluginArgs::apply_defaults(&mut a);
         Ok(Arc::new(BalancedAllocation::new(a)))
     });
@@ -143,11 +156,9 @@ pub fn in_tree_registry() -> Registry {
         Ok(Arc::new(DefaultBinder::new(handle)))
     });
     add(default_preemption::NAME, |args, _| {
-        decode_args::<kubesched_config::args::DefaultPreemptionArgs>(
-            default_preemption::NAME,
-            args,
-        )?;
-        Ok(Arc::new(DefaultPreemption))
+        let args: kubesched_config::args::DefaultPreemptionArgs =
+            decode_in_tree_args(default_preemption::NAME, args)?;
+        Ok(Arc::new(DefaultPreemption::new(args)))
     });
     add(dynamic_resources::NAME, stateless::<DynamicResources>);
     add(volumes::VOLUME_RESTRICTIONS, |_, _| {
@@ -157,7 +168,10 @@ pub fn in_tree_registry() -> Registry {
         Ok(Arc::new(VolumePlugin::node_volume_limits()))
     });
     add(volumes::VOLUME_BINDING, |args, _| {
-        decode_args::<kubesched_config::args::VolumeBindingArgs>(volumes::VOLUME_BINDING, args)?;
+        decode_in_tree_args::<kubesched_config::args::VolumeBindingArgs>(
+            volumes::VOLUME_BINDING,
+            args,
+        )?;
         Ok(Arc::new(VolumePlugin::volume_binding()))
     });
     add(volumes::VOLUME_ZONE, |_, _| {
