@@ -269,12 +269,96 @@ fn args_for_the_wrong_plugin() {
     );
 }
 
+const PREEMPTION_SCENARIO: &str = "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+  plugins:
+    multiPoint:
+      enabled: [{name: PrioritySort}, {name: NodeResourcesFit}, {name: DefaultPreemption}, {name: DefaultBinder}]
+      disabled: [{name: '*'}]
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n1}
+status: {allocatable: {cpu: '2', memory: 4Gi, pods: '110'}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n2}
+status: {allocatable: {cpu: '2', memory: 4Gi, pods: '110'}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: batch-old}
+spec: {priority: 10, nodeName: n1, containers: [{name: app, image: busybox, resources: {requests: {cpu: '2'}}}]}
+status: {phase: Running, startTime: '2025-03-01T08:00:00Z'}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: batch-new}
+spec: {priority: 10, nodeName: n2, containers: [{name: app, image: busybox, resources: {requests: {cpu: '2'}}}]}
+status: {phase: Running, startTime: '2025-03-01T09:00:00Z'}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec: {priority: 1000, containers: [{name: app, image: nginx, resources: {requests: {cpu: '1'}}}]}
+";
+
 #[test]
-fn preemption_is_refused_clearly_until_implemented() {
+fn preemption_nominates_evicts_and_retries() {
     let o = with_stdin(
-        &["simulate", "-", "--preemption"],
-        &format!("{CORE_CONFIG}---\n{NODE}"),
+        &["simulate", "-", "--preemption", "--format", "jsonl"],
+        PREEMPTION_SCENARIO,
     );
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("not implemented"), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let lines: Vec<serde_json::Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{}", stdout(&o));
+    // Both nodes need one victim of priority 10; the later start time picks n2.
+    assert_eq!(lines[0]["node"], serde_json::Value::Null);
+    assert_eq!(
+        lines[0]["message"],
+        "0/2 nodes are available: 2 Insufficient cpu."
+    );
+    assert_eq!(lines[0]["nominated"], "n2");
+    assert_eq!(
+        lines[0]["victims"],
+        serde_json::json!(["default/batch-new"])
+    );
+    assert_eq!(lines[1]["pod"], "default/web");
+    assert_eq!(lines[1]["node"], "n2");
+    assert!(lines[1].get("nominated").is_none());
+
+    let o = with_stdin(
+        &["simulate", "-", "--preemption", "--explain", "default/web"],
+        PREEMPTION_SCENARIO,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    for needle in [
+        "preemption nominated n2; victims: default/batch-new",
+        "n1: evict default/batch-old",
+        "n2: evict default/batch-new",
+        "n2 won: latest start time of its highest-priority victims",
+        "scheduled on n2",
+    ] {
+        assert!(out.contains(needle), "missing {needle:?} in:\n{out}");
+    }
+}
+
+#[test]
+fn without_preemption_flag_nothing_is_evicted() {
+    let o = with_stdin(&["simulate", "-", "--format", "jsonl"], PREEMPTION_SCENARIO);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert!(!out.contains("nominated"), "{out}");
+    assert!(
+        out.contains("\"message\":\"0/2 nodes are available: 2 Insufficient cpu.\""),
+        "{out}"
+    );
 }

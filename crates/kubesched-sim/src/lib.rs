@@ -33,9 +33,13 @@
 //! assert_eq!(sim.results[0].outcome, kubesched_sim::PodOutcome::Scheduled("n1".into()));
 //! ```
 
+pub mod capacity;
 pub mod output;
+pub mod rollout;
 pub mod scenario;
 pub mod simulate;
+pub mod whatif;
+pub mod workloads;
 
 pub use simulate::{
     Decision, NodeScores, PodOutcome, PodResult, Prepared, Rejection, Simulation, SimulationError,

@@ -53,6 +53,7 @@ pub fn to_json(result: &PodResult) -> Value {
             message,
             node,
             victims,
+            ..
         } => {
             obj.insert("node".into(), Value::Null);
             obj.insert("message".into(), json!(message));
@@ -180,6 +181,8 @@ pub fn explain(results: &[PodResult], pod: &str) -> Option<String> {
                 message,
                 node,
                 victims,
+                candidates,
+                selection_reason,
             } => {
                 let _ = writeln!(out, "  pending: {message}");
                 let _ = writeln!(
@@ -187,6 +190,26 @@ pub fn explain(results: &[PodResult], pod: &str) -> Option<String> {
                     "  preemption nominated {node}; victims: {}",
                     victims.join(", ")
                 );
+                if !candidates.is_empty() {
+                    let _ = writeln!(out, "  preemption candidates (in node order):");
+                    for c in candidates {
+                        let mark = if c.node == *node {
+                            "  <- nominated"
+                        } else {
+                            ""
+                        };
+                        let _ = writeln!(
+                            out,
+                            "    {}: evict {} ({}){mark}",
+                            c.node,
+                            c.victims.join(", "),
+                            c.details
+                        );
+                    }
+                }
+                if let Some(why) = selection_reason {
+                    let _ = writeln!(out, "  {node} won: {why}");
+                }
             }
         }
         let width = r

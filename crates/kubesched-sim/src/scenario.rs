@@ -428,6 +428,8 @@ struct Builder {
     pods: HashMap<(String, String), String>,
     /// The file of each kept pod, parallel to `scenario.pods`.
     pod_files: Vec<String>,
+    /// (file, apiVersion/kind) -> how many objects of a kind kubesched does not read.
+    unknown_kinds: Vec<((String, String), usize)>,
 }
 
 impl Builder {
@@ -441,7 +443,8 @@ impl Builder {
         let api_version = type_field(&object, "apiVersion", origin)?.to_owned();
         let kind = type_field(&object, "kind", origin)?.to_owned();
 
-        if kind == "List" || (kind.ends_with("List") && object.contains_key("items")) {
+        // Kinds ending in "List" are reserved for lists in Kubernetes.
+        if kind.ends_with("List") {
             return self.add_list(origin, object, &api_version, &kind);
         }
         let value = Value::Object(object);
@@ -475,7 +478,16 @@ impl Builder {
         kind: &str,
     ) -> Result<(), ScenarioError> {
         let items = match object.remove("items") {
-            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Null) => Vec::new(),
+            None => {
+                return Err(ScenarioError::InvalidList {
+                    document: origin.document(),
+                    kind: kind.to_owned(),
+                    message:
+                        "missing: not a Kubernetes List (kubectl get ... -o yaml prints `items`)"
+                            .into(),
+                });
+            }
             Some(Value::Array(items)) => items,
             Some(other) => {
                 return Err(ScenarioError::InvalidList {
@@ -604,6 +616,13 @@ impl Builder {
                 origin.document()
             ));
         }
+        if !is_known_kind(&api_version, &kind) {
+            let key = (origin.file.to_owned(), format!("{api_version} {kind}"));
+            match self.unknown_kinds.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, n)) => *n += 1,
+                None => self.unknown_kinds.push((key, 1)),
+            }
+        }
         let source = origin.source();
         self.scenario.objects.push(OtherObject {
             api_version,
@@ -617,6 +636,11 @@ impl Builder {
     }
 
     fn finish(mut self) -> Scenario {
+        for ((file, kind), n) in &self.unknown_kinds {
+            self.scenario.warnings.push(format!(
+                "{file}: {n} object(s) of kind {kind} ignored: kubesched does not read that kind"
+            ));
+        }
         for (pod, file) in self.scenario.pods.iter().zip(&self.pod_files) {
             let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) else {
                 continue;
@@ -631,6 +655,42 @@ impl Builder {
         }
         self.scenario
     }
+}
+
+/// Whether kube-scheduler or kubesched reads objects of this kind (the others are
+/// ignored with a note): the kinds its plugins read, and the workloads the what-if
+/// tools expand.
+fn is_known_kind(api_version: &str, kind: &str) -> bool {
+    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    matches!(
+        (group, kind),
+        (
+            "",
+            "Pod"
+                | "Node"
+                | "Service"
+                | "ReplicationController"
+                | "Namespace"
+                | "PersistentVolume"
+                | "PersistentVolumeClaim"
+        ) | ("apps", "ReplicaSet" | "StatefulSet" | "Deployment")
+            | ("batch", "Job")
+            | ("policy", "PodDisruptionBudget")
+            | ("scheduling.k8s.io", "PriorityClass")
+            | (
+                "storage.k8s.io",
+                "StorageClass"
+                    | "CSINode"
+                    | "CSIDriver"
+                    | "CSIStorageCapacity"
+                    | "VolumeAttachment"
+            )
+            | (
+                "resource.k8s.io",
+                "ResourceClaim" | "ResourceSlice" | "DeviceClass" | "ResourceClaimTemplate"
+            )
+            | ("kubescheduler.config.k8s.io", "KubeSchedulerConfiguration")
+    )
 }
 
 /// A string at `pointer`, if it is a non-empty string.

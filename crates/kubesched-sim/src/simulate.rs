@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use kubesched_config::KubeSchedulerConfiguration;
 use kubesched_framework::{
-    ClusterObjects, Framework, Handle, HostSelection, NodeSearch, Outcome, PodInfo, QueuedPodInfo,
-    Registry, ScheduleError, Scheduler, SchedulerOptions, Snapshot,
+    ClusterObjects, Framework, Handle, HostSelection, NodeSearch, NominationCandidate, Outcome,
+    PodInfo, QueuedPodInfo, Registry, ScheduleError, Scheduler, SchedulerOptions, Snapshot,
 };
 
 use crate::scenario::{OtherObject, Scenario};
@@ -79,9 +79,6 @@ pub enum SimulationError {
         /// What is wrong, with the field path.
         message: String,
     },
-    /// Preemption was asked for but is not implemented yet.
-    #[error("--preemption: preemption (DefaultPreemption) is not implemented by kubesched yet")]
-    PreemptionUnsupported,
 }
 
 /// Decodes the scenario's objects that plugins read into [`ClusterObjects`]; other kinds
@@ -160,8 +157,12 @@ pub enum PodOutcome {
         message: String,
         /// The nominated node.
         node: String,
-        /// The evicted pods, `namespace/name`.
+        /// The evicted pods, `namespace/name`, in eviction order.
         victims: Vec<String>,
+        /// Every candidate node the PostFilter plugin considered, in node order.
+        candidates: Vec<NominationCandidate>,
+        /// Why the nominated node won, in words.
+        selection_reason: Option<String>,
     },
 }
 
@@ -274,9 +275,6 @@ pub fn prepare(
             "built-in default".to_string(),
         ),
     };
-    if options.preemption {
-        return Err(SimulationError::PreemptionUnsupported);
-    }
     let profiles = build_frameworks(&config, registry, &config_source)?;
     let mut pod_infos = Vec::with_capacity(scenario.pods.len());
     for pod in &scenario.pods {
@@ -326,6 +324,8 @@ pub fn prepare(
 
 impl Prepared {
     /// Attempts every pending pod once, in queue order, recording every node's verdict.
+    /// With preemption, an attempt that nominates a node deletes the victims at once
+    /// and the pod is attempted again immediately (FORMAT.md rule 9): one more result.
     pub fn run(mut self) -> Simulation {
         let node_order: Arc<Vec<String>> = Arc::new(
             self.scheduler
@@ -338,7 +338,17 @@ impl Prepared {
         let queue = std::mem::take(&mut self.queue);
         let mut results = Vec::with_capacity(queue.len());
         for queued in &queue {
-            results.push(self.attempt(&queued.pod_info, &node_order));
+            loop {
+                let result = self.attempt(&queued.pod_info, &node_order);
+                let evicted = match &result.outcome {
+                    PodOutcome::Nominated { node, victims, .. } => self.evict(node, victims),
+                    _ => 0,
+                };
+                results.push(result);
+                if evicted == 0 {
+                    break;
+                }
+            }
         }
         Simulation {
             results,
@@ -365,19 +375,63 @@ impl Prepared {
                 {
                     return Decision::Gated;
                 }
-                match self.scheduler.schedule_one(pod) {
-                    Outcome::NotOurs => Decision::Ignored,
-                    Outcome::Gated(_) => Decision::Gated,
-                    Outcome::Scheduled { result, .. } => Decision::Scheduled(result.suggested_host),
-                    Outcome::Unschedulable { .. } | Outcome::BindingFailed { .. } => {
-                        Decision::Unschedulable
+                loop {
+                    match self.scheduler.schedule_one(pod) {
+                        Outcome::NotOurs => return Decision::Ignored,
+                        Outcome::Gated(_) => return Decision::Gated,
+                        Outcome::Scheduled { result, .. } => {
+                            return Decision::Scheduled(result.suggested_host);
+                        }
+                        Outcome::Unschedulable {
+                            nominated: Some(n), ..
+                        } => {
+                            let node = n.nominated_node_name.unwrap_or_default();
+                            if self.evict(&node, &n.victims) == 0 {
+                                return Decision::Unschedulable;
+                            }
+                        }
+                        Outcome::Unschedulable { .. } | Outcome::BindingFailed { .. } => {
+                            return Decision::Unschedulable;
+                        }
                     }
                 }
             })
             .collect()
     }
 
-    fn attempt(&mut self, pod: &Arc<PodInfo>, node_order: &Arc<Vec<String>>) -> PodResult {
+    /// Deletes preemption victims (`namespace/name`) from `node` at once (no graceful
+    /// termination), as FORMAT.md rule 9 does after a nomination; returns how many were
+    /// there. A nomination that removes nothing is not retried, so a loop over attempts
+    /// always ends.
+    pub fn evict(&mut self, node: &str, victims: &[String]) -> usize {
+        victims
+            .iter()
+            .filter(|key| {
+                self.scheduler
+                    .snapshot_mut()
+                    .remove_pod(node, key)
+                    .is_some()
+            })
+            .count()
+    }
+
+    /// The node names in node order, shared by every [`PodResult`] of this cluster.
+    pub fn node_order(&self) -> Arc<Vec<String>> {
+        Arc::new(
+            self.scheduler
+                .snapshot()
+                .nodes()
+                .iter()
+                .map(|n| n.name().to_string())
+                .collect(),
+        )
+    }
+
+    /// Attempts one pod (pending or not in the queue at all) through its profile, exactly
+    /// as [`Prepared::run`] attempts each queued pod: on success the pod is on its node
+    /// for every later attempt. `node_order` is [`Prepared::node_order`]. Used by the
+    /// what-if tools (capacity, rollout) to schedule pods one at a time.
+    pub fn attempt(&mut self, pod: &Arc<PodInfo>, node_order: &Arc<Vec<String>>) -> PodResult {
         let scheduler = &mut self.scheduler;
         let mut result = PodResult {
             pod: pod.key().to_string(),
@@ -420,6 +474,8 @@ impl Prepared {
                         message: error.to_string(),
                         node: n.nominated_node_name.unwrap_or_default(),
                         victims: n.victims,
+                        candidates: n.candidates,
+                        selection_reason: n.selection_reason,
                     },
                     None => PodOutcome::Unschedulable(error.to_string()),
                 };

@@ -1,0 +1,73 @@
+//! `kubesched capacity POD_FILE [SCENARIO...]`: how many more copies of a pod fit.
+
+use std::process::ExitCode;
+
+use clap::Args;
+use kubesched_sim::SimulationOptions;
+use kubesched_sim::capacity::capacity;
+use kubesched_sim::whatif::template_pod;
+
+use crate::whatif::{WhatIfArgs, load_scenario, read_files};
+
+/// `kubesched capacity`'s arguments.
+#[derive(Args, Debug)]
+pub struct CapacityArgs {
+    /// The pod to copy: a Pod, or a Deployment, ReplicaSet, Job or StatefulSet whose
+    /// pod template is used.
+    pub pod_file: String,
+    /// Scenario files (a cluster dump); `-` reads standard input.
+    #[arg(required = true)]
+    pub files: Vec<String>,
+    /// Stop after this many copies (cluster-capacity's --max-limit); 0 means no limit.
+    #[arg(long, default_value_t = 0)]
+    pub max_limit: usize,
+    /// `text` for people, `json` for scripts.
+    #[arg(long, value_enum, default_value_t = crate::Format::Table)]
+    pub format: crate::Format,
+    #[command(flatten)]
+    pub whatif: WhatIfArgs,
+}
+
+/// Runs the command: exit 0 with the answer, 2 on bad input.
+pub fn run(args: &CapacityArgs) -> ExitCode {
+    match answer(args) {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(message) => {
+            eprintln!("kubesched: error: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn answer(args: &CapacityArgs) -> Result<String, String> {
+    let pod_source = read_files(std::slice::from_ref(&args.pod_file))?.remove(0);
+    let (pod, warnings) = template_pod(&pod_source).map_err(|e| e.to_string())?;
+    for w in &warnings {
+        eprintln!("kubesched: warning: {w}");
+    }
+    let (scenario, _) = load_scenario(&args.files, &args.whatif)?;
+    // Hard cap so that no input loops for long (a node may allow millions of pods).
+    const HARD_LIMIT: usize = 100_000;
+    let limit = match args.max_limit {
+        0 => HARD_LIMIT,
+        n => n.min(HARD_LIMIT),
+    };
+    let answer = capacity(
+        &scenario,
+        &pod,
+        &SimulationOptions::default(),
+        &kubesched_plugins::in_tree_registry(),
+        Some(limit),
+    )
+    .map_err(|e| e.to_string())?;
+    for w in &answer.warnings {
+        eprintln!("kubesched: warning: {w}");
+    }
+    Ok(match args.format {
+        crate::Format::Jsonl => format!("{}\n", answer.json()),
+        crate::Format::Table => answer.text(),
+    })
+}

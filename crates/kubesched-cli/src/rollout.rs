@@ -1,0 +1,64 @@
+//! `kubesched rollout DEPLOYMENT_FILE [SCENARIO...]`: will a rollout find room?
+
+use std::process::ExitCode;
+
+use clap::Args;
+use kubesched_sim::SimulationOptions;
+use kubesched_sim::rollout::{Ending, read_deployment, rollout};
+
+use crate::whatif::{WhatIfArgs, load_scenario, read_files};
+
+/// `kubesched rollout`'s arguments.
+#[derive(Args, Debug)]
+pub struct RolloutArgs {
+    /// The Deployment with its new template (and its strategy).
+    pub deployment_file: String,
+    /// Scenario files (a cluster dump with the Deployment's current pods); `-` reads
+    /// standard input.
+    #[arg(required = true)]
+    pub files: Vec<String>,
+    /// `table` for people, `jsonl` for scripts (one JSON object).
+    #[arg(long, value_enum, default_value_t = crate::Format::Table)]
+    pub format: crate::Format,
+    #[command(flatten)]
+    pub whatif: WhatIfArgs,
+}
+
+/// Runs the command: exit 0 when the rollout completes, 1 when it stalls, 2 on bad input.
+pub fn run(args: &RolloutArgs) -> ExitCode {
+    match answer(args) {
+        Ok((text, complete)) => {
+            print!("{text}");
+            if complete {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(message) => {
+            eprintln!("kubesched: error: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn answer(args: &RolloutArgs) -> Result<(String, bool), String> {
+    let source = read_files(std::slice::from_ref(&args.deployment_file))?.remove(0);
+    let deployment = read_deployment(&source).map_err(|e| e.to_string())?;
+    let (scenario, _) = load_scenario(&args.files, &args.whatif)?;
+    let answer = rollout(
+        &scenario,
+        &deployment,
+        &SimulationOptions::default(),
+        &kubesched_plugins::in_tree_registry(),
+    )
+    .map_err(|e| e.to_string())?;
+    for w in &answer.warnings {
+        eprintln!("kubesched: warning: {w}");
+    }
+    let complete = answer.ending == Ending::Complete;
+    Ok(match args.format {
+        crate::Format::Jsonl => (format!("{}\n", answer.json()), complete),
+        crate::Format::Table => (answer.text(), complete),
+    })
+}

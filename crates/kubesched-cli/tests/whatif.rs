@@ -1,0 +1,273 @@
+//! `kubesched simulate --config/--add`, `kubesched capacity` and `kubesched rollout` end
+//! to end, on the worked examples of docs/simulating-your-cluster.md (answers computed
+//! by hand there), and their bad-input errors (one line, exit status 2).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn data(name: &str) -> String {
+    let p: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name);
+    p.to_string_lossy().into_owned()
+}
+
+fn kubesched(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kubesched"))
+        .args(args)
+        .output()
+        .expect("run kubesched")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn write(name: &str, text: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("kubesched-whatif-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write");
+    path.to_string_lossy().into_owned()
+}
+
+/// Exit 2, nothing on stdout, one error line containing every needle.
+fn assert_error(o: &Output, needles: &[&str]) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "stderr: {err}");
+    assert!(stdout(o).is_empty(), "stdout: {}", stdout(o));
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("error:")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    for n in needles {
+        assert!(lines[0].contains(n), "{:?} lacks {n:?}", lines[0]);
+    }
+}
+
+#[test]
+fn capacity_worked_example() {
+    let o = kubesched(&[
+        "capacity",
+        &data("whatif-worker-pod.yaml"),
+        &data("whatif-cluster.yaml"),
+        "--format",
+        "jsonl",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(stdout(&o).trim()).expect("json");
+    // n1: 4 cpu - 1 (web-old-a) - 2 (db) = 1 cpu: 2 copies of 500m; n2: 3 cpu: 6
+    // copies; n3 is the tainted control plane.
+    assert_eq!(v["count"], 8);
+    assert_eq!(v["nodes"], serde_json::json!({"n1": 2, "n2": 6, "n3": 0}));
+    assert_eq!(
+        v["stop"]["message"],
+        "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu."
+    );
+    assert_eq!(
+        v["stop"]["plugins"]["NodeResourcesFit"]["nodes"],
+        serde_json::json!(["n1", "n2"])
+    );
+    assert_eq!(
+        v["stop"]["plugins"]["TaintToleration"]["nodes"],
+        serde_json::json!(["n3"])
+    );
+    // The ConfigMap of the dump is noted and ignored.
+    assert!(stderr(&o).contains("ConfigMap ignored"), "{}", stderr(&o));
+
+    let text = stdout(&kubesched(&[
+        "capacity",
+        &data("whatif-worker-pod.yaml"),
+        &data("whatif-cluster.yaml"),
+    ]));
+    assert!(
+        text.contains("8 more copies of default/worker fit"),
+        "{text}"
+    );
+    assert!(text.contains("Copy 9 does not fit"), "{text}");
+
+    let limited = kubesched(&[
+        "capacity",
+        &data("whatif-worker-pod.yaml"),
+        &data("whatif-cluster.yaml"),
+        "--max-limit",
+        "3",
+        "--format",
+        "jsonl",
+    ]);
+    let v: Value = serde_json::from_str(stdout(&limited).trim()).expect("json");
+    assert_eq!(v["count"], 3);
+    assert_eq!(v["stop"]["reason"], "LimitReached");
+}
+
+#[test]
+fn rollout_worked_examples() {
+    // maxSurge 1, maxUnavailable 0, new pods of 2 cpu: completes in 4 steps.
+    let o = kubesched(&[
+        "rollout",
+        &data("whatif-web-2cpu.yaml"),
+        &data("whatif-cluster.yaml"),
+        "--format",
+        "jsonl",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(stdout(&o).trim()).expect("json");
+    assert_eq!(v["result"], "Complete");
+    let steps = v["steps"].as_array().expect("steps");
+    assert_eq!(steps.len(), 4);
+    assert_eq!(steps[0]["attempts"][0]["node"], "n2");
+    assert_eq!(steps[1]["deleted"][0]["pod"], "default/web-old-b");
+    assert_eq!(steps[2]["attempts"][0]["node"], "n2");
+    assert_eq!(steps[3]["deleted"][0]["pod"], "default/web-old-a");
+
+    // New pods of 3 cpu: the second one finds no room, and with maxUnavailable 0 the
+    // last old pod is never deleted: stalls at step 4, exit status 1.
+    let o = kubesched(&[
+        "rollout",
+        &data("whatif-web-3cpu.yaml"),
+        &data("whatif-cluster.yaml"),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("Rollout stalls at step 4: 1 old pod(s) left, 1 of 2 new pod(s) running"),
+        "{text}"
+    );
+    assert!(text.contains("2 Insufficient cpu."), "{text}");
+
+    // Recreate: both old pods go first; the second new pod still does not fit.
+    let o = kubesched(&[
+        "rollout",
+        &data("whatif-web-recreate.yaml"),
+        &data("whatif-cluster.yaml"),
+        "--format",
+        "jsonl",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(stdout(&o).trim()).expect("json");
+    assert_eq!(v["steps"][0]["deleted"].as_array().map(Vec::len), Some(2));
+    assert_eq!(v["steps"][1]["created"].as_array().map(Vec::len), Some(2));
+    assert_eq!(v["result"], "Stalled");
+}
+
+#[test]
+fn simulate_add_expands_a_deployment() {
+    let o = kubesched(&[
+        "simulate",
+        &data("whatif-cluster.yaml"),
+        "--add",
+        &data("whatif-web-2cpu.yaml"),
+        "--format",
+        "jsonl",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines: Vec<Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    assert_eq!(lines.len(), 2);
+    let name = lines[0]["pod"].as_str().expect("pod");
+    assert!(name.starts_with("default/web-"), "{name}");
+    assert_eq!(name.len(), "default/web-".len() + 10 + 1 + 5, "{name}");
+    assert_eq!(lines[0]["node"], "n2");
+    assert_eq!(lines[1]["node"], Value::Null);
+}
+
+#[test]
+fn simulate_config_replaces_the_scenarios() {
+    let o = kubesched(&[
+        "simulate",
+        &data("whatif-cluster.yaml"),
+        "--add",
+        &data("whatif-worker-pod.yaml"),
+        "--config",
+        &data("whatif-config.yaml"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.starts_with("# configuration: "), "{out}");
+    assert!(out.contains("whatif-config.yaml"), "{out}");
+    assert!(
+        stderr(&o).contains("note: configuration: "),
+        "{}",
+        stderr(&o)
+    );
+    // Without TaintToleration in the profile, the tainted n3 is a candidate too.
+    let o = kubesched(&[
+        "simulate",
+        &data("whatif-cluster.yaml"),
+        "--add",
+        &data("whatif-worker-pod.yaml"),
+        "--config",
+        &data("whatif-config.yaml"),
+        "--format",
+        "jsonl",
+    ]);
+    let v: Value = serde_json::from_str(stdout(&o).lines().next().unwrap_or("")).expect("json");
+    assert!(v["scores"].get("n3").is_some(), "{v}");
+}
+
+#[test]
+fn bad_inputs_are_one_line_errors() {
+    let cluster = data("whatif-cluster.yaml");
+    let not_a_list = write(
+        "not-a-list.yaml",
+        "apiVersion: v1\nkind: List\nmetadata: {}\n",
+    );
+    assert_error(
+        &kubesched(&["simulate", &not_a_list]),
+        &["not-a-list.yaml", "items", "not a Kubernetes List"],
+    );
+    let bad_config = write(
+        "bad-config.yaml",
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles: [{schedulerNam: x}]\n",
+    );
+    assert_error(
+        &kubesched(&["simulate", &cluster, "--config", &bad_config]),
+        &["bad-config.yaml", "schedulerNam"],
+    );
+    let not_config = write(
+        "pod-as-config.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n",
+    );
+    assert_error(
+        &kubesched(&["simulate", &cluster, "--config", &not_config]),
+        &["pod-as-config.yaml", "not a scheduler configuration"],
+    );
+    let empty_add = write(
+        "nothing.yaml",
+        "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n",
+    );
+    assert_error(
+        &kubesched(&["simulate", &cluster, "--add", &empty_add]),
+        &["nothing.yaml", "nothing to add"],
+    );
+    let bad_deploy = write(
+        "bad-deploy.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: web}}\n  template: {metadata: {labels: {app: api}}, spec: {containers: []}}\n",
+    );
+    assert_error(
+        &kubesched(&["simulate", &cluster, "--add", &bad_deploy]),
+        &[
+            "bad-deploy.yaml",
+            "Deployment default/web",
+            "spec.template.metadata.labels",
+        ],
+    );
+    assert_error(
+        &kubesched(&["rollout", &data("whatif-worker-pod.yaml"), &cluster]),
+        &["whatif-worker-pod.yaml", "no Deployment"],
+    );
+    assert_error(
+        &kubesched(&["capacity", &empty_add, &cluster]),
+        &["nothing.yaml", "no Pod"],
+    );
+    assert_error(
+        &kubesched(&["simulate", &cluster, "--from-cluster"]),
+        &["--from-cluster", "not available yet"],
+    );
+}

@@ -1,0 +1,568 @@
+//! `kubesched rollout`: will a Deployment's rollout find room, step by step?
+//!
+//! The Deployment (its template changed) is rolled out over the scenario as the
+//! Deployment controller and kube-scheduler would do it:
+//!
+//! 1. The scenario's own pending pods are scheduled first, as `simulate` does.
+//! 2. The *old pods* are the pods of the Deployment's namespace whose labels match its
+//!    `spec.selector` (after step 1: bound ones are available, pending ones are not).
+//! 3. Each step is one sync of the controller followed by the scheduler:
+//!    * RollingUpdate: `maxSurge` is scaled against `spec.replicas` rounding up,
+//!      `maxUnavailable` rounding down (both 0 makes `maxUnavailable` 1), as
+//!      `ResolveFenceposts` does. A sync either scales up or, when it cannot, scales
+//!      down (`rolloutRolling`). New pods are created up to `replicas + maxSurge` pods
+//!      in all (and `replicas` new ones); old pods are deleted as
+//!      `reconcileOldReplicaSets` allows: first the unavailable ones, then available
+//!      ones while more than `replicas - maxUnavailable` pods are available, counting a
+//!      new pod that has no node yet as unavailable.
+//!    * Recreate: every old pod is deleted in the first step, the new pods are created
+//!      in the next.
+//!    * Then every new pod without a node is attempted (in creation order) and bound
+//!      where it fits; a bound pod counts as available from the next step on (it is
+//!      taken to be ready at once: no readiness probes, no `minReadySeconds`).
+//! 4. The rollout is done when `replicas` new pods are bound and no old pod is left; it
+//!    *stalls* when a step changes nothing, and then the new pods still pending say why
+//!    (their FailedScheduling message).
+//!
+//! Which old pod goes first follows the ReplicaSet controller's ranking where the dump
+//! can tell: pods without a node, then the lower `controller.kubernetes.io/pod-deletion-cost`,
+//! then pods on a node with more pods of the Deployment (old and new), then the newer
+//! `creationTimestamp`; remaining ties go to the pod later in the scenario.
+//! New pods are named as the controller names them (see [`crate::workloads`]).
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use kubesched_framework::{PodInfo, Registry};
+use kubesched_plugins::label_selector::Selector;
+use serde_json::{Value, json};
+
+use crate::scenario::{self, OtherObject, Scenario, Source};
+use crate::simulate::{PodOutcome, PodResult, SimulationError, SimulationOptions, prepare};
+use crate::whatif::WhatIfError;
+use crate::workloads::{Strategy, Workload, WorkloadKind, scaled_value};
+
+/// Why a rollout could not be simulated.
+#[derive(Debug, thiserror::Error)]
+pub enum RolloutError {
+    /// The Deployment file or the Deployment is unusable.
+    #[error("{0}")]
+    Input(#[from] WhatIfError),
+    /// The simulation could not start.
+    #[error("{0}")]
+    Simulation(#[from] SimulationError),
+}
+
+/// A pod the rollout deletes or creates.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StepPod {
+    /// `namespace/name`.
+    pub pod: String,
+    /// Its node, if it has one.
+    pub node: Option<String>,
+}
+
+/// One sync of the controller and the scheduling that follows it.
+#[derive(Clone, Debug)]
+pub struct Step {
+    /// From 1.
+    pub number: usize,
+    /// Old pods deleted in this step.
+    pub deleted: Vec<StepPod>,
+    /// New pods created in this step.
+    pub created: Vec<String>,
+    /// Scheduling attempts of new pods without a node, in order.
+    pub attempts: Vec<PodResult>,
+    /// Old pods left after the step.
+    pub old_left: usize,
+    /// New pods bound after the step.
+    pub new_ready: usize,
+    /// New pods without a node after the step.
+    pub new_pending: usize,
+}
+
+/// How the rollout ends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// Every new pod is bound and no old pod is left.
+    Complete,
+    /// A step changed nothing: the rollout waits for room that never comes.
+    Stalled,
+}
+
+/// The answer of [`rollout`].
+#[derive(Clone, Debug)]
+pub struct Rollout {
+    /// `namespace/name` of the Deployment.
+    pub deployment: String,
+    /// `spec.replicas`.
+    pub replicas: usize,
+    /// The strategy, described (e.g. `RollingUpdate, maxSurge 25% = 1, maxUnavailable 25% = 0`).
+    pub strategy: String,
+    /// The old pods at the start, `namespace/name` with their node.
+    pub old_pods: Vec<StepPod>,
+    /// The scenario's own pending pods, scheduled first.
+    pub pending: Vec<PodResult>,
+    /// Every step.
+    pub steps: Vec<Step>,
+    /// How it ends.
+    pub ending: Ending,
+    /// Where the configuration came from.
+    pub config_source: String,
+    /// Warnings (configuration, workload).
+    pub warnings: Vec<String>,
+}
+
+/// Steps are capped so that no input can loop for long: a rollout needs at most about
+/// two steps per replica.
+const MAX_STEPS_PER_REPLICA: usize = 4;
+
+struct OldPod {
+    key: String,
+    node: Option<String>,
+    deletion_cost: i64,
+    created: String,
+    position: usize,
+}
+
+struct NewPod {
+    info: Arc<PodInfo>,
+    node: Option<String>,
+    available: bool,
+}
+
+/// Reads the Deployment of `source` (the first `apps/v1` Deployment in the file).
+pub fn read_deployment(source: &Source) -> Result<Workload, WhatIfError> {
+    let loaded = scenario::load(std::slice::from_ref(source))?;
+    let deployment: Option<&OtherObject> = loaded
+        .objects
+        .iter()
+        .find(|o| o.api_version == "apps/v1" && o.kind == "Deployment");
+    let Some(object) = deployment else {
+        return Err(WhatIfError::Input {
+            file: source.name.clone(),
+            problem: "no Deployment (apiVersion: apps/v1, kind: Deployment) in the file".into(),
+        });
+    };
+    Workload::from_object(object)?
+        .filter(|w| w.kind == WorkloadKind::Deployment)
+        .ok_or_else(|| WhatIfError::Input {
+            file: source.name.clone(),
+            problem: "no Deployment in the file".into(),
+        })
+}
+
+/// Simulates the rollout of `deployment` over `scenario` (see the module doc).
+pub fn rollout(
+    scenario: &Scenario,
+    deployment: &Workload,
+    options: &SimulationOptions,
+    registry: &Registry,
+) -> Result<Rollout, RolloutError> {
+    let input_error = |field: &str, problem: String| {
+        RolloutError::Input(WhatIfError::Input {
+            file: deployment.source.clone(),
+            problem: format!(
+                "Deployment {}/{}: {field}: {problem}",
+                deployment.namespace, deployment.name
+            ),
+        })
+    };
+    let desired = deployment.replicas;
+    let (surge, unavailable, strategy) = match &deployment.strategy {
+        Some(Strategy::RollingUpdate {
+            max_surge,
+            max_unavailable,
+        }) => {
+            let surge = scaled_value(max_surge, desired, true)
+                .map_err(|e| input_error("spec.strategy.rollingUpdate.maxSurge", e))?;
+            let mut unavailable = scaled_value(max_unavailable, desired, false)
+                .map_err(|e| input_error("spec.strategy.rollingUpdate.maxUnavailable", e))?;
+            if surge == 0 && unavailable == 0 {
+                unavailable = 1;
+            }
+            let unavailable = unavailable.min(desired);
+            (
+                surge,
+                unavailable,
+                format!(
+                    "RollingUpdate, maxSurge {max_surge} = {surge} (rounded up), maxUnavailable {max_unavailable} = {unavailable} (rounded down)"
+                ),
+            )
+        }
+        _ => (0, desired, "Recreate".to_string()),
+    };
+    let recreate = matches!(deployment.strategy, Some(Strategy::Recreate));
+
+    // The new ReplicaSet exists for the scheduler's default spreading.
+    let mut scenario = scenario.clone();
+    for value in deployment.owned_objects() {
+        scenario.objects.push(OtherObject {
+            api_version: "apps/v1".into(),
+            kind: "ReplicaSet".into(),
+            namespace: Some(deployment.namespace.clone()),
+            name: deployment.owner_name(),
+            value,
+            source: deployment.source.clone(),
+        });
+    }
+    let mut prepared = prepare(&scenario, options, registry)?;
+    let node_order = prepared.node_order();
+    let queue = std::mem::take(&mut prepared.queue);
+    let pending: Vec<PodResult> = queue
+        .iter()
+        .map(|q| prepared.attempt(&q.pod_info, &node_order))
+        .collect();
+    let placed: BTreeMap<String, String> = pending
+        .iter()
+        .filter_map(|r| match &r.outcome {
+            PodOutcome::Scheduled(n) => Some((r.pod.clone(), n.clone())),
+            _ => None,
+        })
+        .collect();
+
+    let selector = Selector::from_label_selector(deployment.selector.as_ref())
+        .map_err(|e| input_error("spec.selector", e))?;
+    let mut old: Vec<OldPod> = Vec::new();
+    for (position, pod) in scenario.pods.iter().enumerate() {
+        let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+        let labels = pod.metadata.labels.clone().unwrap_or_default();
+        if namespace != deployment.namespace || !selector.matches(&labels) {
+            continue;
+        }
+        let key = format!("{namespace}/{}", pod.metadata.name.as_deref().unwrap_or(""));
+        let node = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.clone())
+            .filter(|n| !n.is_empty() && node_order.contains(n))
+            .or_else(|| placed.get(&key).cloned());
+        let deletion_cost = pod
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("controller.kubernetes.io/pod-deletion-cost"))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        let created = pod
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .map(|t| t.0.to_string())
+            .unwrap_or_default();
+        old.push(OldPod {
+            key,
+            node,
+            deletion_cost,
+            created,
+            position,
+        });
+    }
+    let old_pods: Vec<StepPod> = old
+        .iter()
+        .map(|o| StepPod {
+            pod: o.key.clone(),
+            node: o.node.clone(),
+        })
+        .collect();
+
+    // The template pod, decoded strictly once; the new pods are copies of it.
+    let mut taken: HashSet<String> = scenario
+        .pods
+        .iter()
+        .filter_map(|p| p.metadata.name.clone())
+        .collect();
+    let names = deployment.pod_names(0, desired, &taken);
+    taken.extend(names.iter().cloned());
+    let template = match names.first() {
+        Some(first) => {
+            let generated = Source {
+                name: format!(
+                    "{} (Deployment {}/{})",
+                    deployment.source, deployment.namespace, deployment.name
+                ),
+                text:
+                    json!({"apiVersion": "v1", "kind": "List", "items": [deployment.pod(0, first)]})
+                        .to_string(),
+            };
+            scenario::load(&[generated])
+                .map_err(|e| RolloutError::Input(e.into()))?
+                .pods
+                .first()
+                .cloned()
+        }
+        None => None,
+    };
+
+    let mut new: Vec<NewPod> = Vec::new();
+    let mut steps = Vec::new();
+    let max_steps = MAX_STEPS_PER_REPLICA * (desired + old.len()) + 4;
+    let ending = loop {
+        let done = old.is_empty() && new.len() == desired && new.iter().all(|p| p.node.is_some());
+        if done {
+            break Ending::Complete;
+        }
+        if steps.len() >= max_steps {
+            break Ending::Stalled;
+        }
+        let mut step = Step {
+            number: steps.len() + 1,
+            deleted: Vec::new(),
+            created: Vec::new(),
+            attempts: Vec::new(),
+            old_left: 0,
+            new_ready: 0,
+            new_pending: 0,
+        };
+        let available_new = new.iter().filter(|p| p.available).count();
+        let available_old = old.iter().filter(|p| p.node.is_some()).count();
+        // The controller's sync: scale up, then scale down.
+        let scale_up = if recreate {
+            if old.is_empty() {
+                desired - new.len().min(desired)
+            } else {
+                0
+            }
+        } else {
+            let total = old.len() + new.len();
+            let max_total = desired + surge;
+            if total >= max_total {
+                0
+            } else {
+                (max_total - total).min(desired.saturating_sub(new.len()))
+            }
+        };
+        // rolloutRolling returns after a scale-up: a sync scales up or down, not both.
+        let mut delete = if recreate {
+            old.len()
+        } else if old.is_empty() || scale_up > 0 {
+            0
+        } else {
+            let all = old.len() + new.len();
+            let min_available = desired - unavailable;
+            let new_unavailable = new.len() - available_new;
+            let max_scaled_down = all as i64 - min_available as i64 - new_unavailable as i64;
+            if max_scaled_down <= 0 {
+                0
+            } else {
+                let max_scaled_down = max_scaled_down as usize;
+                let unhealthy = old.len() - available_old;
+                let cleanup = unhealthy.min(max_scaled_down);
+                let available = available_old + available_new;
+                let scale_down = if available <= min_available {
+                    0
+                } else {
+                    (available - min_available).min(available_old)
+                };
+                cleanup + scale_down
+            }
+        };
+        delete = delete.min(old.len());
+        // Which old pods go first: the ReplicaSet controller's ranking.
+        // The ranking counts the Deployment's pods, old and new, on each node.
+        let per_node = |old: &[OldPod], new: &[NewPod]| {
+            let mut m: BTreeMap<String, usize> = BTreeMap::new();
+            let nodes = old
+                .iter()
+                .map(|o| &o.node)
+                .chain(new.iter().map(|p| &p.node));
+            for n in nodes.flatten() {
+                *m.entry(n.clone()).or_default() += 1;
+            }
+            m
+        };
+        for _ in 0..delete {
+            let counts = per_node(&old, &new);
+            let rank = |o: &OldPod| {
+                (
+                    o.node.is_some(),
+                    o.deletion_cost,
+                    std::cmp::Reverse(
+                        o.node
+                            .as_ref()
+                            .map_or(0, |n| counts.get(n).copied().unwrap_or(0)),
+                    ),
+                    std::cmp::Reverse(o.created.clone()),
+                    std::cmp::Reverse(o.position),
+                )
+            };
+            let Some(index) = (0..old.len()).min_by_key(|&i| rank(&old[i])) else {
+                break;
+            };
+            let gone = old.remove(index);
+            if let Some(node) = &gone.node {
+                prepared
+                    .scheduler
+                    .snapshot_mut()
+                    .remove_pod(node, &gone.key);
+            }
+            step.deleted.push(StepPod {
+                pod: gone.key,
+                node: gone.node,
+            });
+        }
+        if let Some(template) = &template {
+            for _ in 0..scale_up {
+                let index = new.len();
+                let name = names
+                    .get(index)
+                    .cloned()
+                    .unwrap_or_else(|| format!("{}-{index}", deployment.owner_name()));
+                let mut pod = (**template).clone();
+                pod.metadata.name = Some(name.clone());
+                pod.metadata.uid = Some(crate::workloads::uid_for(&format!(
+                    "Pod/{}/{name}",
+                    deployment.namespace
+                )));
+                let info = PodInfo::new(Arc::new(pod)).map_err(|error| SimulationError::Pod {
+                    pod: format!("{}/{name}", deployment.namespace),
+                    error,
+                })?;
+                step.created.push(info.key().to_string());
+                new.push(NewPod {
+                    info: Arc::new(info),
+                    node: None,
+                    available: false,
+                });
+            }
+        }
+        // The scheduler: every new pod without a node, in creation order.
+        let mut bound = 0;
+        for p in new.iter_mut().filter(|p| p.node.is_none()) {
+            let result = prepared.attempt(&p.info, &node_order);
+            if let PodOutcome::Scheduled(node) = &result.outcome {
+                p.node = Some(node.clone());
+                bound += 1;
+            }
+            step.attempts.push(result);
+        }
+        for p in new.iter_mut() {
+            p.available = p.node.is_some();
+        }
+        step.old_left = old.len();
+        step.new_ready = new.iter().filter(|p| p.node.is_some()).count();
+        step.new_pending = new.len() - step.new_ready;
+        let changed = !step.deleted.is_empty() || !step.created.is_empty() || bound > 0;
+        steps.push(step);
+        if !changed {
+            break Ending::Stalled;
+        }
+    };
+    let mut warnings = prepared.warnings;
+    warnings.extend(deployment.warnings.iter().cloned());
+    Ok(Rollout {
+        deployment: format!("{}/{}", deployment.namespace, deployment.name),
+        replicas: desired,
+        strategy,
+        old_pods,
+        pending,
+        steps,
+        ending,
+        config_source: prepared.config_source,
+        warnings,
+    })
+}
+
+fn message(r: &PodResult) -> String {
+    match &r.outcome {
+        PodOutcome::Scheduled(n) => format!("-> {n}"),
+        PodOutcome::Unschedulable(m) | PodOutcome::Nominated { message: m, .. } => {
+            format!("cannot be scheduled: {m}")
+        }
+        PodOutcome::Ignored => format!("not ours: no profile named {:?}", r.scheduler),
+        PodOutcome::Gated(g) => format!("held by scheduling gates {}", g.join(", ")),
+    }
+}
+
+impl Rollout {
+    /// The answer for people.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "Configuration: {}", self.config_source);
+        let _ = writeln!(
+            out,
+            "Deployment {}: {} replica(s), {}",
+            self.deployment, self.replicas, self.strategy
+        );
+        let _ = writeln!(out, "Old pods: {}", self.old_pods.len());
+        for p in &self.old_pods {
+            let _ = writeln!(
+                out,
+                "  {} on {}",
+                p.pod,
+                p.node.as_deref().unwrap_or("(no node)")
+            );
+        }
+        for step in &self.steps {
+            let _ = writeln!(out, "Step {}:", step.number);
+            for d in &step.deleted {
+                let _ = writeln!(
+                    out,
+                    "  delete old {} (from {})",
+                    d.pod,
+                    d.node.as_deref().unwrap_or("no node")
+                );
+            }
+            for c in &step.created {
+                let _ = writeln!(out, "  create new {c}");
+            }
+            for a in &step.attempts {
+                let _ = writeln!(out, "  schedule {} {}", a.pod, message(a));
+            }
+            let _ = writeln!(
+                out,
+                "  now: {} old, {} new running, {} new pending",
+                step.old_left, step.new_ready, step.new_pending
+            );
+        }
+        match self.ending {
+            Ending::Complete => {
+                let _ = writeln!(
+                    out,
+                    "Rollout complete in {} step(s): every new pod is scheduled",
+                    self.steps.len()
+                );
+            }
+            Ending::Stalled => {
+                let last = self.steps.last();
+                let _ = writeln!(
+                    out,
+                    "Rollout stalls at step {}: {} old pod(s) left, {} of {} new pod(s) running",
+                    last.map_or(0, |s| s.number),
+                    last.map_or(0, |s| s.old_left),
+                    last.map_or(0, |s| s.new_ready),
+                    self.replicas
+                );
+                if let Some(a) = last.and_then(|s| s.attempts.last()) {
+                    let _ = writeln!(out, "  {} {}", a.pod, message(a));
+                }
+            }
+        }
+        out
+    }
+
+    /// The answer for scripts: one JSON object.
+    pub fn json(&self) -> Value {
+        let steps: Vec<Value> = self
+            .steps
+            .iter()
+            .map(|s| {
+                json!({
+                    "step": s.number,
+                    "deleted": s.deleted.iter().map(|d| json!({"pod": d.pod, "node": d.node})).collect::<Vec<_>>(),
+                    "created": s.created,
+                    "attempts": s.attempts.iter().map(crate::output::to_json).collect::<Vec<_>>(),
+                    "old": s.old_left, "newRunning": s.new_ready, "newPending": s.new_pending,
+                })
+            })
+            .collect();
+        json!({
+            "deployment": self.deployment, "config": self.config_source,
+            "replicas": self.replicas, "strategy": self.strategy,
+            "oldPods": self.old_pods.iter().map(|d| json!({"pod": d.pod, "node": d.node})).collect::<Vec<_>>(),
+            "steps": steps,
+            "result": match self.ending { Ending::Complete => "Complete", Ending::Stalled => "Stalled" },
+        })
+    }
+}

@@ -1,0 +1,188 @@
+//! What-if inputs for `kubesched simulate`: a scheduler configuration from a file of its
+//! own (`--config`), and pods or workloads added to the scenario (`--add`).
+//!
+//! * [`load_config`] reads a file as kube-scheduler's `--config` does: one
+//!   `KubeSchedulerConfiguration` document (YAML or JSON), decoded and validated at once,
+//!   so a broken file is reported as that file. [`replace_config`] puts it in place of
+//!   the scenario's own (if any) and says which one it replaced.
+//! * [`with_additions`] loads the scenario files and then each `--add` file: its pods,
+//!   and the pods of its Deployments, ReplicaSets, Jobs and StatefulSets (see
+//!   [`crate::workloads`] for the names), come after the scenario's own pods, so among
+//!   pods of equal priority they are attempted after the scenario's pending pods. Other
+//!   objects of an `--add` file (a Service, a new Node, ...) join the scenario too.
+
+use std::collections::HashSet;
+
+use kubesched_config::KubeSchedulerConfiguration;
+use serde_json::{Value, json};
+
+use crate::scenario::{self, ConfigDocument, Scenario, ScenarioError, Source};
+use crate::workloads::{Workload, WorkloadError};
+
+/// Why a what-if input could not be used. Every variant displays as one line that
+/// starts with the file.
+#[derive(Debug, thiserror::Error)]
+pub enum WhatIfError {
+    /// The file does not load (syntax, unknown field, ...).
+    #[error("{0}")]
+    Scenario(#[from] ScenarioError),
+    /// The configuration does not decode or validate.
+    #[error("{0}")]
+    Config(#[from] kubesched_config::ConfigError),
+    /// A workload cannot be expanded.
+    #[error("{0}")]
+    Workload(#[from] WorkloadError),
+    /// A `--config` file that is not exactly one KubeSchedulerConfiguration.
+    #[error("{file}: not a scheduler configuration: {problem}")]
+    NotAConfig {
+        /// The file.
+        file: String,
+        /// What it holds instead.
+        problem: String,
+    },
+    /// An `--add` (or capacity, rollout) file without what the command needs.
+    #[error("{file}: {problem}")]
+    Input {
+        /// The file.
+        file: String,
+        /// What is missing or wrong.
+        problem: String,
+    },
+}
+
+/// Reads a `--config` file: exactly one `KubeSchedulerConfiguration` document, which
+/// must decode and validate.
+pub fn load_config(source: &Source) -> Result<ConfigDocument, WhatIfError> {
+    let loaded = scenario::load(std::slice::from_ref(source))?;
+    let others = loaded.nodes.len() + loaded.pods.len() + loaded.objects.len();
+    let Some(mut config) = loaded.config else {
+        let problem = if others == 0 {
+            "the file holds no KubeSchedulerConfiguration document (kind: KubeSchedulerConfiguration, apiVersion: kubescheduler.config.k8s.io/v1)".to_string()
+        } else {
+            format!(
+                "the file holds {others} other object(s) and no KubeSchedulerConfiguration document"
+            )
+        };
+        return Err(WhatIfError::NotAConfig {
+            file: source.name.clone(),
+            problem,
+        });
+    };
+    if others > 0 {
+        return Err(WhatIfError::NotAConfig {
+            file: source.name.clone(),
+            problem: format!(
+                "besides the KubeSchedulerConfiguration it holds {others} other object(s); give them as scenario files"
+            ),
+        });
+    }
+    config.source = source.name.clone();
+    KubeSchedulerConfiguration::from_value(config.value.clone(), &config.source)?;
+    Ok(config)
+}
+
+/// Replaces the scenario's configuration with the one of `source` (see [`load_config`]).
+/// Returns where the replaced one came from, if the scenario had one.
+pub fn replace_config(
+    scenario: &mut Scenario,
+    source: &Source,
+) -> Result<Option<String>, WhatIfError> {
+    let config = load_config(source)?;
+    Ok(scenario
+        .config
+        .replace(config)
+        .map(|previous| previous.source))
+}
+
+/// A pod read from a file for `capacity`: the first Pod of the file, or the pod template
+/// of its first workload (Deployment, ReplicaSet, Job, StatefulSet), as a loaded
+/// one-pod scenario's pod.
+pub fn template_pod(
+    source: &Source,
+) -> Result<(std::sync::Arc<k8s_openapi::api::core::v1::Pod>, Vec<String>), WhatIfError> {
+    let loaded = scenario::load(std::slice::from_ref(source))?;
+    let mut warnings = loaded.warnings.clone();
+    if let Some(pod) = loaded.pods.first() {
+        return Ok((pod.clone(), warnings));
+    }
+    for object in &loaded.objects {
+        if let Some(w) = Workload::from_object(object)? {
+            let name = w.pod_names(0, 1, &HashSet::new()).remove(0);
+            let text = json!({"apiVersion": "v1", "kind": "List", "items": [w.pod(0, &name)]});
+            let generated = Source {
+                name: format!(
+                    "{} ({} {}/{})",
+                    source.name, object.kind, w.namespace, w.name
+                ),
+                text: text.to_string(),
+            };
+            let pods = scenario::load(&[generated])?;
+            warnings.extend(w.warnings);
+            if let Some(pod) = pods.pods.first() {
+                return Ok((pod.clone(), warnings));
+            }
+        }
+    }
+    Err(WhatIfError::Input {
+        file: source.name.clone(),
+        problem: "no Pod and no Deployment, ReplicaSet, Job or StatefulSet with a pod template in the file".into(),
+    })
+}
+
+/// The scenario of `scenario_sources` with the pods and workloads of each file of
+/// `additions` added (see the module doc). Each addition file must hold at least one
+/// Pod or workload; a KubeSchedulerConfiguration in it is refused (use `--config`).
+pub fn with_additions(
+    scenario_sources: &[Source],
+    additions: &[Source],
+) -> Result<Scenario, WhatIfError> {
+    let mut sources = scenario_sources.to_vec();
+    let base = scenario::load(scenario_sources)?;
+    let mut taken: HashSet<String> = base
+        .pods
+        .iter()
+        .filter_map(|p| p.metadata.name.clone())
+        .collect();
+    let mut warnings = Vec::new();
+    for add in additions {
+        let loaded = scenario::load(std::slice::from_ref(add))?;
+        if loaded.config.is_some() {
+            return Err(WhatIfError::Input {
+                file: add.name.clone(),
+                problem: "a KubeSchedulerConfiguration in an --add file; give it with --config"
+                    .into(),
+            });
+        }
+        taken.extend(loaded.pods.iter().filter_map(|p| p.metadata.name.clone()));
+        sources.push(add.clone());
+        let mut workloads = 0;
+        for object in &loaded.objects {
+            let Some(w) = Workload::from_object(object)? else {
+                continue;
+            };
+            workloads += 1;
+            warnings.extend(w.warnings.iter().cloned());
+            let pods = w.pods(&taken);
+            for p in &pods {
+                if let Some(name) = p.pointer("/metadata/name").and_then(Value::as_str) {
+                    taken.insert(name.to_string());
+                }
+            }
+            let mut items = w.owned_objects();
+            items.extend(pods);
+            sources.push(Source {
+                name: format!("{} ({} {}/{})", add.name, object.kind, w.namespace, w.name),
+                text: json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string(),
+            });
+        }
+        if loaded.pods.is_empty() && workloads == 0 {
+            return Err(WhatIfError::Input {
+                file: add.name.clone(),
+                problem: "nothing to add: no Pod and no Deployment, ReplicaSet, Job or StatefulSet in the file".into(),
+            });
+        }
+    }
+    let mut scenario = scenario::load(&sources)?;
+    scenario.warnings.extend(warnings);
+    Ok(scenario)
+}
