@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use kubesched_sim::scenario::{self, Source};
+use kubesched_sim::scenario::Source;
 use kubesched_sim::{DEMO_SCENARIO, SimulationOptions, output, simulate};
 
 /// kubesched: kube-scheduler's framework in Rust.
@@ -39,8 +39,40 @@ enum Command {
         /// Print how long loading and scheduling took, on standard error.
         #[arg(long)]
         timing: bool,
+        #[command(flatten)]
+        whatif: whatif::WhatIfArgs,
     },
+    /// How many more copies of a pod fit in the cluster, and which plugin stops the
+    /// next one (cluster-capacity's question, kube-scheduler's rules).
+    Capacity(capacity::CapacityArgs),
+    /// Step through a Deployment's rollout (RollingUpdate or Recreate) over the
+    /// cluster: can each step's new pods be scheduled, and where would it stall?
+    Rollout(rollout::RolloutArgs),
+    /// Schedule every pending pod of a scenario and report pods per second.
+    ///
+    /// Times the scheduling loop alone, then reports the total including parsing and
+    /// the peak memory. `--mode exact` makes the same decisions as `simulate`.
+    Bench {
+        /// The scenario file.
+        file: String,
+        /// `upstream` searches and picks as kube-scheduler does; `exact` evaluates every
+        /// node and takes the first best in node order.
+        #[arg(long, value_enum, default_value_t = bench::Mode::Upstream)]
+        mode: bench::Mode,
+        /// The seed of the random pick among equal best nodes (upstream mode).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+    /// Run as a scheduler of a real cluster: watch the API server, schedule and bind
+    /// the pending pods whose spec.schedulerName is one of the configuration's
+    /// profiles (kube-scheduler's flags where they overlap).
+    Run(kubesched_kube::cli::RunArgs),
 }
+
+mod bench;
+mod capacity;
+mod rollout;
+mod whatif;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Format {
@@ -51,13 +83,31 @@ enum Format {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Run(args) => kubesched_kube::cli::run(args),
+        Command::Capacity(args) => capacity::run(&args),
+        Command::Rollout(args) => rollout::run(&args),
+        Command::Bench { file, mode, seed } => match bench::run(&file, mode, seed) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(message) => {
+                eprintln!("kubesched: error: {message}");
+                ExitCode::from(2)
+            }
+        },
         Command::Simulate {
             files,
             format,
             explain,
             preemption,
             timing,
-        } => match run_simulate(&files, format, explain.as_deref(), preemption, timing) {
+            whatif,
+        } => match run_simulate(
+            &files,
+            format,
+            explain.as_deref(),
+            preemption,
+            timing,
+            &whatif,
+        ) {
             Ok(()) => ExitCode::SUCCESS,
             Err(message) => {
                 eprintln!("kubesched: error: {message}");
@@ -104,13 +154,10 @@ fn run_simulate(
     explain: Option<&str>,
     preemption: bool,
     timing: bool,
+    whatif: &whatif::WhatIfArgs,
 ) -> Result<(), String> {
     let start = Instant::now();
-    let sources = read_sources(files)?;
-    let scenario = scenario::load(&sources).map_err(|e| e.to_string())?;
-    for w in &scenario.warnings {
-        eprintln!("kubesched: warning: {w}");
-    }
+    let (scenario, config_line) = whatif::load_scenario(files, whatif)?;
     let loaded = start.elapsed();
     let options = SimulationOptions {
         preemption,
@@ -125,7 +172,10 @@ fn run_simulate(
         (Some(pod), _) => output::explain(&sim.results, pod)
             .ok_or_else(|| format!("--explain {pod}: no pending pod {pod} in the scenario"))?,
         (None, Format::Jsonl) => output::jsonl(&sim.results),
-        (None, Format::Table) => output::table(&sim.results),
+        (None, Format::Table) => match &config_line {
+            Some(line) => format!("# {line}\n{}", output::table(&sim.results)),
+            None => output::table(&sim.results),
+        },
     };
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(text.as_bytes());

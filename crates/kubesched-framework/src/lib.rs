@@ -42,6 +42,7 @@ pub mod node_info;
 pub mod plugin;
 pub mod pod_info;
 pub mod quantity;
+pub mod queue;
 pub mod registry;
 pub mod resource;
 pub mod schedule;
@@ -49,10 +50,14 @@ pub mod snapshot;
 pub mod status;
 
 pub use cycle_state::{CycleState, StateData};
-pub use framework::{Framework, FrameworkError, NodePluginScores, PluginScore};
+pub use framework::{Framework, FrameworkError, NodePluginScores, NominatedPods, PluginScore};
 pub use node_info::{HostPortInfo, ImageStateSummary, NodeInfo};
 pub use plugin::*;
 pub use pod_info::{DEFAULT_SCHEDULER_NAME, HostPort, PodInfo};
+pub use queue::{
+    Clock, ClusterEvent, FakeClock, QueueName, QueueOptions, QueuedPod, SchedulingQueue,
+    SystemClock,
+};
 pub use registry::{Handle, PluginError, PluginFactory, PodBinder, Registry};
 pub use schedule::{
     Diagnosis, FitError, HostSelection, NodeSearch, Outcome, ScheduleError, ScheduleResult,

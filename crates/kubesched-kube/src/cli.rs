@@ -1,0 +1,157 @@
+//! `kubesched run`: the command-line front of the runtime, with kube-scheduler's flags
+//! where they overlap.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use kubesched_config::KubeSchedulerConfiguration;
+
+use crate::{DEFAULT_SECURE_PORT, Runtime, ServingOptions};
+
+/// Run kubesched as a scheduler of a real cluster, beside (or instead of) kube-scheduler.
+///
+/// Schedules the pending pods whose spec.schedulerName is one of the configuration's
+/// profiles, and only those. Serves /healthz, /livez, /readyz and /metrics over HTTPS
+/// on --secure-port.
+#[derive(clap::Args, Debug, Clone)]
+pub struct RunArgs {
+    /// The KubeSchedulerConfiguration file (kubescheduler.config.k8s.io/v1).
+    #[arg(long, value_name = "FILE")]
+    pub config: PathBuf,
+    /// A kubeconfig file; overrides the configuration's clientConnection.kubeconfig.
+    /// With neither, the in-cluster service account is used (then $KUBECONFIG or
+    /// ~/.kube/config when not in a cluster).
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The HTTPS port for /healthz, /livez, /readyz and /metrics; 0 turns serving off.
+    #[arg(long, value_name = "PORT", default_value_t = DEFAULT_SECURE_PORT)]
+    pub secure_port: u16,
+    /// The address to serve on.
+    #[arg(long, value_name = "IP", default_value = "0.0.0.0")]
+    pub bind_address: IpAddr,
+    /// A PEM certificate for the secure port (a self-signed one is made when absent).
+    #[arg(long, value_name = "FILE", requires = "tls_private_key_file")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// The PEM private key of --tls-cert-file.
+    #[arg(long, value_name = "FILE", requires = "tls_cert_file")]
+    pub tls_private_key_file: Option<PathBuf>,
+    /// Override the configuration's leaderElection.leaderElect.
+    #[arg(long, value_name = "BOOL")]
+    pub leader_elect: Option<bool>,
+    /// Log verbosity, as kube-scheduler's --v: 0-3 info, 4-5 debug, 6+ trace.
+    #[arg(short = 'v', long = "v", value_name = "LEVEL", default_value_t = 0)]
+    pub verbosity: u8,
+}
+
+fn init_logging(verbosity: u8) {
+    let level = match verbosity {
+        0..=3 => tracing::Level::INFO,
+        4..=5 => tracing::Level::DEBUG,
+        _ => tracing::Level::TRACE,
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}
+
+async fn client_for(kubeconfig: Option<PathBuf>) -> Result<kube::Client, String> {
+    let config = match kubeconfig {
+        Some(path) => {
+            let kc = kube::config::Kubeconfig::read_from(&path)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+                .await
+                .map_err(|e| format!("{}: {e}", path.display()))?
+        }
+        None => match kube::Config::incluster() {
+            Ok(c) => c,
+            Err(in_cluster) => kube::Config::infer().await.map_err(|e| {
+                format!("no --kubeconfig, not in a cluster ({in_cluster}), and {e}")
+            })?,
+        },
+    };
+    kube::Client::try_from(config).map_err(|e| e.to_string())
+}
+
+async fn run_async(args: RunArgs) -> Result<(), String> {
+    let source = args.config.display().to_string();
+    let text =
+        std::fs::read_to_string(&args.config).map_err(|e| format!("{source}: cannot read: {e}"))?;
+    let loaded =
+        KubeSchedulerConfiguration::from_yaml_str(&text, &source).map_err(|e| e.to_string())?;
+    for w in &loaded.warnings {
+        tracing::warn!("{w}");
+    }
+    let mut config = loaded.config;
+    if let Some(le) = args.leader_elect {
+        config.leader_election.leader_elect = le;
+    }
+    let kubeconfig = args.kubeconfig.clone().or_else(|| {
+        let k = &config.client_connection.kubeconfig;
+        (!k.is_empty()).then(|| PathBuf::from(k))
+    });
+    let client = client_for(kubeconfig).await?;
+    let serving = (args.secure_port != 0).then(|| ServingOptions {
+        address: SocketAddr::new(args.bind_address, args.secure_port),
+        cert_file: args.tls_cert_file.clone(),
+        key_file: args.tls_private_key_file.clone(),
+    });
+    let mut running = Runtime::new(client, config)
+        .serving(serving)
+        .start()
+        .await
+        .map_err(|e| e.to_string())?;
+    let terminate = async {
+        #[cfg(unix)]
+        {
+            if let Ok(mut s) =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            {
+                s.recv().await;
+                return;
+            }
+        }
+        std::future::pending::<()>().await
+    };
+    tokio::select! {
+        r = running.wait() => {
+            r.map_err(|e| e.to_string())?;
+        }
+        _ = tokio::signal::ctrl_c() => {
+            tracing::info!("interrupted; stopping");
+            running.stop().await;
+        }
+        _ = terminate => {
+            tracing::info!("terminated; stopping");
+            running.stop().await;
+        }
+    }
+    Ok(())
+}
+
+/// Runs `kubesched run` to the end: 0 on a clean stop, 1 on an error (including a lost
+/// lease, after which a restart rejoins the election, as kube-scheduler does).
+pub fn run(args: RunArgs) -> ExitCode {
+    init_logging(args.verbosity);
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("kubesched: error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(run_async(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e}");
+            eprintln!("kubesched: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,216 @@
+//! Leader election with a `coordination.k8s.io/v1` Lease, as client-go's
+//! `leaderelection` does it: acquire when the lease is free or its holder has not
+//! renewed within `leaseDuration` (measured on this replica's clock from when the
+//! record last changed), renew every `retryPeriod`, give up leadership when a renewal
+//! has not succeeded for `renewDeadline`, and release the lease on a clean stop.
+//! Writes use the lease's `resourceVersion`, so two replicas never both win.
+//!
+//! Hand-written rather than kube-lease-manager: it follows client-go's timing fields
+//! exactly (kube-lease-manager's are whole seconds), and tests can run it with
+//! sub-second periods.
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, PostParams};
+use tokio::sync::watch;
+
+/// The lease and its timings.
+#[derive(Clone, Debug)]
+pub struct LeaderElectionOptions {
+    /// The lease's namespace.
+    pub namespace: String,
+    /// The lease's name.
+    pub name: String,
+    /// This replica's identity (the lease's `holderIdentity`).
+    pub identity: String,
+    /// How long a non-leader waits after the last change before taking over.
+    pub lease_duration: Duration,
+    /// How long the leader keeps retrying a renewal before it steps down.
+    pub renew_deadline: Duration,
+    /// How often to try to acquire or renew.
+    pub retry_period: Duration,
+}
+
+/// Leadership was lost (renewal failed past the deadline).
+#[derive(Debug, thiserror::Error)]
+#[error("leaderelection lost: failed to renew lease {0} within the renew deadline")]
+pub struct LeaderLost(pub String);
+
+/// The elector of one replica.
+pub struct LeaderElector {
+    api: Api<Lease>,
+    opts: LeaderElectionOptions,
+    observed: Option<(Option<String>, Option<Timestamp>)>,
+    observed_at: Instant,
+}
+
+impl std::fmt::Debug for LeaderElector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaderElector")
+            .field("opts", &self.opts)
+            .finish()
+    }
+}
+
+fn seconds(d: Duration) -> i32 {
+    d.as_secs_f64().ceil().max(1.0) as i32
+}
+
+impl LeaderElector {
+    /// An elector for the lease of `opts`.
+    pub fn new(client: kube::Client, opts: LeaderElectionOptions) -> LeaderElector {
+        LeaderElector {
+            api: Api::namespaced(client, &opts.namespace),
+            opts,
+            observed: None,
+            observed_at: Instant::now(),
+        }
+    }
+
+    /// One try: `Ok(true)` when this replica holds the lease afterwards.
+    pub async fn try_acquire_or_renew(&mut self) -> Result<bool, kube::Error> {
+        let now = Timestamp::now();
+        let me = self.opts.identity.clone();
+        let spec = |acquire: Option<MicroTime>, transitions: i32| LeaseSpec {
+            holder_identity: Some(me.clone()),
+            lease_duration_seconds: Some(seconds(self.opts.lease_duration)),
+            acquire_time: acquire,
+            renew_time: Some(MicroTime(now)),
+            lease_transitions: Some(transitions),
+            ..Default::default()
+        };
+        let Some(lease) = self.api.get_opt(&self.opts.name).await? else {
+            let lease = Lease {
+                metadata: ObjectMeta {
+                    name: Some(self.opts.name.clone()),
+                    namespace: Some(self.opts.namespace.clone()),
+                    ..Default::default()
+                },
+                spec: Some(spec(Some(MicroTime(now)), 0)),
+            };
+            return match self.api.create(&PostParams::default(), &lease).await {
+                Ok(_) => Ok(true),
+                Err(kube::Error::Api(s)) if s.is_already_exists() || s.is_conflict() => Ok(false),
+                Err(e) => Err(e),
+            };
+        };
+        let old = lease.spec.clone().unwrap_or_default();
+        let holder = old.holder_identity.clone().filter(|h| !h.is_empty());
+        let record = (holder.clone(), old.renew_time.as_ref().map(|t| t.0));
+        if self.observed.as_ref() != Some(&record) {
+            self.observed = Some(record);
+            self.observed_at = Instant::now();
+        }
+        let held_by_other = holder.as_deref().is_some_and(|h| h != me);
+        if held_by_other {
+            let duration = old
+                .lease_duration_seconds
+                .map(|s| Duration::from_secs(s.max(0) as u64))
+                .unwrap_or(self.opts.lease_duration)
+                .min(self.opts.lease_duration.max(Duration::from_millis(1)));
+            if self.observed_at.elapsed() < duration {
+                return Ok(false);
+            }
+        }
+        let transitions = old.lease_transitions.unwrap_or(0);
+        let new_spec = if holder.as_deref() == Some(me.as_str()) {
+            spec(old.acquire_time.clone(), transitions)
+        } else {
+            spec(Some(MicroTime(now)), transitions + 1)
+        };
+        let mut updated = lease;
+        updated.spec = Some(new_spec);
+        match self
+            .api
+            .replace(&self.opts.name, &PostParams::default(), &updated)
+            .await
+        {
+            Ok(l) => {
+                let s = l.spec.unwrap_or_default();
+                self.observed = Some((s.holder_identity, s.renew_time.map(|t| t.0)));
+                self.observed_at = Instant::now();
+                Ok(true)
+            }
+            Err(kube::Error::Api(s)) if s.is_conflict() => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Gives the lease up if this replica holds it (client-go's `ReleaseOnCancel`).
+    pub async fn release(&mut self) -> Result<(), kube::Error> {
+        let Some(mut lease) = self.api.get_opt(&self.opts.name).await? else {
+            return Ok(());
+        };
+        let spec = lease.spec.get_or_insert_with(Default::default);
+        if spec.holder_identity.as_deref() != Some(self.opts.identity.as_str()) {
+            return Ok(());
+        }
+        let now = MicroTime(Timestamp::now());
+        spec.holder_identity = None;
+        spec.lease_duration_seconds = Some(1);
+        spec.renew_time = Some(now.clone());
+        spec.acquire_time = Some(now);
+        self.api
+            .replace(&self.opts.name, &PostParams::default(), &lease)
+            .await?;
+        Ok(())
+    }
+
+    /// Runs the election until `stop` turns true: waits to acquire, then renews,
+    /// publishing leadership on `leading`. Releases the lease on stop; returns
+    /// [`LeaderLost`] when a renewal misses the deadline.
+    pub async fn run(
+        mut self,
+        leading: watch::Sender<bool>,
+        mut stop: watch::Receiver<bool>,
+    ) -> Result<(), LeaderLost> {
+        let retry = self.opts.retry_period;
+        // Acquire.
+        loop {
+            if *stop.borrow() {
+                return Ok(());
+            }
+            match self.try_acquire_or_renew().await {
+                Ok(true) => break,
+                Ok(false) => {}
+                Err(e) => tracing::warn!(error = %e, "error retrieving resource lock"),
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(retry) => {}
+                _ = stop.changed() => {}
+            }
+        }
+        tracing::info!(lease = %format!("{}/{}", self.opts.namespace, self.opts.name), identity = %self.opts.identity, "successfully acquired lease");
+        let _ = leading.send(true);
+        // Renew.
+        let mut last_renew = Instant::now();
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(retry) => {}
+                _ = stop.changed() => {}
+            }
+            if *stop.borrow() {
+                let _ = leading.send(false);
+                if let Err(e) = self.release().await {
+                    tracing::warn!(error = %e, "failed to release the lease");
+                }
+                return Ok(());
+            }
+            match self.try_acquire_or_renew().await {
+                Ok(true) => last_renew = Instant::now(),
+                Ok(false) => {
+                    let _ = leading.send(false);
+                    return Err(LeaderLost(self.opts.name.clone()));
+                }
+                Err(e) => tracing::warn!(error = %e, "failed to renew the lease"),
+            }
+            if last_renew.elapsed() > self.opts.renew_deadline {
+                let _ = leading.send(false);
+                return Err(LeaderLost(self.opts.name.clone()));
+            }
+        }
+    }
+}

@@ -1,0 +1,370 @@
+//! # kubesched-kube
+//!
+//! kubesched as a real scheduler beside kube-scheduler: the runtime watches a
+//! Kubernetes API server's nodes and pods (kube-rs), keeps a cache of the cluster in
+//! step, queues the pending pods whose `spec.schedulerName` is one of its profiles
+//! (and only those) in kubesched-framework's [`SchedulingQueue`], schedules them one at
+//! a time with the profiles' plugins, and binds them through the `binding`
+//! subresource in binding cycles that run concurrently with the next scheduling
+//! cycles. It writes `Scheduled` and `FailedScheduling` events (the reporting
+//! controller is the profile's scheduler name, so `kubectl describe pod` shows who
+//! placed the pod), sets `PodScheduled=False` with reason `Unschedulable` on pods that
+//! fit nowhere, elects a leader with a Lease, and serves `/healthz`, `/livez`,
+//! `/readyz` and `/metrics` over HTTPS.
+//!
+//! Sibling crates: `kubesched-framework` (the plugin traits and the scheduling
+//! cycle), `kubesched-config` (KubeSchedulerConfiguration), `kubesched-plugins` (the
+//! in-tree plugins). `kubesched run` (kubesched-cli) is [`cli::run`].
+//!
+//! ```no_run
+//! use kubesched_kube::Runtime;
+//! use kubesched_config::KubeSchedulerConfiguration;
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let text = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: my-scheduler\n";
+//! let config = KubeSchedulerConfiguration::from_yaml_str(text, "config.yaml")?.config;
+//! let client = kube::Client::try_default().await?;
+//! let running = Runtime::new(client, config).start().await?;
+//! tokio::signal::ctrl_c().await?;
+//! running.stop().await;
+//! # Ok(()) }
+//! ```
+//!
+//! [`SchedulingQueue`]: kubesched_framework::SchedulingQueue
+
+pub mod cli;
+pub mod leader;
+pub mod metrics;
+mod runtime;
+pub mod serve;
+pub mod testing;
+mod watch;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use kubesched_config::KubeSchedulerConfiguration;
+use kubesched_framework::{
+    Framework, FrameworkError, Handle, HostSelection, NodeSearch, QueueOptions, Registry,
+    Scheduler, SchedulerError, SchedulerOptions, Snapshot,
+};
+use tokio::sync::watch as tokio_watch;
+
+pub use leader::{LeaderElectionOptions, LeaderElector, LeaderLost};
+pub use metrics::Metrics;
+pub use runtime::{ApiBinder, WaitingPods};
+pub use serve::{DEFAULT_SECURE_PORT, ServingOptions};
+
+/// Why the runtime could not start, or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// A profile could not be built from the configuration and the registry.
+    #[error(transparent)]
+    Framework(#[from] FrameworkError),
+    /// The profiles do not fit together.
+    #[error(transparent)]
+    Scheduler(#[from] SchedulerError),
+    /// Out-of-tree plugins clash with in-tree names.
+    #[error("plugin registered twice: {0}")]
+    DuplicatePlugin(String),
+    /// The secure port could not be served.
+    #[error(transparent)]
+    Serve(#[from] serve::ServeError),
+    /// Leadership was lost.
+    #[error(transparent)]
+    LeaderLost(#[from] LeaderLost),
+}
+
+/// The host name, for identities and certificates.
+pub fn hostname() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/etc/hostname")
+                .ok()
+                .map(|h| h.trim().to_string())
+        })
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_string())
+}
+
+fn unique_suffix() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{:x}{:x}", nanos as u64, std::process::id())
+}
+
+/// A scheduler to run against an API server: configuration, plugins, serving.
+pub struct Runtime {
+    client: kube::Client,
+    config: KubeSchedulerConfiguration,
+    registry: Registry,
+    serving: Option<ServingOptions>,
+    identity: String,
+    assumed_pod_ttl: Duration,
+    metrics: Arc<Metrics>,
+    seed: u64,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("identity", &self.identity)
+            .field("serving", &self.serving)
+            .finish()
+    }
+}
+
+impl Runtime {
+    /// A runtime with the in-tree plugins, no serving, and this configuration.
+    pub fn new(client: kube::Client, config: KubeSchedulerConfiguration) -> Runtime {
+        Runtime {
+            client,
+            config,
+            registry: kubesched_plugins::in_tree_registry(),
+            serving: None,
+            identity: format!("{}_{}", hostname(), unique_suffix()),
+            assumed_pod_ttl: Duration::from_secs(30),
+            metrics: Arc::new(Metrics::new()),
+            seed: std::process::id() as u64,
+        }
+    }
+
+    /// Adds out-of-tree plugins to the in-tree ones.
+    pub fn with_plugins(mut self, registry: Registry) -> Result<Runtime, RuntimeError> {
+        self.registry
+            .merge(registry)
+            .map_err(|e| RuntimeError::DuplicatePlugin(e.to_string()))?;
+        Ok(self)
+    }
+
+    /// Serves health and metrics over HTTPS.
+    pub fn serving(mut self, serving: Option<ServingOptions>) -> Runtime {
+        self.serving = serving;
+        self
+    }
+
+    /// The lease holder identity (default `HOSTNAME_<unique>`).
+    pub fn identity(mut self, identity: impl Into<String>) -> Runtime {
+        self.identity = identity.into();
+        self
+    }
+
+    /// How long a bound pod stays assumed without the API server confirming it
+    /// (default 30 s).
+    pub fn assumed_pod_ttl(mut self, ttl: Duration) -> Runtime {
+        self.assumed_pod_ttl = ttl;
+        self
+    }
+
+    /// The metrics (shared with the `/metrics` endpoint).
+    pub fn metrics(&self) -> Arc<Metrics> {
+        self.metrics.clone()
+    }
+
+    /// Starts watching, electing and scheduling; returns once the first lists of
+    /// pods and nodes are in the cache.
+    pub async fn start(self) -> Result<RunningRuntime, RuntimeError> {
+        let rt = tokio::runtime::Handle::current();
+        let binder = Arc::new(ApiBinder::new(self.client.clone(), rt.clone()));
+        let handle = Handle {
+            profile_name: String::new(),
+            binder: Some(binder),
+        };
+        let profiles = self
+            .config
+            .profiles
+            .iter()
+            .map(|p| Framework::new(p, &self.registry, &handle))
+            .collect::<Result<Vec<_>, _>>()?;
+        let options = SchedulerOptions {
+            host_selection: HostSelection::Random { seed: self.seed },
+            node_search: NodeSearch::Adaptive,
+            percentage_of_nodes_to_score: self.config.percentage_of_nodes_to_score,
+            run_post_filter: false,
+        };
+        let sched = Scheduler::new(profiles, Snapshot::default(), options)?;
+        let queue_options = QueueOptions::from_seconds(
+            self.config.pod_initial_backoff_seconds,
+            self.config.pod_max_backoff_seconds,
+        );
+        let shared = runtime::Shared::new(
+            sched,
+            queue_options,
+            self.metrics.clone(),
+            self.client.clone(),
+            rt.clone(),
+            self.assumed_pod_ttl,
+            self.identity.clone(),
+        );
+        let (stop_tx, stop_rx) = tokio_watch::channel(false);
+        let secure_address = match &self.serving {
+            Some(s) => Some(serve::serve(s, self.metrics.clone(), stop_rx.clone()).await?),
+            None => None,
+        };
+        // Watches.
+        let (pods_synced, pods_rx) = tokio::sync::oneshot::channel();
+        let (nodes_synced, nodes_rx) = tokio::sync::oneshot::channel();
+        let mut tasks = vec![
+            tokio::spawn(watch::run(
+                shared.clone(),
+                self.client.clone(),
+                watch::Kind::Nodes,
+                nodes_synced,
+                stop_rx.clone(),
+            )),
+            tokio::spawn(watch::run(
+                shared.clone(),
+                self.client.clone(),
+                watch::Kind::Pods,
+                pods_synced,
+                stop_rx.clone(),
+            )),
+        ];
+        let _ = nodes_rx.await;
+        let _ = pods_rx.await;
+        // Leader election.
+        let le = &self.config.leader_election;
+        let elector = if le.leader_elect {
+            let opts = LeaderElectionOptions {
+                namespace: le.resource_namespace.clone(),
+                name: le.resource_name.clone(),
+                identity: self.identity.clone(),
+                lease_duration: le.lease_duration,
+                renew_deadline: le.renew_deadline,
+                retry_period: le.retry_period,
+            };
+            tracing::info!(lease = %format!("{}/{}", opts.namespace, opts.name), identity = %opts.identity, "attempting to acquire leader lease");
+            let (lead_tx, mut lead_rx) = tokio_watch::channel(false);
+            let s = shared.clone();
+            tasks.push(tokio::spawn(async move {
+                while lead_rx.changed().await.is_ok() {
+                    let leading = *lead_rx.borrow();
+                    s.leading.store(leading, Ordering::SeqCst);
+                    s.metrics.set_leader(leading);
+                    s.notify();
+                }
+            }));
+            let elector = LeaderElector::new(self.client.clone(), opts);
+            Some(tokio::spawn(elector.run(lead_tx, stop_rx.clone())))
+        } else {
+            shared.leading.store(true, Ordering::SeqCst);
+            None
+        };
+        // The scheduling loop.
+        let s = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("scheduling-loop".into())
+            .spawn(move || s.scheduling_loop())
+            .ok();
+        tracing::info!(profiles = ?self.config.profiles.iter().map(|p| &p.scheduler_name).collect::<Vec<_>>(), "kubesched started");
+        Ok(RunningRuntime {
+            shared,
+            stop_tx,
+            secure_address,
+            tasks,
+            elector,
+            thread,
+        })
+    }
+}
+
+/// A started runtime.
+pub struct RunningRuntime {
+    shared: Arc<runtime::Shared>,
+    stop_tx: tokio_watch::Sender<bool>,
+    secure_address: Option<SocketAddr>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    elector: Option<tokio::task::JoinHandle<Result<(), LeaderLost>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for RunningRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunningRuntime")
+            .field("secure_address", &self.secure_address)
+            .finish()
+    }
+}
+
+impl RunningRuntime {
+    /// Where `/healthz` and `/metrics` are served, when serving.
+    pub fn secure_address(&self) -> Option<SocketAddr> {
+        self.secure_address
+    }
+
+    /// `true` while this replica schedules (it leads, or election is off).
+    pub fn is_leader(&self) -> bool {
+        self.shared.leading.load(Ordering::SeqCst)
+    }
+
+    /// The metrics.
+    pub fn metrics(&self) -> Arc<Metrics> {
+        self.shared.metrics.clone()
+    }
+
+    /// The pods waiting at Permit, for plugins or embedders that allow or reject them.
+    pub fn waiting_pods(&self) -> Arc<WaitingPods> {
+        self.shared.waiting.clone()
+    }
+
+    /// Waits until leadership is lost (an error) or the runtime is stopped.
+    pub async fn wait(&mut self) -> Result<(), RuntimeError> {
+        match self.elector.as_mut() {
+            Some(e) => match e.await {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(lost)) => {
+                    self.elector = None;
+                    Err(lost.into())
+                }
+                Err(_) => Ok(()),
+            },
+            None => {
+                let mut rx = self.stop_tx.subscribe();
+                let _ = rx.wait_for(|s| *s).await;
+                Ok(())
+            }
+        }
+    }
+
+    fn halt(&mut self) {
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        self.shared.leading.store(false, Ordering::SeqCst);
+        self.shared.notify();
+        let _ = self.stop_tx.send(true);
+    }
+
+    /// Stops cleanly: the scheduling loop ends, the watches stop, and the lease is
+    /// released so another replica takes over at once.
+    pub async fn stop(mut self) {
+        self.halt();
+        if let Some(e) = self.elector.take() {
+            let _ = e.await;
+        }
+        for t in self.tasks.drain(..) {
+            t.abort();
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = tokio::task::spawn_blocking(move || t.join()).await;
+        }
+    }
+
+    /// Stops as a crash would: nothing is released, the lease expires on its own.
+    pub fn abort(mut self) {
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        self.shared.leading.store(false, Ordering::SeqCst);
+        self.shared.notify();
+        if let Some(e) = self.elector.take() {
+            e.abort();
+        }
+        for t in self.tasks.drain(..) {
+            t.abort();
+        }
+        let _ = self.stop_tx.send(true);
+    }
+}

@@ -1,0 +1,796 @@
+//! The runtime: the cache kept in step with the API server's pods and nodes, the
+//! scheduling loop (one pod at a time, on its own thread) and the binding cycles
+//! (concurrent tasks).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Binding, Node, ObjectReference, Pod};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kubesched_framework::queue::QueuedPod;
+use kubesched_framework::{
+    ClusterEvent, CycleState, Framework, PodBinder, PodInfo, QueueOptions, ScheduleError,
+    Scheduler, SchedulingQueue, Snapshot, Status, SystemClock,
+};
+use tokio::sync::oneshot;
+
+use crate::metrics::{AttemptResult, Metrics};
+
+/// Binds through the API server's `binding` subresource.
+pub struct ApiBinder {
+    client: kube::Client,
+    rt: tokio::runtime::Handle,
+}
+
+impl ApiBinder {
+    /// A binder on `client`; `rt` runs the request (bind is called from a blocking
+    /// thread of the binding cycle).
+    pub fn new(client: kube::Client, rt: tokio::runtime::Handle) -> ApiBinder {
+        ApiBinder { client, rt }
+    }
+}
+
+impl PodBinder for ApiBinder {
+    fn bind(&self, pod: &PodInfo, node: &str) -> Result<(), String> {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), pod.namespace());
+        let binding = Binding {
+            metadata: ObjectMeta {
+                name: Some(pod.name().to_string()),
+                namespace: Some(pod.namespace().to_string()),
+                uid: pod.pod().metadata.uid.clone(),
+                ..Default::default()
+            },
+            target: ObjectReference {
+                api_version: Some("v1".into()),
+                kind: Some("Node".into()),
+                name: Some(node.to_string()),
+                ..Default::default()
+            },
+        };
+        let r: Result<serde_json::Value, kube::Error> = self.rt.block_on(api.create_subresource(
+            "binding",
+            pod.name(),
+            &PostParams::default(),
+            &binding,
+        ));
+        match r {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(s)) => Err(s.message.clone()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
+
+/// Pods waiting at Permit: a plugin (or an embedder) allows or rejects them by UID.
+#[derive(Default)]
+pub struct WaitingPods {
+    waiting: Mutex<HashMap<String, oneshot::Sender<Result<(), String>>>>,
+}
+
+impl std::fmt::Debug for WaitingPods {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WaitingPods")
+    }
+}
+
+impl WaitingPods {
+    /// Lets a waiting pod go on to binding. `false` when no such pod waits.
+    pub fn allow(&self, uid: &str) -> bool {
+        self.take(uid).is_some_and(|tx| tx.send(Ok(())).is_ok())
+    }
+
+    /// Rejects a waiting pod with a message.
+    pub fn reject(&self, uid: &str, message: &str) -> bool {
+        self.take(uid)
+            .is_some_and(|tx| tx.send(Err(message.to_string())).is_ok())
+    }
+
+    /// The UIDs of the waiting pods.
+    pub fn uids(&self) -> Vec<String> {
+        lock(&self.waiting).keys().cloned().collect()
+    }
+
+    fn take(&self, uid: &str) -> Option<oneshot::Sender<Result<(), String>>> {
+        lock(&self.waiting).remove(uid)
+    }
+
+    fn register(&self, uid: &str) -> oneshot::Receiver<Result<(), String>> {
+        let (tx, rx) = oneshot::channel();
+        lock(&self.waiting).insert(uid.to_string(), tx);
+        rx
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+struct Assumed {
+    node: String,
+    /// Set when binding finished: the pod is forgotten if no watch event confirms it
+    /// by then.
+    expires: Option<Instant>,
+}
+
+/// What the scheduling thread, the watches and the binding cycles share.
+pub(crate) struct Inner {
+    pub(crate) sched: Scheduler,
+    pub(crate) queue: SchedulingQueue,
+    nodes: BTreeMap<String, Arc<Node>>,
+    /// Pods on nodes (bound, or assumed), by key.
+    pods: HashMap<String, Arc<PodInfo>>,
+    assumed: HashMap<String, Assumed>,
+    /// Pending pods of our profiles, by key (to tell a spec change from a status one).
+    pending: HashMap<String, Arc<Pod>>,
+    dirty: bool,
+}
+
+/// The runtime's shared state.
+pub(crate) struct Shared {
+    pub(crate) inner: Mutex<Inner>,
+    wake: Condvar,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) waiting: Arc<WaitingPods>,
+    pub(crate) leading: AtomicBool,
+    pub(crate) stopping: AtomicBool,
+    client: kube::Client,
+    rt: tokio::runtime::Handle,
+    assumed_ttl: Duration,
+    instance: String,
+    profiles: BTreeSet<String>,
+}
+
+fn terminal(pod: &Pod) -> bool {
+    matches!(
+        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded") | Some("Failed")
+    )
+}
+
+fn key_of(meta: &ObjectMeta) -> String {
+    format!(
+        "{}/{}",
+        meta.namespace.as_deref().unwrap_or("default"),
+        meta.name.as_deref().unwrap_or("")
+    )
+}
+
+impl Shared {
+    pub(crate) fn new(
+        sched: Scheduler,
+        queue_options: QueueOptions,
+        metrics: Arc<Metrics>,
+        client: kube::Client,
+        rt: tokio::runtime::Handle,
+        assumed_ttl: Duration,
+        instance: String,
+    ) -> Arc<Shared> {
+        let fwk = sched.profiles()[0].clone();
+        let profiles = sched
+            .profiles()
+            .iter()
+            .map(|p| p.profile_name().to_string())
+            .collect();
+        let mut queue = SchedulingQueue::new(queue_options, Arc::new(SystemClock), move |a, b| {
+            fwk.queue_less(a, b)
+        });
+        let m = metrics.clone();
+        queue.set_incoming_hook(Arc::new(move |q, event| m.incoming(q.label(), event)));
+        Arc::new(Shared {
+            inner: Mutex::new(Inner {
+                sched,
+                queue,
+                nodes: BTreeMap::new(),
+                pods: HashMap::new(),
+                assumed: HashMap::new(),
+                pending: HashMap::new(),
+                dirty: true,
+            }),
+            wake: Condvar::new(),
+            metrics,
+            waiting: Arc::new(WaitingPods::default()),
+            leading: AtomicBool::new(false),
+            stopping: AtomicBool::new(false),
+            client,
+            rt,
+            assumed_ttl,
+            instance,
+            profiles,
+        })
+    }
+
+    pub(crate) fn notify(&self) {
+        self.wake.notify_all();
+    }
+
+    fn update_pending_metrics(&self, inner: &Inner) {
+        let p = inner.queue.pending();
+        self.metrics.set_pending("active", p.active);
+        self.metrics.set_pending("backoff", p.backoff);
+        self.metrics.set_pending("unschedulable", p.unschedulable);
+        self.metrics.set_pending("gated", p.gated);
+    }
+
+    // ---- the cache, from the watches ----
+
+    /// The node list was (re)loaded.
+    pub(crate) fn nodes_listed(&self, nodes: Vec<Node>) {
+        let mut inner = lock(&self.inner);
+        inner.nodes = nodes
+            .into_iter()
+            .map(|n| (n.metadata.name.clone().unwrap_or_default(), Arc::new(n)))
+            .collect();
+        inner.dirty = true;
+        inner
+            .queue
+            .move_all_to_active_or_backoff(ClusterEvent::NodeAdd);
+        drop(inner);
+        self.notify();
+    }
+
+    pub(crate) fn node_changed(&self, node: Node, deleted: bool) {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        let mut inner = lock(&self.inner);
+        if deleted {
+            inner.nodes.remove(&name);
+            inner.dirty = true;
+            return;
+        }
+        let event = match inner.nodes.get(&name) {
+            None => Some(ClusterEvent::NodeAdd),
+            Some(old) => {
+                let relevant = old.spec != node.spec
+                    || old.metadata.labels != node.metadata.labels
+                    || old.status.as_ref().map(|s| &s.allocatable)
+                        != node.status.as_ref().map(|s| &s.allocatable);
+                relevant.then_some(ClusterEvent::NodeUpdate)
+            }
+        };
+        inner.nodes.insert(name, Arc::new(node));
+        inner.dirty = true;
+        if let Some(e) = event {
+            inner.queue.move_all_to_active_or_backoff(e);
+        }
+        self.update_pending_metrics(&inner);
+        drop(inner);
+        self.notify();
+    }
+
+    /// The pod list was (re)loaded: pods not in it are gone.
+    pub(crate) fn pods_listed(&self, pods: Vec<Pod>) {
+        let keys: std::collections::HashSet<String> =
+            pods.iter().map(|p| key_of(&p.metadata)).collect();
+        {
+            let inner = lock(&self.inner);
+            let gone: Vec<String> = inner
+                .pods
+                .keys()
+                .chain(inner.pending.keys())
+                .filter(|k| !keys.contains(*k) && !inner.assumed.contains_key(*k))
+                .cloned()
+                .collect();
+            drop(inner);
+            for k in gone {
+                self.pod_deleted(&k);
+            }
+        }
+        for p in pods {
+            self.pod_changed(p);
+        }
+    }
+
+    pub(crate) fn pod_deleted(&self, key: &str) {
+        let mut inner = lock(&self.inner);
+        inner.queue.delete(key);
+        inner.pending.remove(key);
+        inner.assumed.remove(key);
+        if let Some(old) = inner.pods.remove(key) {
+            if let Some(node) = old.node_name() {
+                let node = node.to_string();
+                inner.sched.snapshot_mut().remove_pod(&node, key);
+            }
+            inner
+                .queue
+                .move_all_to_active_or_backoff(ClusterEvent::AssignedPodDelete);
+        }
+        self.update_pending_metrics(&inner);
+        drop(inner);
+        self.notify();
+    }
+
+    pub(crate) fn pod_changed(&self, pod: Pod) {
+        let key = key_of(&pod.metadata);
+        if terminal(&pod) || pod.metadata.deletion_timestamp.is_some() {
+            self.pod_deleted(&key);
+            return;
+        }
+        let pod = Arc::new(pod);
+        let info = match PodInfo::new(pod.clone()) {
+            Ok(i) => Arc::new(i),
+            Err(e) => {
+                tracing::warn!(pod = %key, error = %e, "ignoring pod");
+                return;
+            }
+        };
+        let mut inner = lock(&self.inner);
+        if let Some(node) = info.node_name() {
+            // Bound: into the cache; confirms an assumed pod.
+            let node = node.to_string();
+            inner.queue.delete(&key);
+            inner.pending.remove(&key);
+            let was_assumed = inner.assumed.remove(&key).is_some();
+            if let Some(old) = inner.pods.insert(key.clone(), info.clone())
+                && let Some(old_node) = old.node_name()
+            {
+                let old_node = old_node.to_string();
+                inner.sched.snapshot_mut().remove_pod(&old_node, &key);
+            }
+            if !inner.sched.snapshot_mut().add_pod(info) && inner.nodes.contains_key(&node) {
+                inner.dirty = true;
+            }
+            if !was_assumed {
+                inner
+                    .queue
+                    .move_all_to_active_or_backoff(ClusterEvent::AssignedPodAdd);
+            }
+        } else {
+            if !self.profiles.contains(info.scheduler_name()) {
+                return;
+            }
+            if inner.assumed.contains_key(&key) || inner.pods.contains_key(&key) {
+                return;
+            }
+            let changed = match inner.pending.get(&key) {
+                None => true,
+                Some(old) => {
+                    old.spec != pod.spec
+                        || old.metadata.labels != pod.metadata.labels
+                        || old.metadata.annotations != pod.metadata.annotations
+                }
+            };
+            inner.pending.insert(key.clone(), pod);
+            if changed || !inner.queue.contains(&key) {
+                inner.queue.add(info);
+            }
+        }
+        self.update_pending_metrics(&inner);
+        drop(inner);
+        self.notify();
+    }
+
+    // ---- the scheduling loop ----
+
+    /// Runs scheduling cycles until stopping, on the calling (dedicated) thread.
+    pub(crate) fn scheduling_loop(self: &Arc<Self>) {
+        let mut inner = lock(&self.inner);
+        loop {
+            if self.stopping.load(Ordering::SeqCst) {
+                return;
+            }
+            if !self.leading.load(Ordering::SeqCst) {
+                inner = self
+                    .wake
+                    .wait_timeout(inner, Duration::from_millis(200))
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+                continue;
+            }
+            self.expire_assumed(&mut inner);
+            if inner.dirty {
+                self.rebuild(&mut inner);
+            }
+            match inner.queue.pop() {
+                Some(qp) => {
+                    self.update_pending_metrics(&inner);
+                    self.schedule_one(&mut inner, qp);
+                }
+                None => {
+                    let wait = inner
+                        .queue
+                        .next_wakeup()
+                        .map(|t| t.saturating_duration_since(Instant::now()))
+                        .unwrap_or(Duration::from_secs(1))
+                        .clamp(Duration::from_millis(1), Duration::from_secs(1));
+                    inner = self
+                        .wake
+                        .wait_timeout(inner, wait)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
+                }
+            }
+        }
+    }
+
+    fn rebuild(&self, inner: &mut Inner) {
+        let nodes: Vec<Arc<Node>> = inner.nodes.values().cloned().collect();
+        match Snapshot::new(nodes, inner.pods.values().cloned()) {
+            Ok((snapshot, _orphans)) => {
+                let objects = inner.sched.snapshot().objects().clone();
+                *inner.sched.snapshot_mut() = snapshot;
+                inner.sched.snapshot_mut().set_objects(Arc::new(objects));
+                inner.dirty = false;
+            }
+            Err(e) => tracing::error!(error = %e, "cannot build the cluster snapshot"),
+        }
+    }
+
+    fn expire_assumed(&self, inner: &mut Inner) {
+        let now = Instant::now();
+        let expired: Vec<String> = inner
+            .assumed
+            .iter()
+            .filter(|(_, a)| a.expires.is_some_and(|t| t <= now))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in expired {
+            tracing::warn!(pod = %key, "assumed pod expired: the API server never confirmed its binding");
+            if let Some(a) = inner.assumed.remove(&key) {
+                inner.pods.remove(&key);
+                inner.sched.snapshot_mut().remove_pod(&a.node, &key);
+            }
+        }
+    }
+
+    fn forget(inner: &mut Inner, key: &str) {
+        if let Some(a) = inner.assumed.remove(key) {
+            inner.pods.remove(key);
+            inner.sched.snapshot_mut().remove_pod(&a.node, key);
+        }
+    }
+
+    fn schedule_one(self: &Arc<Self>, inner: &mut Inner, qp: QueuedPod) {
+        let pod = qp.info.pod_info.clone();
+        let key = pod.key().to_string();
+        let Some(index) = inner.sched.profile_index(pod.scheduler_name()) else {
+            inner.queue.done(&key);
+            return;
+        };
+        let fwk: Arc<Framework> = inner.sched.profiles()[index].clone();
+        let profile = fwk.profile_name().to_string();
+        let gate = fwk.run_pre_enqueue_plugins(&pod);
+        if !gate.is_success() {
+            inner.queue.add_gated(qp);
+            return;
+        }
+        let start = Instant::now();
+        let mut state = CycleState::new();
+        let result = inner.sched.schedule_pod(index, &mut state, &pod);
+        let result = match result {
+            Ok(r) => r,
+            Err(error) => {
+                let took = start.elapsed();
+                let message = error.to_string();
+                match &error {
+                    ScheduleError::Unfit(fit) => {
+                        self.metrics
+                            .attempt(&profile, AttemptResult::Unschedulable, took);
+                        let plugins = fit.diagnosis.unschedulable_plugins.clone();
+                        inner.queue.add_unschedulable(qp, plugins);
+                    }
+                    ScheduleError::NoNodesAvailable => {
+                        self.metrics
+                            .attempt(&profile, AttemptResult::Unschedulable, took);
+                        inner.queue.add_unschedulable(qp, BTreeSet::new());
+                    }
+                    ScheduleError::Internal(_) => {
+                        self.metrics.attempt(&profile, AttemptResult::Error, took);
+                        inner.queue.add_backoff(qp);
+                    }
+                }
+                tracing::info!(pod = %key, profile = %profile, %message, "unable to schedule pod; waiting");
+                self.report_failure(pod.pod_arc().clone(), profile, message);
+                return;
+            }
+        };
+        self.metrics
+            .extension_point("Filter+Score", &profile, "Success", start.elapsed());
+        let node = inner
+            .sched
+            .snapshot()
+            .node_at(result.suggested_host)
+            .name()
+            .to_string();
+        // Assume.
+        let assumed = Arc::new(pod.bound_to(&node));
+        inner.sched.snapshot_mut().add_pod(assumed.clone());
+        inner.pods.insert(key.clone(), assumed.clone());
+        inner.assumed.insert(
+            key.clone(),
+            Assumed {
+                node: node.clone(),
+                expires: None,
+            },
+        );
+        let t = Instant::now();
+        let s = fwk.run_reserve_plugins_reserve(&mut state, &assumed, &node);
+        self.metrics
+            .extension_point("Reserve", &profile, s.code().as_str(), t.elapsed());
+        if !s.is_success() {
+            fwk.run_reserve_plugins_unreserve(&mut state, &assumed, &node);
+            Self::forget(inner, &key);
+            self.fail_after_assume(inner, qp, &profile, s, start);
+            return;
+        }
+        let t = Instant::now();
+        let (s, timeout) = fwk.run_permit_plugins(&mut state, &assumed, &node);
+        self.metrics
+            .extension_point("Permit", &profile, s.code().as_str(), t.elapsed());
+        if !s.is_success() && !s.is_wait() {
+            fwk.run_reserve_plugins_unreserve(&mut state, &assumed, &node);
+            Self::forget(inner, &key);
+            self.fail_after_assume(inner, qp, &profile, s, start);
+            return;
+        }
+        let wait = if s.is_wait() { timeout } else { None };
+        let me = self.clone();
+        self.rt.spawn(async move {
+            me.binding_cycle(fwk, state, assumed, node, qp, wait, start)
+                .await;
+        });
+    }
+
+    fn fail_after_assume(
+        self: &Arc<Self>,
+        inner: &mut Inner,
+        qp: QueuedPod,
+        profile: &str,
+        status: Status,
+        start: Instant,
+    ) {
+        let message = status.message();
+        if status.is_rejected() {
+            self.metrics
+                .attempt(profile, AttemptResult::Unschedulable, start.elapsed());
+            let plugins = status.plugin().map(|p| p.to_string()).into_iter().collect();
+            inner.queue.add_unschedulable(qp.clone(), plugins);
+        } else {
+            self.metrics
+                .attempt(profile, AttemptResult::Error, start.elapsed());
+            inner.queue.add_backoff(qp.clone());
+        }
+        inner
+            .queue
+            .move_all_to_active_or_backoff(ClusterEvent::AssignedPodDelete);
+        self.report_failure(
+            qp.info.pod_info.pod_arc().clone(),
+            profile.to_string(),
+            message,
+        );
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn binding_cycle(
+        self: Arc<Self>,
+        fwk: Arc<Framework>,
+        mut state: CycleState,
+        assumed: Arc<PodInfo>,
+        node: String,
+        qp: QueuedPod,
+        wait: Option<Duration>,
+        start: Instant,
+    ) {
+        let profile = fwk.profile_name().to_string();
+        let key = assumed.key().to_string();
+        let mut status = Status::success();
+        if let Some(timeout) = wait {
+            let uid = assumed.uid().to_string();
+            let rx = self.waiting.register(&uid);
+            status = match tokio::time::timeout(timeout, rx).await {
+                Ok(Ok(Ok(()))) => Status::success(),
+                Ok(Ok(Err(msg))) => Status::new(kubesched_framework::Code::Unschedulable, msg),
+                Ok(Err(_)) => Status::error("waiting pod dropped"),
+                Err(_) => {
+                    self.waiting.take(&uid);
+                    Status::new(
+                        kubesched_framework::Code::Unschedulable,
+                        format!("rejected due to timeout after waiting {timeout:?} at plugin"),
+                    )
+                }
+            };
+        }
+        let metrics = self.metrics.clone();
+        let (state, status) = if status.is_success() {
+            let (fwk2, assumed2, node2, profile2) =
+                (fwk.clone(), assumed.clone(), node.clone(), profile.clone());
+            let r = tokio::task::spawn_blocking(move || {
+                let t = Instant::now();
+                let s = fwk2.run_pre_bind_plugins(&mut state, &assumed2, &node2);
+                metrics.extension_point("PreBind", &profile2, s.code().as_str(), t.elapsed());
+                if !s.is_success() {
+                    return (state, s);
+                }
+                let t = Instant::now();
+                let s = fwk2.run_bind_plugins(&mut state, &assumed2, &node2);
+                metrics.extension_point("Bind", &profile2, s.code().as_str(), t.elapsed());
+                (state, s)
+            })
+            .await;
+            match r {
+                Ok(x) => x,
+                Err(e) => (
+                    CycleState::new(),
+                    Status::error(format!("binding task: {e}")),
+                ),
+            }
+        } else {
+            (state, status)
+        };
+        let mut state = state;
+        if status.is_success() || status.is_skip() {
+            let t = Instant::now();
+            fwk.run_post_bind_plugins(&mut state, &assumed, &node);
+            self.metrics
+                .extension_point("PostBind", &profile, "Success", t.elapsed());
+            self.metrics
+                .attempt(&profile, AttemptResult::Scheduled, start.elapsed());
+            {
+                let mut inner = lock(&self.inner);
+                if let Some(a) = inner.assumed.get_mut(&key) {
+                    a.expires = Some(Instant::now() + self.assumed_ttl);
+                }
+                inner.queue.done(&key);
+            }
+            tracing::info!(pod = %key, node = %node, profile = %profile, "successfully bound pod to node");
+            let message = format!("Successfully assigned {key} to {node}");
+            self.emit_event(
+                assumed.pod_arc().clone(),
+                profile,
+                "Normal",
+                "Scheduled",
+                "Binding",
+                message,
+            )
+            .await;
+            return;
+        }
+        // Failure: unreserve, forget, requeue with backoff (unless the pod got bound
+        // or deleted meanwhile).
+        fwk.run_reserve_plugins_unreserve(&mut state, &assumed, &node);
+        let message = format!("Binding rejected: {}", status.message());
+        tracing::info!(pod = %key, node = %node, %message, "binding failed");
+        let requeue = {
+            let mut inner = lock(&self.inner);
+            Self::forget(&mut inner, &key);
+            let still_pending = inner.pending.contains_key(&key) && !inner.pods.contains_key(&key);
+            self.metrics
+                .attempt(&profile, AttemptResult::Error, start.elapsed());
+            if still_pending {
+                inner.queue.add_backoff(qp);
+            } else {
+                inner.queue.done(&key);
+            }
+            inner
+                .queue
+                .move_all_to_active_or_backoff(ClusterEvent::AssignedPodDelete);
+            self.update_pending_metrics(&inner);
+            still_pending
+        };
+        self.notify();
+        if requeue {
+            self.emit_event(
+                assumed.pod_arc().clone(),
+                profile,
+                "Warning",
+                "FailedScheduling",
+                "Scheduling",
+                message,
+            )
+            .await;
+        }
+    }
+
+    // ---- events and status ----
+
+    fn report_failure(self: &Arc<Self>, pod: Arc<Pod>, profile: String, message: String) {
+        let me = self.clone();
+        self.rt.spawn(async move {
+            me.emit_event(
+                pod.clone(),
+                profile,
+                "Warning",
+                "FailedScheduling",
+                "Scheduling",
+                message.clone(),
+            )
+            .await;
+            me.patch_unschedulable(&pod, &message).await;
+        });
+    }
+
+    async fn patch_unschedulable(&self, pod: &Pod, message: &str) {
+        let current = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|c| c.iter().find(|c| c.type_ == "PodScheduled"));
+        if current.is_some_and(|c| {
+            c.status == "False"
+                && c.reason.as_deref() == Some("Unschedulable")
+                && c.message.as_deref() == Some(message)
+        }) {
+            return;
+        }
+        let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+        let name = pod.metadata.name.as_deref().unwrap_or("");
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
+        let patch = serde_json::json!({
+            "status": {
+                "conditions": [{
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": message,
+                    "lastProbeTime": null,
+                    "lastTransitionTime": Time(Timestamp::now()),
+                }]
+            }
+        });
+        if let Err(e) = api
+            .patch_status(name, &PatchParams::default(), &Patch::Strategic(patch))
+            .await
+        {
+            tracing::warn!(pod = %format!("{ns}/{name}"), error = %e, "cannot update the pod's PodScheduled condition");
+        }
+    }
+
+    async fn emit_event(
+        &self,
+        pod: Arc<Pod>,
+        profile: String,
+        type_: &str,
+        reason: &str,
+        action: &str,
+        note: String,
+    ) {
+        let ns = pod
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        let now = Timestamp::now();
+        let event = Event {
+            metadata: ObjectMeta {
+                name: Some(format!(
+                    "{name}.{:x}{:x}",
+                    now.as_nanosecond() as u64,
+                    rand_suffix()
+                )),
+                namespace: Some(ns.clone()),
+                ..Default::default()
+            },
+            event_time: Some(MicroTime(now)),
+            action: Some(action.into()),
+            reason: Some(reason.into()),
+            note: Some(note),
+            type_: Some(type_.into()),
+            reporting_controller: Some(profile.clone()),
+            reporting_instance: Some(format!("{profile}-{}", self.instance)),
+            regarding: Some(ObjectReference {
+                api_version: Some("v1".into()),
+                kind: Some("Pod".into()),
+                name: Some(name),
+                namespace: Some(ns.clone()),
+                uid: pod.metadata.uid.clone(),
+                resource_version: pod.metadata.resource_version.clone(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let api: Api<Event> = Api::namespaced(self.client.clone(), &ns);
+        if let Err(e) = api.create(&PostParams::default(), &event).await {
+            tracing::debug!(error = %e, "cannot write event");
+        }
+    }
+}
+
+fn rand_suffix() -> u64 {
+    use std::sync::atomic::AtomicU64;
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}

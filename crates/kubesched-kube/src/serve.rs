@@ -1,0 +1,145 @@
+//! The secure port: `/healthz`, `/livez`, `/readyz` and `/metrics` over HTTPS, with a
+//! self-signed certificate unless one is given (as kube-scheduler does on 10259).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use hyper_util::rt::TokioIo;
+use hyper_util::service::TowerToHyperService;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::rustls;
+
+use crate::metrics::Metrics;
+
+/// kube-scheduler's secure port.
+pub const DEFAULT_SECURE_PORT: u16 = 10259;
+
+/// Where and how to serve.
+#[derive(Clone, Debug)]
+pub struct ServingOptions {
+    /// The address and port (port 0 picks a free one).
+    pub address: SocketAddr,
+    /// A PEM certificate chain; a self-signed one is generated when `None`.
+    pub cert_file: Option<PathBuf>,
+    /// The PEM private key of `cert_file`.
+    pub key_file: Option<PathBuf>,
+}
+
+/// Why serving could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The certificate or key could not be read or used.
+    #[error("TLS: {0}")]
+    Tls(String),
+    /// The port could not be bound.
+    #[error("cannot listen on {0}: {1}")]
+    Bind(SocketAddr, std::io::Error),
+}
+
+fn tls_config(opts: &ServingOptions) -> Result<rustls::ServerConfig, ServeError> {
+    let tls = |e: &dyn std::fmt::Display| ServeError::Tls(e.to_string());
+    let (certs, key): (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>) =
+        match (&opts.cert_file, &opts.key_file) {
+            (Some(cert), Some(key)) => {
+                let certs = CertificateDer::pem_file_iter(cert)
+                    .map_err(|e| tls(&format!("{}: {e}", cert.display())))?
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| tls(&format!("{}: {e}", cert.display())))?;
+                let key = PrivateKeyDer::from_pem_file(key)
+                    .map_err(|e| tls(&format!("{}: {e}", key.display())))?;
+                (certs, key)
+            }
+            (None, None) => {
+                let host = crate::hostname();
+                let names = vec!["localhost".to_string(), host];
+                let cert = rcgen::generate_simple_self_signed(names).map_err(|e| tls(&e))?;
+                let key = PrivatePkcs8KeyDer::from(cert.signing_key.serialize_der());
+                (vec![cert.cert.der().clone()], key.into())
+            }
+            _ => {
+                return Err(ServeError::Tls(
+                    "--tls-cert-file and --tls-private-key-file go together".into(),
+                ));
+            }
+        };
+    rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| tls(&e))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| tls(&e))
+}
+
+/// The health and metrics routes.
+pub fn router(metrics: Arc<Metrics>) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/livez", get(|| async { "ok" }))
+        .route("/readyz", get(|| async { "ok" }))
+        .route(
+            "/metrics",
+            get(move || {
+                let metrics = metrics.clone();
+                async move {
+                    (
+                        [(
+                            header::CONTENT_TYPE,
+                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                        )],
+                        metrics.encode(),
+                    )
+                        .into_response()
+                }
+            }),
+        )
+}
+
+/// Binds the port and serves until `stop` turns true, in a task; returns the bound
+/// address.
+pub async fn serve(
+    opts: &ServingOptions,
+    metrics: Arc<Metrics>,
+    mut stop: watch::Receiver<bool>,
+) -> Result<SocketAddr, ServeError> {
+    let acceptor = TlsAcceptor::from(Arc::new(tls_config(opts)?));
+    let listener = TcpListener::bind(opts.address)
+        .await
+        .map_err(|e| ServeError::Bind(opts.address, e))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| ServeError::Bind(opts.address, e))?;
+    let app = router(metrics);
+    tokio::spawn(async move {
+        loop {
+            let (tcp, _) = tokio::select! {
+                r = listener.accept() => match r {
+                    Ok(c) => c,
+                    Err(e) => { tracing::warn!(error = %e, "accept failed"); continue; }
+                },
+                _ = stop.changed() => return,
+            };
+            let acceptor = acceptor.clone();
+            let app = app.clone();
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let service = TowerToHyperService::new(app);
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(tls), service)
+                    .await;
+            });
+        }
+    });
+    tracing::info!(%addr, "serving securely on /healthz, /livez, /readyz and /metrics");
+    Ok(addr)
+}

@@ -1,0 +1,696 @@
+//! A small API server on loopback for tests and benchmarks: it speaks the Kubernetes
+//! wire protocol (JSON) for exactly what kubesched uses — list and watch of pods and
+//! nodes with resourceVersions, the pod `binding` subresource (409 when the pod is
+//! already bound), the pod `status` subresource (strategic merge of conditions),
+//! `events.k8s.io/v1` events, and `coordination.k8s.io/v1` leases with optimistic
+//! concurrency (409 on a stale resourceVersion).
+//!
+//! ```no_run
+//! # async fn demo() {
+//! use kubesched_kube::testing::FakeApiServer;
+//! let server = FakeApiServer::start().await;
+//! server.add_node(FakeApiServer::node("n1", "4", "8Gi"));
+//! let client = server.client();
+//! # let _ = client;
+//! # }
+//! ```
+
+use std::collections::{BTreeMap, HashMap};
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use k8s_openapi::api::core::v1::{Container, Node, NodeStatus, Pod, PodSpec, ResourceRequirements};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+
+/// One change, as watchers see it.
+#[derive(Clone, Debug)]
+struct Change {
+    rv: u64,
+    resource: &'static str,
+    type_: &'static str,
+    object: Value,
+}
+
+#[derive(Default)]
+struct Store {
+    rv: u64,
+    pods: BTreeMap<String, Value>,
+    nodes: BTreeMap<String, Value>,
+    leases: BTreeMap<String, Value>,
+    events: Vec<Value>,
+    bindings: Vec<(String, String)>,
+    history: Vec<Change>,
+    /// Pods that "another scheduler" binds to a node just before our binding lands.
+    steal: HashMap<String, String>,
+}
+
+struct Fake {
+    store: Mutex<Store>,
+    changes: broadcast::Sender<Change>,
+}
+
+impl Fake {
+    fn lock(&self) -> MutexGuard<'_, Store> {
+        self.store.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Store {
+    fn record(
+        &mut self,
+        tx: &broadcast::Sender<Change>,
+        resource: &'static str,
+        type_: &'static str,
+        object: &mut Value,
+    ) {
+        self.rv += 1;
+        object["metadata"]["resourceVersion"] = json!(self.rv.to_string());
+        let c = Change {
+            rv: self.rv,
+            resource,
+            type_,
+            object: object.clone(),
+        };
+        self.history.push(c.clone());
+        let _ = tx.send(c);
+    }
+}
+
+fn status(code: u16, reason: &str, message: String) -> Response {
+    let body = json!({
+        "kind": "Status", "apiVersion": "v1", "metadata": {},
+        "status": "Failure", "message": message, "reason": reason, "code": code,
+    });
+    (
+        StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+        axum::Json(body),
+    )
+        .into_response()
+}
+
+fn key(ns: &str, name: &str) -> String {
+    format!("{ns}/{name}")
+}
+
+/// The loopback API server. Dropping it stops it.
+pub struct FakeApiServer {
+    fake: Arc<Fake>,
+    addr: SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FakeApiServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl std::fmt::Debug for FakeApiServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FakeApiServer")
+            .field("addr", &self.addr)
+            .finish()
+    }
+}
+
+impl FakeApiServer {
+    /// Starts a server on a free loopback port.
+    pub async fn start() -> FakeApiServer {
+        let (changes, _) = broadcast::channel(1 << 16);
+        let fake = Arc::new(Fake {
+            store: Mutex::new(Store::default()),
+            changes,
+        });
+        let app = Router::new()
+            .route("/api/v1/pods", get(list_pods))
+            .route("/api/v1/nodes", get(list_nodes))
+            .route(
+                "/api/v1/namespaces/{ns}/pods/{name}/binding",
+                post(bind_pod),
+            )
+            .route(
+                "/api/v1/namespaces/{ns}/pods/{name}/status",
+                axum::routing::patch(patch_pod_status),
+            )
+            .route(
+                "/apis/events.k8s.io/v1/namespaces/{ns}/events",
+                post(create_event),
+            )
+            .route(
+                "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases",
+                post(create_lease),
+            )
+            .route(
+                "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{name}",
+                get(get_lease).put(replace_lease),
+            )
+            .with_state(fake.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind a loopback port");
+        let addr = listener.local_addr().expect("local address");
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        FakeApiServer { fake, addr, task }
+    }
+
+    /// The server's address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// A kube-rs client for this server (plain HTTP on loopback).
+    pub fn client(&self) -> kube::Client {
+        let url = format!("http://{}", self.addr).parse().expect("url");
+        let config = kube::Config::new(url);
+        kube::Client::try_from(config).expect("client")
+    }
+
+    /// A node with this much CPU and memory, allowing 110 pods.
+    pub fn node(name: &str, cpu: &str, memory: &str) -> Node {
+        let mut n = Node::default();
+        n.metadata.name = Some(name.into());
+        n.metadata.labels = Some(BTreeMap::from([(
+            "kubernetes.io/hostname".to_string(),
+            name.to_string(),
+        )]));
+        let alloc = BTreeMap::from([
+            ("cpu".to_string(), Quantity(cpu.into())),
+            ("memory".to_string(), Quantity(memory.into())),
+            ("pods".to_string(), Quantity("110".into())),
+        ]);
+        n.status = Some(NodeStatus {
+            allocatable: Some(alloc.clone()),
+            capacity: Some(alloc),
+            ..Default::default()
+        });
+        n
+    }
+
+    /// A pending pod in `default` for `scheduler` requesting this much CPU.
+    pub fn pod(name: &str, scheduler: &str, cpu: &str) -> Pod {
+        let mut p = Pod::default();
+        p.metadata.name = Some(name.into());
+        p.metadata.namespace = Some("default".into());
+        p.spec = Some(PodSpec {
+            scheduler_name: Some(scheduler.into()),
+            containers: vec![Container {
+                name: "c".into(),
+                image: Some("registry.k8s.io/pause:2.0".into()),
+                resources: Some(ResourceRequirements {
+                    requests: Some(BTreeMap::from([("cpu".to_string(), Quantity(cpu.into()))])),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        p
+    }
+
+    /// Adds (or replaces) a node.
+    pub fn add_node(&self, node: Node) {
+        let mut v = serde_json::to_value(&node).expect("node json");
+        v["apiVersion"] = json!("v1");
+        v["kind"] = json!("Node");
+        let name = node.metadata.name.clone().unwrap_or_default();
+        let mut s = self.fake.lock();
+        let type_ = if s.nodes.contains_key(&name) {
+            "MODIFIED"
+        } else {
+            "ADDED"
+        };
+        s.record(&self.fake.changes, "nodes", type_, &mut v);
+        s.nodes.insert(name, v);
+    }
+
+    /// Adds many nodes at once.
+    pub fn add_nodes(&self, nodes: impl IntoIterator<Item = Node>) {
+        for n in nodes {
+            self.add_node(n);
+        }
+    }
+
+    /// Adds (or replaces) a pod; a UID is given when it has none.
+    pub fn add_pod(&self, pod: Pod) {
+        let mut v = serde_json::to_value(&pod).expect("pod json");
+        v["apiVersion"] = json!("v1");
+        v["kind"] = json!("Pod");
+        let ns = pod.metadata.namespace.clone().unwrap_or("default".into());
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        v["metadata"]["namespace"] = json!(ns);
+        if v["metadata"]["uid"].is_null() {
+            v["metadata"]["uid"] = json!(format!("uid-{ns}-{name}"));
+        }
+        let k = key(&ns, &name);
+        let mut s = self.fake.lock();
+        let type_ = if s.pods.contains_key(&k) {
+            "MODIFIED"
+        } else {
+            "ADDED"
+        };
+        s.record(&self.fake.changes, "pods", type_, &mut v);
+        s.pods.insert(k, v);
+    }
+
+    /// Deletes a pod (`namespace/name`).
+    pub fn delete_pod(&self, key: &str) {
+        let mut s = self.fake.lock();
+        if let Some(mut v) = s.pods.remove(key) {
+            s.record(&self.fake.changes, "pods", "DELETED", &mut v);
+        }
+    }
+
+    /// A pod's current object.
+    pub fn get_pod(&self, key: &str) -> Option<Pod> {
+        let s = self.fake.lock();
+        s.pods
+            .get(key)
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+    }
+
+    /// The node a pod is bound to.
+    pub fn node_of(&self, key: &str) -> Option<String> {
+        self.get_pod(key)
+            .and_then(|p| p.spec)
+            .and_then(|s| s.node_name)
+    }
+
+    /// Every successful binding so far, in order: (pod key, node).
+    pub fn bindings(&self) -> Vec<(String, String)> {
+        self.fake.lock().bindings.clone()
+    }
+
+    /// How many pods are bound.
+    pub fn bound_count(&self) -> usize {
+        self.fake
+            .lock()
+            .pods
+            .values()
+            .filter(|p| p["spec"]["nodeName"].is_string())
+            .count()
+    }
+
+    /// Every event written, as JSON.
+    pub fn events(&self) -> Vec<Value> {
+        self.fake.lock().events.clone()
+    }
+
+    /// The events about one pod (`namespace/name`): (reason, note, reportingController).
+    pub fn events_for(&self, key: &str) -> Vec<(String, String, String)> {
+        let (ns, name) = key.split_once('/').unwrap_or(("default", key));
+        self.events()
+            .iter()
+            .filter(|e| e["regarding"]["name"] == name && e["regarding"]["namespace"] == ns)
+            .map(|e| {
+                let s = |f: &str| e[f].as_str().unwrap_or("").to_string();
+                (s("reason"), s("note"), s("reportingController"))
+            })
+            .collect()
+    }
+
+    /// Makes "another scheduler" bind the pod (`namespace/name`) to `node` just before
+    /// the next binding request for it arrives, which then fails with 409 Conflict.
+    pub fn steal_next_binding(&self, key: &str, node: &str) {
+        self.fake
+            .lock()
+            .steal
+            .insert(key.to_string(), node.to_string());
+    }
+
+    /// The holder of a lease (`namespace/name`).
+    pub fn lease_holder(&self, key: &str) -> Option<String> {
+        let s = self.fake.lock();
+        s.leases
+            .get(key)
+            .and_then(|l| l["spec"]["holderIdentity"].as_str().map(String::from))
+    }
+}
+
+async fn list_or_watch(
+    fake: Arc<Fake>,
+    resource: &'static str,
+    q: HashMap<String, String>,
+) -> Response {
+    let kind = if resource == "pods" {
+        "PodList"
+    } else {
+        "NodeList"
+    };
+    if q.get("watch").map(String::as_str) != Some("true") {
+        let s = fake.lock();
+        let items: Vec<&Value> = if resource == "pods" {
+            s.pods.values().collect()
+        } else {
+            s.nodes.values().collect()
+        };
+        let body = json!({
+            "kind": kind, "apiVersion": "v1",
+            "metadata": {"resourceVersion": s.rv.to_string()},
+            "items": items,
+        });
+        return axum::Json(body).into_response();
+    }
+    let since: u64 = q
+        .get("resourceVersion")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let (backlog, mut rx) = {
+        let s = fake.lock();
+        let backlog: Vec<Change> = s
+            .history
+            .iter()
+            .filter(|c| c.rv > since && c.resource == resource)
+            .cloned()
+            .collect();
+        (backlog, fake.changes.subscribe())
+    };
+    let (tx, out) = tokio::sync::mpsc::channel::<Bytes>(1024);
+    tokio::spawn(async move {
+        let line = |c: &Change| {
+            let mut b = serde_json::to_vec(&json!({"type": c.type_, "object": c.object}))
+                .unwrap_or_default();
+            b.push(b'\n');
+            Bytes::from(b)
+        };
+        for c in &backlog {
+            if tx.send(line(c)).await.is_err() {
+                return;
+            }
+        }
+        loop {
+            match rx.recv().await {
+                Ok(c) if c.resource == resource && c.rv > since => {
+                    if tx.send(line(&c)).await.is_err() {
+                        return;
+                    }
+                }
+                Ok(_) => {}
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    let gone = json!({"type": "ERROR", "object": {
+                        "kind": "Status", "apiVersion": "v1", "status": "Failure",
+                        "reason": "Expired", "code": 410, "message": "too old resource version"}});
+                    let mut b = serde_json::to_vec(&gone).unwrap_or_default();
+                    b.push(b'\n');
+                    let _ = tx.send(Bytes::from(b)).await;
+                    return;
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    });
+    let stream = futures::stream::unfold(out, |mut out| async move {
+        out.recv().await.map(|b| (Ok::<_, Infallible>(b), out))
+    });
+    Response::builder()
+        .header("content-type", "application/json")
+        .body(Body::from_stream(stream))
+        .unwrap_or_default()
+}
+
+async fn list_pods(
+    State(fake): State<Arc<Fake>>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    list_or_watch(fake, "pods", q).await
+}
+
+async fn list_nodes(
+    State(fake): State<Arc<Fake>>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    list_or_watch(fake, "nodes", q).await
+}
+
+async fn bind_pod(
+    State(fake): State<Arc<Fake>>,
+    Path((ns, name)): Path<(String, String)>,
+    body: Bytes,
+) -> Response {
+    let Ok(binding) = serde_json::from_slice::<Value>(&body) else {
+        return status(400, "BadRequest", "invalid binding".into());
+    };
+    let Some(node) = binding["target"]["name"].as_str().map(String::from) else {
+        return status(400, "BadRequest", "binding has no target".into());
+    };
+    let k = key(&ns, &name);
+    let mut s = fake.lock();
+    if let Some(other) = s.steal.remove(&k)
+        && let Some(mut pod) = s.pods.get(&k).cloned()
+    {
+        pod["spec"]["nodeName"] = json!(other);
+        s.record(&fake.changes, "pods", "MODIFIED", &mut pod);
+        s.pods.insert(k.clone(), pod);
+    }
+    let Some(mut pod) = s.pods.get(&k).cloned() else {
+        return status(404, "NotFound", format!("pods \"{name}\" not found"));
+    };
+    if let Some(current) = pod["spec"]["nodeName"].as_str() {
+        return status(
+            409,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on pods/binding \"{name}\": pod {name} is already assigned to node \"{current}\""
+            ),
+        );
+    }
+    pod["spec"]["nodeName"] = json!(node);
+    let conditions = pod["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let mut conditions: Vec<Value> = conditions
+        .into_iter()
+        .filter(|c| c["type"] != "PodScheduled")
+        .collect();
+    conditions.push(json!({"type": "PodScheduled", "status": "True"}));
+    pod["status"]["conditions"] = json!(conditions);
+    s.record(&fake.changes, "pods", "MODIFIED", &mut pod);
+    s.pods.insert(k.clone(), pod);
+    s.bindings.push((k, node));
+    (
+        StatusCode::CREATED,
+        axum::Json(json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})),
+    )
+        .into_response()
+}
+
+async fn patch_pod_status(
+    State(fake): State<Arc<Fake>>,
+    Path((ns, name)): Path<(String, String)>,
+    body: Bytes,
+) -> Response {
+    let Ok(patch) = serde_json::from_slice::<Value>(&body) else {
+        return status(400, "BadRequest", "invalid patch".into());
+    };
+    let k = key(&ns, &name);
+    let mut s = fake.lock();
+    let Some(mut pod) = s.pods.get(&k).cloned() else {
+        return status(404, "NotFound", format!("pods \"{name}\" not found"));
+    };
+    // Strategic merge of status.conditions, keyed by type.
+    if let Some(new) = patch["status"]["conditions"].as_array() {
+        let mut conditions = pod["status"]["conditions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for c in new {
+            match conditions.iter_mut().find(|o| o["type"] == c["type"]) {
+                Some(o) => {
+                    if let (Some(o), Some(c)) = (o.as_object_mut(), c.as_object()) {
+                        for (k, v) in c {
+                            o.insert(k.clone(), v.clone());
+                        }
+                    }
+                }
+                None => conditions.push(c.clone()),
+            }
+        }
+        pod["status"]["conditions"] = json!(conditions);
+    }
+    s.record(&fake.changes, "pods", "MODIFIED", &mut pod);
+    s.pods.insert(k, pod.clone());
+    axum::Json(pod).into_response()
+}
+
+async fn create_event(
+    State(fake): State<Arc<Fake>>,
+    Path(ns): Path<String>,
+    body: Bytes,
+) -> Response {
+    let Ok(mut event) = serde_json::from_slice::<Value>(&body) else {
+        return status(400, "BadRequest", "invalid event".into());
+    };
+    event["metadata"]["namespace"] = json!(ns);
+    fake.lock().events.push(event.clone());
+    (StatusCode::CREATED, axum::Json(event)).into_response()
+}
+
+async fn get_lease(
+    State(fake): State<Arc<Fake>>,
+    Path((ns, name)): Path<(String, String)>,
+) -> Response {
+    match fake.lock().leases.get(&key(&ns, &name)) {
+        Some(l) => axum::Json(l.clone()).into_response(),
+        None => status(
+            404,
+            "NotFound",
+            format!("leases.coordination.k8s.io \"{name}\" not found"),
+        ),
+    }
+}
+
+async fn create_lease(
+    State(fake): State<Arc<Fake>>,
+    Path(ns): Path<String>,
+    body: Bytes,
+) -> Response {
+    let Ok(mut lease) = serde_json::from_slice::<Value>(&body) else {
+        return status(400, "BadRequest", "invalid lease".into());
+    };
+    let name = lease["metadata"]["name"].as_str().unwrap_or("").to_string();
+    let k = key(&ns, &name);
+    let mut s = fake.lock();
+    if s.leases.contains_key(&k) {
+        return status(
+            409,
+            "AlreadyExists",
+            format!("leases.coordination.k8s.io \"{name}\" already exists"),
+        );
+    }
+    lease["metadata"]["namespace"] = json!(ns);
+    s.record(&fake.changes, "leases", "ADDED", &mut lease);
+    s.leases.insert(k, lease.clone());
+    (StatusCode::CREATED, axum::Json(lease)).into_response()
+}
+
+async fn replace_lease(
+    State(fake): State<Arc<Fake>>,
+    Path((ns, name)): Path<(String, String)>,
+    body: Bytes,
+) -> Response {
+    let Ok(mut lease) = serde_json::from_slice::<Value>(&body) else {
+        return status(400, "BadRequest", "invalid lease".into());
+    };
+    let k = key(&ns, &name);
+    let mut s = fake.lock();
+    let Some(current) = s.leases.get(&k) else {
+        return status(
+            404,
+            "NotFound",
+            format!("leases.coordination.k8s.io \"{name}\" not found"),
+        );
+    };
+    if lease["metadata"]["resourceVersion"] != current["metadata"]["resourceVersion"] {
+        return status(
+            409,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on leases.coordination.k8s.io \"{name}\": the object has been modified; please apply your changes to the latest version and try again"
+            ),
+        );
+    }
+    s.record(&fake.changes, "leases", "MODIFIED", &mut lease);
+    s.leases.insert(k, lease.clone());
+    axum::Json(lease).into_response()
+}
+
+/// Accepts any server certificate: only for reaching a self-signed test endpoint.
+#[derive(Debug)]
+struct NoVerify(Arc<tokio_rustls::rustls::crypto::CryptoProvider>);
+
+impl tokio_rustls::rustls::client::danger::ServerCertVerifier for NoVerify {
+    fn verify_server_cert(
+        &self,
+        _: &rustls_pki_types::CertificateDer<'_>,
+        _: &[rustls_pki_types::CertificateDer<'_>],
+        _: &rustls_pki_types::ServerName<'_>,
+        _: &[u8],
+        _: rustls_pki_types::UnixTime,
+    ) -> Result<tokio_rustls::rustls::client::danger::ServerCertVerified, tokio_rustls::rustls::Error>
+    {
+        Ok(tokio_rustls::rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls_pki_types::CertificateDer<'_>,
+        dss: &tokio_rustls::rustls::DigitallySignedStruct,
+    ) -> Result<
+        tokio_rustls::rustls::client::danger::HandshakeSignatureValid,
+        tokio_rustls::rustls::Error,
+    > {
+        tokio_rustls::rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls_pki_types::CertificateDer<'_>,
+        dss: &tokio_rustls::rustls::DigitallySignedStruct,
+    ) -> Result<
+        tokio_rustls::rustls::client::danger::HandshakeSignatureValid,
+        tokio_rustls::rustls::Error,
+    > {
+        tokio_rustls::rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<tokio_rustls::rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// `GET https://addr/path` without verifying the certificate (the secure port's
+/// self-signed one): the status code and body.
+pub async fn https_get_insecure(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio_rustls::rustls;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(std::io::Error::other)?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(NoVerify(provider)))
+        .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let tcp = tokio::net::TcpStream::connect(addr).await?;
+    let name =
+        rustls_pki_types::ServerName::try_from("localhost").map_err(std::io::Error::other)?;
+    let mut tls = connector.connect(name, tcp).await?;
+    let req = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    tls.write_all(req.as_bytes()).await?;
+    let mut buf = Vec::new();
+    let _ = tls.read_to_end(&mut buf).await;
+    let text = String::from_utf8_lossy(&buf).to_string();
+    let code = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    Ok((code, body))
+}

@@ -1,0 +1,274 @@
+//! The runtime against a loopback API server: real kube-rs client code, real HTTP.
+
+use std::time::{Duration, Instant};
+
+use kubesched_config::KubeSchedulerConfiguration;
+use kubesched_kube::testing::{FakeApiServer, https_get_insecure};
+use kubesched_kube::{RunningRuntime, Runtime, ServingOptions};
+
+const OURS: &str = "my-scheduler";
+
+fn config(leader_elect: bool) -> KubeSchedulerConfiguration {
+    let text = format!(
+        "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+podInitialBackoffSeconds: 1
+podMaxBackoffSeconds: 2
+leaderElection:
+  leaderElect: {leader_elect}
+  leaseDuration: 1s
+  renewDeadline: 600ms
+  retryPeriod: 100ms
+  resourceNamespace: kube-system
+  resourceName: lock-object-my-scheduler
+profiles:
+- schedulerName: {OURS}
+"
+    );
+    KubeSchedulerConfiguration::from_yaml_str(&text, "test.yaml")
+        .expect("config")
+        .config
+}
+
+async fn start(server: &FakeApiServer, leader_elect: bool, identity: &str) -> RunningRuntime {
+    Runtime::new(server.client(), config(leader_elect))
+        .identity(identity)
+        .start()
+        .await
+        .expect("start")
+}
+
+/// Polls `f` every 10 ms until it holds, for at most `secs` seconds.
+async fn until(secs: u64, what: &str, f: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_pods_of_our_profiles_are_scheduled() {
+    let server = FakeApiServer::start().await;
+    server.add_node(FakeApiServer::node("n1", "4", "8Gi"));
+    server.add_node(FakeApiServer::node("n2", "4", "8Gi"));
+    server.add_pod(FakeApiServer::pod("ours", OURS, "100m"));
+    server.add_pod(FakeApiServer::pod("theirs", "default-scheduler", "100m"));
+    server.add_pod(FakeApiServer::pod("unnamed", "", "100m"));
+    let rt = start(&server, false, "a").await;
+    until(5, "ours bound", || server.node_of("default/ours").is_some()).await;
+    let node = server.node_of("default/ours").unwrap();
+    until(5, "the Scheduled event", || {
+        !server.events_for("default/ours").is_empty()
+    })
+    .await;
+    assert_eq!(
+        server.events_for("default/ours"),
+        [(
+            "Scheduled".to_string(),
+            format!("Successfully assigned default/ours to {node}"),
+            OURS.to_string()
+        )]
+    );
+    // A later pod of ours is scheduled too, and by then the others would have been.
+    server.add_pod(FakeApiServer::pod("ours-2", OURS, "100m"));
+    until(5, "ours-2 bound", || {
+        server.node_of("default/ours-2").is_some()
+    })
+    .await;
+    assert_eq!(server.node_of("default/theirs"), None);
+    assert_eq!(server.node_of("default/unnamed"), None);
+    assert!(server.events_for("default/theirs").is_empty());
+    assert_eq!(server.bindings().len(), 2);
+    rt.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unschedulable_pod_gets_event_and_condition_then_fits_a_new_node() {
+    let server = FakeApiServer::start().await;
+    server.add_node(FakeApiServer::node("small", "1", "8Gi"));
+    server.add_pod(FakeApiServer::pod("big", OURS, "2"));
+    let rt = start(&server, false, "a").await;
+    until(5, "FailedScheduling", || {
+        !server.events_for("default/big").is_empty()
+    })
+    .await;
+    let (reason, note, from) = server.events_for("default/big")[0].clone();
+    assert_eq!(reason, "FailedScheduling");
+    assert_eq!(note, "0/1 nodes are available: 1 Insufficient cpu.");
+    assert_eq!(from, OURS);
+    until(5, "the PodScheduled condition", || {
+        server
+            .get_pod("default/big")
+            .and_then(|p| p.status)
+            .and_then(|s| s.conditions)
+            .is_some_and(|c| {
+                c.iter().any(|c| {
+                    c.type_ == "PodScheduled"
+                        && c.status == "False"
+                        && c.reason.as_deref() == Some("Unschedulable")
+                        && c.message.as_deref()
+                            == Some("0/1 nodes are available: 1 Insufficient cpu.")
+                })
+            })
+    })
+    .await;
+    assert_eq!(server.node_of("default/big"), None);
+    server.add_node(FakeApiServer::node("large", "4", "8Gi"));
+    until(5, "big bound after the node came", || {
+        server.node_of("default/big").is_some()
+    })
+    .await;
+    assert_eq!(server.node_of("default/big").as_deref(), Some("large"));
+    rt.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bind_conflict_is_requeued_and_resolved_by_the_watch() {
+    let server = FakeApiServer::start().await;
+    server.add_node(FakeApiServer::node("n1", "4", "8Gi"));
+    server.add_node(FakeApiServer::node("n2", "4", "8Gi"));
+    server.steal_next_binding("default/raced", "n2");
+    server.add_pod(FakeApiServer::pod("raced", OURS, "100m"));
+    let rt = start(&server, false, "a").await;
+    until(5, "the other scheduler's binding", || {
+        server.node_of("default/raced").is_some()
+    })
+    .await;
+    // Our binding got 409; the pod stays where the other scheduler put it.
+    until(5, "our failed attempt counted", || {
+        rt.metrics().encode().contains(
+            "scheduler_schedule_attempts_total{result=\"error\",profile=\"my-scheduler\"} 1",
+        )
+    })
+    .await;
+    assert_eq!(server.node_of("default/raced").as_deref(), Some("n2"));
+    assert!(server.bindings().is_empty());
+    // The cache is consistent: a new pod is still scheduled, and the raced one never
+    // again.
+    server.add_pod(FakeApiServer::pod("next", OURS, "100m"));
+    until(5, "next bound", || server.node_of("default/next").is_some()).await;
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert_eq!(server.bindings().len(), 1, "{:?}", server.bindings());
+    assert_eq!(server.bindings()[0].0, "default/next");
+    rt.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_leader_schedules_and_the_other_takes_over() {
+    let server = FakeApiServer::start().await;
+    server.add_node(FakeApiServer::node("n1", "8", "16Gi"));
+    let a = start(&server, true, "replica-a").await;
+    until(5, "a leads", || a.is_leader()).await;
+    let b = start(&server, true, "replica-b").await;
+    server.add_pod(FakeApiServer::pod("p1", OURS, "100m"));
+    until(5, "p1 bound", || server.node_of("default/p1").is_some()).await;
+    assert!(a.is_leader());
+    assert!(!b.is_leader());
+    assert_eq!(
+        server
+            .lease_holder("kube-system/lock-object-my-scheduler")
+            .as_deref(),
+        Some("replica-a")
+    );
+    // The leader stops cleanly and releases the lease; b takes over.
+    a.stop().await;
+    until(5, "b leads", || b.is_leader()).await;
+    server.add_pod(FakeApiServer::pod("p2", OURS, "100m"));
+    until(5, "p2 bound", || server.node_of("default/p2").is_some()).await;
+    assert_eq!(
+        server
+            .lease_holder("kube-system/lock-object-my-scheduler")
+            .as_deref(),
+        Some("replica-b")
+    );
+    // b crashes (no release): a new replica takes over once the lease expires.
+    b.abort();
+    let c = start(&server, true, "replica-c").await;
+    until(5, "c leads after the lease expired", || c.is_leader()).await;
+    server.add_pod(FakeApiServer::pod("p3", OURS, "100m"));
+    until(5, "p3 bound", || server.node_of("default/p3").is_some()).await;
+    assert_eq!(server.bindings().len(), 3);
+    c.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_loses_no_pod_and_binds_none_twice() {
+    let server = FakeApiServer::start().await;
+    for i in 0..10 {
+        server.add_node(FakeApiServer::node(&format!("n{i}"), "4", "8Gi"));
+    }
+    for i in 0..200 {
+        server.add_pod(FakeApiServer::pod(&format!("p{i}"), OURS, "100m"));
+    }
+    let a = start(&server, false, "a").await;
+    until(10, "some pods bound", || server.bound_count() >= 20).await;
+    a.stop().await;
+    let mid = server.bound_count();
+    for i in 200..250 {
+        server.add_pod(FakeApiServer::pod(&format!("p{i}"), OURS, "100m"));
+    }
+    let b = start(&server, false, "b").await;
+    until(20, "every pod bound", || server.bound_count() == 250).await;
+    b.stop().await;
+    let bindings = server.bindings();
+    let unique: std::collections::BTreeSet<_> = bindings.iter().map(|(k, _)| k).collect();
+    assert_eq!(
+        bindings.len(),
+        250,
+        "bound once each (first run bound {mid})"
+    );
+    assert_eq!(unique.len(), 250);
+    // No node over its capacity: 4 CPUs of 100m pods is 40 pods at most.
+    let mut per_node = std::collections::BTreeMap::<String, usize>::new();
+    for (_, n) in &bindings {
+        *per_node.entry(n.clone()).or_default() += 1;
+    }
+    assert!(per_node.values().all(|&n| n <= 40), "{per_node:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_and_metrics_are_served_over_https() {
+    let server = FakeApiServer::start().await;
+    server.add_node(FakeApiServer::node("n1", "4", "8Gi"));
+    server.add_pod(FakeApiServer::pod("p", OURS, "100m"));
+    server.add_pod(FakeApiServer::pod("huge", OURS, "64"));
+    let rt = Runtime::new(server.client(), config(false))
+        .serving(Some(ServingOptions {
+            address: "127.0.0.1:0".parse().unwrap(),
+            cert_file: None,
+            key_file: None,
+        }))
+        .start()
+        .await
+        .expect("start");
+    let addr = rt.secure_address().expect("serving");
+    until(5, "p bound", || server.node_of("default/p").is_some()).await;
+    for path in ["/healthz", "/livez", "/readyz"] {
+        let (code, body) = https_get_insecure(addr, path).await.expect("get");
+        assert_eq!((code, body.as_str()), (200, "ok"), "{path}");
+    }
+    let mut text = String::new();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        let (code, body) = https_get_insecure(addr, "/metrics").await.expect("get");
+        assert_eq!(code, 200);
+        text = body;
+        if text.contains("result=\"unschedulable\"") && text.contains("result=\"scheduled\"") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for needle in [
+        "scheduler_schedule_attempts_total{result=\"scheduled\",profile=\"my-scheduler\"} 1",
+        "scheduler_schedule_attempts_total{result=\"unschedulable\",profile=\"my-scheduler\"} 1",
+        "scheduler_scheduling_attempt_duration_seconds_bucket{",
+        "scheduler_pending_pods{queue=\"unschedulable\"} 1",
+        "scheduler_pending_pods{queue=\"active\"} 0",
+        "extension_point=\"Bind\",profile=\"my-scheduler\",status=\"Success\"",
+        "scheduler_queue_incoming_pods_total{queue=\"active\",event=\"PodAdd\"} 2",
+    ] {
+        assert!(text.contains(needle), "{needle} missing from:\n{text}");
+    }
+    rt.stop().await;
+}
