@@ -7,7 +7,7 @@
 //! many" rule from the borrow checker.
 
 use std::any::{Any, TypeId};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::fmt;
 
 /// A value that can live in a [`CycleState`]: any `Clone + Send + Sync + 'static` type.
@@ -44,7 +44,9 @@ impl<T: Any + Clone + Send + Sync> StateData for T {
 /// ```
 #[derive(Default)]
 pub struct CycleState {
-    data: HashMap<TypeId, Box<dyn StateData>>,
+    // A handful of entries, read for every node by several plugins: a linear scan of
+    // TypeIds beats hashing them.
+    data: Vec<(TypeId, Box<dyn StateData>)>,
     skip_filter_plugins: BTreeSet<String>,
     skip_score_plugins: BTreeSet<String>,
 }
@@ -57,27 +59,36 @@ impl CycleState {
 
     /// Stores a value, replacing any earlier value of the same type.
     pub fn write<T: StateData>(&mut self, value: T) {
-        self.data.insert(TypeId::of::<T>(), Box::new(value));
+        let id = TypeId::of::<T>();
+        match self.data.iter_mut().find(|(k, _)| *k == id) {
+            Some((_, v)) => *v = Box::new(value),
+            None => self.data.push((id, Box::new(value))),
+        }
     }
 
     /// Reads the value of type `T`, if one was written.
     pub fn read<T: StateData>(&self) -> Option<&T> {
+        let id = TypeId::of::<T>();
         self.data
-            .get(&TypeId::of::<T>())
-            .and_then(|b| (**b).as_any().downcast_ref::<T>())
+            .iter()
+            .find(|(k, _)| *k == id)
+            .and_then(|(_, b)| (**b).as_any().downcast_ref::<T>())
     }
 
     /// Mutable access to the value of type `T` (for the PreFilter AddPod/RemovePod
     /// extensions, which update what PreFilter computed).
     pub fn read_mut<T: StateData>(&mut self) -> Option<&mut T> {
+        let id = TypeId::of::<T>();
         self.data
-            .get_mut(&TypeId::of::<T>())
-            .and_then(|b| (**b).as_any_mut().downcast_mut::<T>())
+            .iter_mut()
+            .find(|(k, _)| *k == id)
+            .and_then(|(_, b)| (**b).as_any_mut().downcast_mut::<T>())
     }
 
     /// Removes and returns nothing; the value of type `T` is gone afterwards.
     pub fn delete<T: StateData>(&mut self) {
-        self.data.remove(&TypeId::of::<T>());
+        let id = TypeId::of::<T>();
+        self.data.retain(|(k, _)| *k != id);
     }
 
     /// Plugins whose PreFilter returned Skip: their Filter is not run this cycle.

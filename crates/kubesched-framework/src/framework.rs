@@ -127,24 +127,62 @@ pub struct WeightedScore {
     pub weight: i64,
 }
 
-/// One plugin's final score on a node: normalised and multiplied by the weight.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PluginScore {
-    /// The plugin's name.
-    pub name: Arc<str>,
-    /// The weighted score.
-    pub score: i64,
+/// The feasible nodes' final scores: every plugin's score on every node, normalised and
+/// multiplied by its weight, and each node's total. Stored as one flat row-major table
+/// (no allocation per node).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ScoreTable {
+    /// The Score plugins that ran, in the profile's order (one column each).
+    pub plugins: Vec<Arc<str>>,
+    /// The scored nodes' positions in node order (one row each).
+    pub node_indices: Vec<usize>,
+    /// `scores[row * plugins.len() + column]`.
+    pub scores: Vec<i64>,
+    /// Each row's total.
+    pub totals: Vec<i64>,
 }
 
-/// Every plugin's score on one node, and the total.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NodePluginScores {
-    /// The node's position in node order.
-    pub node_index: usize,
-    /// Per plugin, in the profile's Score order.
-    pub scores: Vec<PluginScore>,
-    /// The sum.
-    pub total_score: i64,
+impl ScoreTable {
+    /// A table where every node gets total `total` and no plugin score (a profile
+    /// without Score plugins: kube-scheduler gives every node 1).
+    pub fn uniform(node_indices: Vec<usize>, total: i64) -> ScoreTable {
+        let totals = vec![total; node_indices.len()];
+        ScoreTable {
+            plugins: Vec::new(),
+            node_indices,
+            scores: Vec::new(),
+            totals,
+        }
+    }
+
+    /// The number of scored nodes.
+    pub fn len(&self) -> usize {
+        self.node_indices.len()
+    }
+
+    /// `true` when no node was scored.
+    pub fn is_empty(&self) -> bool {
+        self.node_indices.is_empty()
+    }
+
+    /// The scores of row `row`, one per plugin, in [`ScoreTable::plugins`]' order.
+    pub fn row(&self, row: usize) -> &[i64] {
+        let w = self.plugins.len();
+        &self.scores[row * w..(row + 1) * w]
+    }
+
+    /// `(node index, [(plugin, score)], total)` for every row.
+    pub fn rows(&self) -> impl Iterator<Item = (usize, Vec<(&str, i64)>, i64)> {
+        (0..self.len()).map(move |r| {
+            let scores = self
+                .plugins
+                .iter()
+                .zip(self.row(r))
+                .map(|(p, s)| (&**p, *s))
+                .collect();
+            (self.node_indices[r], scores, self.totals[r])
+        })
+    }
 }
 
 /// What [`Framework::run_pre_filter_plugins`] found.
@@ -818,84 +856,87 @@ impl Framework {
         state: &CycleState,
         pod: &PodInfo,
         nodes: &[(usize, &NodeInfo)],
-    ) -> Result<Vec<NodePluginScores>, Status> {
+    ) -> Result<ScoreTable, Status> {
         let skip = state.skip_score_plugins();
         let active: Vec<&WeightedScore> = self
             .score
             .iter()
-            .filter(|s| !skip.contains(&*s.wired.name))
+            .filter(|s| skip.is_empty() || !skip.contains(&*s.wired.name))
             .collect();
-        let score_node = |&(_, node): &(usize, &NodeInfo)| -> Result<Vec<i64>, Status> {
-            active
-                .iter()
-                .map(|s| {
-                    s.wired.plugin.score(state, pod, node).map_err(|e| {
+        let width = active.len();
+        let mut table = ScoreTable {
+            plugins: active.iter().map(|s| s.wired.name.clone()).collect(),
+            node_indices: nodes.iter().map(|&(i, _)| i).collect(),
+            scores: vec![0; nodes.len() * width],
+            totals: vec![0; nodes.len()],
+        };
+        if width == 0 {
+            return Ok(table);
+        }
+        // Raw scores, one row per node, written in place: no allocation per node.
+        let score_row =
+            |(row, &(_, node)): (&mut [i64], &(usize, &NodeInfo))| -> Result<(), Status> {
+                for (cell, s) in row.iter_mut().zip(&active) {
+                    *cell = s.wired.plugin.score(state, pod, node).map_err(|e| {
                         Status::error(format!(
                             "plugin {:?} failed with: {}",
                             &*s.wired.name,
                             e.message()
                         ))
-                    })
-                })
-                .collect::<Result<Vec<i64>, Status>>()
-        };
-        let raw: Vec<Vec<i64>> = if nodes.len() >= PARALLEL_THRESHOLD {
-            nodes.par_iter().map(score_node).collect::<Result<_, _>>()?
-        } else {
-            nodes.iter().map(score_node).collect::<Result<_, _>>()?
-        };
-        let mut per_plugin: Vec<Vec<NodeScore>> = active
-            .iter()
-            .enumerate()
-            .map(|(p, _)| {
-                nodes
-                    .iter()
-                    .zip(&raw)
-                    .map(|(&(node_index, _), scores)| NodeScore {
-                        node_index,
-                        score: scores[p],
-                    })
-                    .collect()
-            })
-            .collect();
-        for (s, scores) in active.iter().zip(per_plugin.iter_mut()) {
-            if let Some(ext) = s.wired.plugin.score_extensions() {
-                let status = ext.normalize_score(state, pod, scores);
-                if !status.is_success() {
-                    return Err(Status::error(format!(
-                        "plugin {:?} failed with: {}",
-                        &*s.wired.name,
-                        status.message()
-                    )));
+                    })?;
                 }
+                Ok(())
+            };
+        if nodes.len() >= PARALLEL_THRESHOLD {
+            table
+                .scores
+                .par_chunks_mut(width)
+                .zip(nodes.par_iter())
+                .try_for_each(score_row)?;
+        } else {
+            table
+                .scores
+                .chunks_mut(width)
+                .zip(nodes.iter())
+                .try_for_each(score_row)?;
+        }
+        for (p, s) in active.iter().enumerate() {
+            let Some(ext) = s.wired.plugin.score_extensions() else {
+                continue;
+            };
+            let mut column: Vec<NodeScore> = nodes
+                .iter()
+                .enumerate()
+                .map(|(n, &(node_index, _))| NodeScore {
+                    node_index,
+                    score: table.scores[n * width + p],
+                })
+                .collect();
+            let status = ext.normalize_score(state, pod, &mut column);
+            if !status.is_success() {
+                return Err(Status::error(format!(
+                    "plugin {:?} failed with: {}",
+                    &*s.wired.name,
+                    status.message()
+                )));
+            }
+            for (n, ns) in column.iter().enumerate() {
+                table.scores[n * width + p] = ns.score;
             }
         }
-        let mut out = Vec::with_capacity(nodes.len());
-        for (n, &(node_index, _)) in nodes.iter().enumerate() {
-            let mut scores = Vec::with_capacity(active.len());
-            let mut total = 0;
-            for (s, list) in active.iter().zip(&per_plugin) {
-                let score = list[n].score;
-                if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&score) {
+        for (row, total) in table.scores.chunks_mut(width).zip(table.totals.iter_mut()) {
+            for (cell, s) in row.iter_mut().zip(&active) {
+                if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(cell) {
                     return Err(Status::error(format!(
-                        "plugin {:?} returns an invalid score {score}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+                        "plugin {:?} returns an invalid score {cell}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
                         &*s.wired.name
                     )));
                 }
-                let weighted = score * s.weight;
-                total += weighted;
-                scores.push(PluginScore {
-                    name: s.wired.name.clone(),
-                    score: weighted,
-                });
+                *cell *= s.weight;
+                *total += *cell;
             }
-            out.push(NodePluginScores {
-                node_index,
-                scores,
-                total_score: total,
-            });
         }
-        Ok(out)
+        Ok(table)
     }
 
     /// Runs Reserve plugins in order; on failure the caller must run

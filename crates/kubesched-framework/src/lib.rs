@@ -50,7 +50,7 @@ pub mod snapshot;
 pub mod status;
 
 pub use cycle_state::{CycleState, StateData};
-pub use framework::{Framework, FrameworkError, NodePluginScores, NominatedPods, PluginScore};
+pub use framework::{Framework, FrameworkError, NominatedPods, ScoreTable};
 pub use node_info::{HostPortInfo, ImageStateSummary, NodeInfo};
 pub use plugin::*;
 pub use pod_info::{DEFAULT_SCHEDULER_NAME, HostPort, PodInfo};

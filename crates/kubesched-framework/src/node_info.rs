@@ -85,6 +85,10 @@ pub struct NodeInfoError {
 #[derive(Clone, Debug)]
 pub struct NodeInfo {
     node: Arc<Node>,
+    // Read on every node in the hot loop: kept inline rather than behind the node object.
+    index: usize,
+    unschedulable: bool,
+    taints: Vec<Taint>,
     pods: Vec<Arc<PodInfo>>,
     pods_with_affinity: Vec<Arc<PodInfo>>,
     pods_with_required_anti_affinity: Vec<Arc<PodInfo>>,
@@ -113,7 +117,6 @@ impl NodeInfo {
             None => Resource::default(),
         };
         Ok(NodeInfo {
-            node,
             pods: Vec::new(),
             pods_with_affinity: Vec::new(),
             pods_with_required_anti_affinity: Vec::new(),
@@ -123,6 +126,18 @@ impl NodeInfo {
             allocatable,
             image_states: HashMap::new(),
             generation: 0,
+            index: 0,
+            unschedulable: node
+                .spec
+                .as_ref()
+                .and_then(|s| s.unschedulable)
+                .unwrap_or(false),
+            taints: node
+                .spec
+                .as_ref()
+                .and_then(|s| s.taints.clone())
+                .unwrap_or_default(),
+            node,
         })
     }
 
@@ -163,20 +178,21 @@ impl NodeInfo {
 
     /// The node's taints.
     pub fn taints(&self) -> &[Taint] {
-        self.node
-            .spec
-            .as_ref()
-            .and_then(|s| s.taints.as_deref())
-            .unwrap_or(&[])
+        &self.taints
     }
 
     /// `spec.unschedulable`.
     pub fn unschedulable(&self) -> bool {
-        self.node
-            .spec
-            .as_ref()
-            .and_then(|s| s.unschedulable)
-            .unwrap_or(false)
+        self.unschedulable
+    }
+
+    /// The node's position in the snapshot's node order.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    pub(crate) fn set_index(&mut self, index: usize) {
+        self.index = index;
     }
 
     /// The pods on the node, bound and assumed.

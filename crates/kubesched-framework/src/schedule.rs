@@ -11,7 +11,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use crate::cycle_state::CycleState;
-use crate::framework::{Framework, NodePluginScores, NominatedPods, PARALLEL_THRESHOLD};
+use crate::framework::{Framework, NominatedPods, PARALLEL_THRESHOLD, ScoreTable};
 use crate::node_info::NodeInfo;
 use crate::plugin::{NodeToStatus, PostFilterResult, QueuedPodInfo};
 use crate::pod_info::PodInfo;
@@ -175,7 +175,7 @@ pub struct ScheduleResult {
     /// How many nodes passed the filters.
     pub feasible_nodes: usize,
     /// The feasible nodes' scores (empty when scoring was skipped: one feasible node).
-    pub scores: Vec<NodePluginScores>,
+    pub scores: ScoreTable,
     /// The nodes that were rejected, and why.
     pub diagnosis: Diagnosis,
 }
@@ -472,7 +472,7 @@ impl Scheduler {
                 suggested_host: feasible[0],
                 evaluated_nodes: 1 + diagnosis.node_to_status.len(),
                 feasible_nodes: 1,
-                scores: Vec::new(),
+                scores: ScoreTable::default(),
                 diagnosis,
             });
         }
@@ -487,14 +487,7 @@ impl Scheduler {
             fwk.run_score_plugins(state, pod, &indexed)
                 .map_err(ScheduleError::Internal)?
         } else {
-            feasible
-                .iter()
-                .map(|&node_index| NodePluginScores {
-                    node_index,
-                    scores: Vec::new(),
-                    total_score: 1,
-                })
-                .collect()
+            ScoreTable::uniform(feasible.clone(), 1)
         };
         let suggested_host = self.select_host(&scores);
         Ok(ScheduleResult {
@@ -506,12 +499,14 @@ impl Scheduler {
         })
     }
 
-    fn select_host(&mut self, scores: &[NodePluginScores]) -> usize {
-        let best = scores.iter().map(|s| s.total_score).max().unwrap_or(0);
+    fn select_host(&mut self, scores: &ScoreTable) -> usize {
+        let best = scores.totals.iter().copied().max().unwrap_or(0);
         let ties = scores
+            .totals
             .iter()
-            .filter(|s| s.total_score == best)
-            .map(|s| s.node_index);
+            .zip(&scores.node_indices)
+            .filter(|(t, _)| **t == best)
+            .map(|(_, i)| *i);
         match self.options.host_selection {
             HostSelection::FirstInNodeOrder => ties.min().unwrap_or(0),
             HostSelection::Random { .. } => {

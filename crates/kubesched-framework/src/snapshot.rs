@@ -47,6 +47,8 @@ pub struct ClusterObjects {
 pub struct Snapshot {
     nodes: Vec<NodeInfo>,
     index: HashMap<String, usize>,
+    /// Image name → (summary, the nodes that report it, in node order).
+    images: HashMap<String, (ImageStateSummary, Vec<usize>)>,
     objects: Arc<ClusterObjects>,
 }
 
@@ -60,7 +62,8 @@ impl Snapshot {
     ) -> Result<(Snapshot, Vec<Arc<PodInfo>>), SnapshotError> {
         let mut snapshot = Snapshot::default();
         for node in nodes {
-            let info = NodeInfo::new(node)?;
+            let mut info = NodeInfo::new(node)?;
+            info.set_index(snapshot.nodes.len());
             let name = info.name().to_string();
             if snapshot.index.contains_key(&name) {
                 return Err(SnapshotError::DuplicateNode(name));
@@ -119,9 +122,20 @@ impl Snapshot {
                     .collect()
             })
             .collect();
+        let mut images: HashMap<String, (ImageStateSummary, Vec<usize>)> = HashMap::new();
+        for (i, states) in per_node.iter().enumerate() {
+            for (name, summary) in states {
+                images
+                    .entry(name.clone())
+                    .or_insert_with(|| (*summary, Vec::new()))
+                    .1
+                    .push(i);
+            }
+        }
         for (info, states) in self.nodes.iter_mut().zip(per_node) {
             info.set_image_states(states);
         }
+        self.images = images;
     }
 
     /// The cluster's other objects.
@@ -132,6 +146,14 @@ impl Snapshot {
     /// Replaces the cluster's other objects.
     pub fn set_objects(&mut self, objects: Arc<ClusterObjects>) {
         self.objects = objects;
+    }
+
+    /// An image name's summary (size, node count) and the nodes that report it, in
+    /// node order.
+    pub fn image(&self, name: &str) -> Option<(ImageStateSummary, &[usize])> {
+        self.images
+            .get(name)
+            .map(|(s, nodes)| (*s, nodes.as_slice()))
     }
 
     /// The number of nodes.

@@ -21,7 +21,9 @@ use kubesched_framework::{
     Status,
 };
 
-use crate::resource_allocation::{Requests, allocatable_and_requested, pod_resource_requests};
+use crate::resource_allocation::{
+    Requests, ResourceKind, allocatable_and_requested, pod_resource_requests,
+};
 
 /// The plugin's name.
 pub const NAME: &str = "NodeResourcesBalancedAllocation";
@@ -30,6 +32,7 @@ pub const NAME: &str = "NodeResourcesBalancedAllocation";
 #[derive(Clone, Debug)]
 pub struct BalancedAllocation {
     resources: Vec<ResourceSpec>,
+    kinds: Vec<ResourceKind>,
 }
 
 /// The pod's actual request per configured resource, computed once in PreScore.
@@ -40,6 +43,7 @@ impl BalancedAllocation {
     /// Builds the plugin from its (defaulted, validated) args.
     pub fn new(args: NodeResourcesBalancedAllocationArgs) -> BalancedAllocation {
         BalancedAllocation {
+            kinds: ResourceKind::of(&args.resources),
             resources: args.resources,
         }
     }
@@ -50,9 +54,8 @@ impl BalancedAllocation {
         // resources are configured, so a small inline buffer avoids allocating.
         let mut fractions: smallvec::SmallVec<[f64; 4]> = smallvec::SmallVec::new();
         let mut total = 0f64;
-        for (r, &pod_request) in self.resources.iter().zip(pod_requests) {
-            let (alloc, req) =
-                allocatable_and_requested(node, &r.name, pod_request, Requests::Actual);
+        for (r, &pod_request) in self.kinds.iter().zip(pod_requests) {
+            let (alloc, req) = allocatable_and_requested(node, r, pod_request, Requests::Actual);
             if alloc == 0 {
                 continue;
             }

@@ -22,9 +22,13 @@ pub const MAX_CONTAINER_THRESHOLD: i64 = 1000 * MB;
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ImageLocality;
 
-/// The number of nodes in the cluster, read once per cycle.
-#[derive(Clone, Copy, Debug)]
-struct TotalNodes(usize);
+/// Per pod, computed once in PreScore: each node's summed scaled image sizes (absent
+/// when no node has any of the pod's images), and the number of containers.
+#[derive(Clone, Debug)]
+struct PodImageScores {
+    sums: Option<Vec<i64>>,
+    containers: i64,
+}
 
 impl Plugin for ImageLocality {
     fn name(&self) -> &str {
@@ -39,42 +43,51 @@ impl Plugin for ImageLocality {
 }
 
 impl PreScorePlugin for ImageLocality {
+    /// Sums, for every node, the scaled sizes of the pod's images it has: an image's
+    /// size and spread are the same on every node that reports it, so one pass over the
+    /// snapshot's image index replaces a lookup per node and container.
     fn pre_score(
         &self,
         state: &mut CycleState,
-        _: &PodInfo,
+        pod: &PodInfo,
         _: &[&NodeInfo],
         snapshot: &Snapshot,
     ) -> Status {
-        state.write(TotalNodes(snapshot.num_nodes()));
+        let total = snapshot.num_nodes();
+        let spec = pod.spec();
+        let mut sums: Option<Vec<i64>> = None;
+        let mut containers = 0;
+        for c in spec
+            .init_containers
+            .iter()
+            .flatten()
+            .chain(&spec.containers)
+        {
+            containers += 1;
+            let name = normalized_image_name(c.image.as_deref().unwrap_or(""));
+            if let Some((summary, nodes)) = snapshot.image(&name) {
+                let scaled = scaled_image_score(summary.size, summary.num_nodes, total);
+                let sums = sums.get_or_insert_with(|| vec![0; total]);
+                for &i in nodes {
+                    sums[i] += scaled;
+                }
+            }
+        }
+        state.write(PodImageScores { sums, containers });
         Status::success()
     }
 }
 
 impl ScorePlugin for ImageLocality {
-    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        let total = state
-            .read::<TotalNodes>()
-            .ok_or_else(|| {
-                Status::error("ImageLocality: its PreScore did not run (it must stay enabled)")
-            })?
-            .0;
-        let spec = pod.spec();
-        let containers = spec
-            .init_containers
-            .iter()
-            .flatten()
-            .chain(&spec.containers);
-        let mut sum: i64 = 0;
-        let mut count: i64 = 0;
-        for c in containers {
-            count += 1;
-            let name = normalized_image_name(c.image.as_deref().unwrap_or(""));
-            if let Some(state) = node.image_states().get(name.as_ref()) {
-                sum += scaled_image_score(state.size, state.num_nodes, total);
-            }
-        }
-        Ok(calculate_priority(sum, count))
+    fn score(&self, state: &CycleState, _: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        let scores = state.read::<PodImageScores>().ok_or_else(|| {
+            Status::error("ImageLocality: its PreScore did not run (it must stay enabled)")
+        })?;
+        let sum = match &scores.sums {
+            Some(sums) => sums.get(node.index()).copied().unwrap_or(0),
+            None => 0,
+        };
+        Ok(calculate_priority(sum, scores.containers))
     }
 }
 

@@ -15,7 +15,9 @@ use kubesched_framework::{
     ScorePlugin, Snapshot, Status,
 };
 
-use crate::resource_allocation::{Requests, pod_resource_requests, requested_and_allocatable};
+use crate::resource_allocation::{
+    Requests, ResourceKind, pod_resource_requests, requested_and_allocatable,
+};
 
 /// The plugin's name.
 pub const NAME: &str = "NodeResourcesFit";
@@ -54,6 +56,7 @@ pub struct NodeResourcesFit {
     ignored_resources: BTreeSet<String>,
     ignored_resource_groups: BTreeSet<String>,
     resources: Vec<ResourceSpec>,
+    kinds: Vec<ResourceKind>,
     strategy: Strategy,
 }
 
@@ -79,6 +82,7 @@ impl NodeResourcesFit {
         NodeResourcesFit {
             ignored_resources: args.ignored_resources.into_iter().collect(),
             ignored_resource_groups: args.ignored_resource_groups.into_iter().collect(),
+            kinds: ResourceKind::of(&s.resources),
             resources: s.resources,
             strategy,
         }
@@ -308,7 +312,7 @@ impl ScorePlugin for NodeResourcesFit {
             }
         };
         let (requested, allocatable) =
-            requested_and_allocatable(node, &self.resources, pod_requests, Requests::NonZero);
+            requested_and_allocatable(node, &self.kinds, pod_requests, Requests::NonZero);
         Ok(self.score_resources(&requested, &allocatable))
     }
 }

@@ -9,6 +9,7 @@ use kubesched_framework::resource::{
     is_scalar_resource_name, pod_requests,
 };
 use kubesched_framework::{NodeInfo, PodInfo, Status};
+use smallvec::SmallVec;
 
 /// Which requests a scorer counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,12 +54,55 @@ pub fn pod_resource_requests(
         .collect())
 }
 
+/// A configured resource, classified once when the plugin is built so the per-node
+/// loop matches on an enum instead of comparing and validating names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ResourceKind {
+    /// `cpu`, in milli units.
+    Cpu,
+    /// `memory`.
+    Memory,
+    /// `ephemeral-storage`.
+    EphemeralStorage,
+    /// Any other resource; `scalar` when kube-scheduler treats it as a scalar resource
+    /// (extended, hugepages, attachable volumes).
+    Other {
+        /// The resource name.
+        name: String,
+        /// `IsScalarResourceName`.
+        scalar: bool,
+    },
+}
+
+impl ResourceKind {
+    /// Classifies a resource name.
+    pub fn new(name: &str) -> ResourceKind {
+        match name {
+            "cpu" => ResourceKind::Cpu,
+            "memory" => ResourceKind::Memory,
+            "ephemeral-storage" => ResourceKind::EphemeralStorage,
+            _ => ResourceKind::Other {
+                name: name.to_string(),
+                scalar: is_scalar_resource_name(name),
+            },
+        }
+    }
+
+    /// The kinds of configured resources, in order.
+    pub fn of(resources: &[ResourceSpec]) -> Vec<ResourceKind> {
+        resources
+            .iter()
+            .map(|r| ResourceKind::new(&r.name))
+            .collect()
+    }
+}
+
 /// The node's (allocatable, requested including the pod) for one resource; (0, 0) means
 /// "do not score this resource" (an extended resource the pod does not ask for, or
 /// one the node does not have).
 pub fn allocatable_and_requested(
     node: &NodeInfo,
-    resource: &str,
+    resource: &ResourceKind,
     pod_request: i64,
     requests: Requests,
 ) -> (i64, i64) {
@@ -66,19 +110,17 @@ pub fn allocatable_and_requested(
         Requests::Actual => node.requested(),
         Requests::NonZero => node.non_zero_requested(),
     };
-    if pod_request == 0 && is_scalar_resource_name(resource) {
-        return (0, 0);
-    }
     let alloc = node.allocatable();
     match resource {
-        "cpu" => (alloc.milli_cpu, requested.milli_cpu + pod_request),
-        "memory" => (alloc.memory, requested.memory + pod_request),
-        "ephemeral-storage" => (
+        ResourceKind::Cpu => (alloc.milli_cpu, requested.milli_cpu + pod_request),
+        ResourceKind::Memory => (alloc.memory, requested.memory + pod_request),
+        ResourceKind::EphemeralStorage => (
             alloc.ephemeral_storage,
             node.requested().ephemeral_storage + pod_request,
         ),
-        _ => match alloc.scalar_resources.get(resource) {
-            Some(&a) => (a, node.requested().scalar(resource) + pod_request),
+        ResourceKind::Other { scalar: true, .. } if pod_request == 0 => (0, 0),
+        ResourceKind::Other { name, .. } => match alloc.scalar_resources.get(name) {
+            Some(&a) => (a, node.requested().scalar(name) + pod_request),
             None => (0, 0),
         },
     }
@@ -87,19 +129,16 @@ pub fn allocatable_and_requested(
 /// (requested, allocatable) per configured resource, zeros for resources not scored.
 pub fn requested_and_allocatable(
     node: &NodeInfo,
-    resources: &[ResourceSpec],
+    resources: &[ResourceKind],
     pod_requests: &[i64],
     requests: Requests,
-) -> (Vec<i64>, Vec<i64>) {
-    let mut requested = vec![0; resources.len()];
-    let mut allocatable = vec![0; resources.len()];
-    for (i, r) in resources.iter().enumerate() {
-        let (alloc, req) = allocatable_and_requested(node, &r.name, pod_requests[i], requests);
-        if alloc == 0 {
-            continue;
-        }
-        allocatable[i] = alloc;
-        requested[i] = req;
+) -> (SmallVec<[i64; 4]>, SmallVec<[i64; 4]>) {
+    let mut requested = SmallVec::with_capacity(resources.len());
+    let mut allocatable = SmallVec::with_capacity(resources.len());
+    for (r, &pod_request) in resources.iter().zip(pod_requests) {
+        let (alloc, req) = allocatable_and_requested(node, r, pod_request, requests);
+        allocatable.push(alloc);
+        requested.push(if alloc == 0 { 0 } else { req });
     }
     (requested, allocatable)
 }

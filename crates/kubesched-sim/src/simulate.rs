@@ -467,7 +467,13 @@ impl Prepared {
             }
             Outcome::Unschedulable { error, nominated } => {
                 if let ScheduleError::Unfit(fit) = &error {
-                    fill_details(&mut result, scheduler.snapshot(), &fit.diagnosis, &[], None);
+                    fill_details(
+                        &mut result,
+                        scheduler.snapshot(),
+                        &fit.diagnosis,
+                        &Default::default(),
+                        None,
+                    );
                 }
                 result.outcome = match nominated {
                     Some(n) => PodOutcome::Nominated {
@@ -492,19 +498,18 @@ fn fill_details(
     result: &mut PodResult,
     snapshot: &Snapshot,
     diagnosis: &kubesched_framework::Diagnosis,
-    scores: &[kubesched_framework::NodePluginScores],
+    scores: &kubesched_framework::ScoreTable,
     chosen: Option<usize>,
 ) {
-    for s in scores {
+    for (node_index, plugins, total) in scores.rows() {
         result.scores.insert(
-            snapshot.node_at(s.node_index).name().to_string(),
+            snapshot.node_at(node_index).name().to_string(),
             NodeScores {
-                plugins: s
-                    .scores
-                    .iter()
-                    .map(|p| (p.name.to_string(), p.score))
+                plugins: plugins
+                    .into_iter()
+                    .map(|(p, v)| (p.to_string(), v))
                     .collect(),
-                total: s.total_score,
+                total,
             },
         );
     }
@@ -522,7 +527,7 @@ fn fill_details(
         let evaluated: std::collections::BTreeSet<usize> = explicit
             .iter()
             .map(|(i, _)| *i)
-            .chain(scores.iter().map(|s| s.node_index))
+            .chain(scores.node_indices.iter().copied())
             .chain(chosen)
             .collect();
         for (i, node) in snapshot.nodes().iter().enumerate() {
