@@ -48,6 +48,9 @@ pub struct CycleState {
     // TypeIds beats hashing them.
     data: Vec<(TypeId, Box<dyn StateData>)>,
     skip_filter_plugins: BTreeSet<String>,
+    /// `skip_filter_plugins` resolved against the profile's Filter list, one flag per
+    /// Filter plugin, so the per-node loop compares no names.
+    skip_filter_mask: Vec<bool>,
     skip_score_plugins: BTreeSet<String>,
 }
 
@@ -101,8 +104,18 @@ impl CycleState {
         &self.skip_score_plugins
     }
 
-    pub(crate) fn set_skip_filter_plugins(&mut self, names: BTreeSet<String>) {
+    pub(crate) fn set_skip_filter_plugins(&mut self, names: BTreeSet<String>, mask: Vec<bool>) {
         self.skip_filter_plugins = names;
+        self.skip_filter_mask = mask;
+    }
+
+    /// `true` when the Filter plugin at `position` in the profile's Filter list is
+    /// skipped this cycle.
+    pub(crate) fn skips_filter(&self, position: usize) -> bool {
+        self.skip_filter_mask
+            .get(position)
+            .copied()
+            .unwrap_or(false)
     }
 
     pub(crate) fn set_skip_score_plugins(&mut self, names: BTreeSet<String>) {
@@ -119,6 +132,7 @@ impl Clone for CycleState {
                 .map(|(k, v)| (*k, (**v).clone_box()))
                 .collect(),
             skip_filter_plugins: self.skip_filter_plugins.clone(),
+            skip_filter_mask: self.skip_filter_mask.clone(),
             skip_score_plugins: self.skip_score_plugins.clone(),
         }
     }

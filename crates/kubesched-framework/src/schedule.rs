@@ -651,7 +651,9 @@ fn filter_nodes(
         };
         (index, status)
     };
-    if total < PARALLEL_THRESHOLD {
+    // Few nodes to check, or few feasible nodes wanted (kube-scheduler's adaptive
+    // search): a sequential scan that stops early does the least work.
+    if total < PARALLEL_THRESHOLD || to_find < PARALLEL_THRESHOLD {
         for i in 0..total {
             let (index, status) = check(i);
             if status.is_success() {
@@ -669,17 +671,36 @@ fn filter_nodes(
     let mut next = 0;
     while next < total && feasible.len() < to_find {
         let end = (next + chunk).min(total);
-        let results: Vec<(usize, Status)> = (next..end).into_par_iter().map(check).collect();
-        for (index, status) in results {
-            if feasible.len() >= to_find {
-                break;
-            }
-            if status.is_success() {
-                feasible.push(index);
-            } else {
-                rejected.push((index, status));
-            }
-        }
+        // Both halves keep scan order; only rejected nodes carry a status.
+        // (scan position, node index) of feasible nodes; the same plus the status of
+        // rejected ones.
+        type Passed = Vec<(usize, usize)>;
+        type Failed = Vec<(usize, usize, Status)>;
+        let (passed, failed): (Passed, Failed) = (next..end)
+            .into_par_iter()
+            .map(|i| (i, check(i)))
+            .partition_map(|(i, (index, status))| {
+                if status.is_success() {
+                    rayon::iter::Either::Left((i, index))
+                } else {
+                    rayon::iter::Either::Right((i, index, status))
+                }
+            });
+        let wanted = to_find - feasible.len();
+        // The scan position of the last feasible node still wanted: nodes after it
+        // count as not evaluated, as in a sequential scan that stops there.
+        let cut = if passed.len() > wanted {
+            passed[wanted - 1].0
+        } else {
+            usize::MAX
+        };
+        feasible.extend(passed.iter().take(wanted).map(|&(_, index)| index));
+        rejected.extend(
+            failed
+                .into_iter()
+                .filter(|(i, _, _)| *i <= cut)
+                .map(|(_, index, status)| (index, status)),
+        );
         next = end;
     }
     (feasible, rejected)

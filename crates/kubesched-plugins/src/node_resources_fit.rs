@@ -16,7 +16,7 @@ use kubesched_framework::{
 };
 
 use crate::resource_allocation::{
-    Requests, ResourceKind, pod_resource_requests, requested_and_allocatable,
+    Requests, ResourceKind, allocatable_and_requested, pod_resource_requests,
 };
 
 /// The plugin's name.
@@ -162,16 +162,18 @@ impl NodeResourcesFit {
         out
     }
 
-    fn score_resources(&self, requested: &[i64], allocatable: &[i64]) -> i64 {
+    /// The node's score; `at(i)` gives (requested, allocatable) of the i-th configured
+    /// resource, computed as it is needed so no per-node buffer is filled.
+    fn score_resources(&self, at: impl Fn(usize) -> (i64, i64)) -> i64 {
         match &self.strategy {
-            Strategy::LeastAllocated => self.weighted_mean(requested, allocatable, |req, cap| {
+            Strategy::LeastAllocated => self.weighted_mean(&at, |req, cap| {
                 if cap == 0 || req > cap {
                     0
                 } else {
                     (cap - req) * MAX_NODE_SCORE / cap
                 }
             }),
-            Strategy::MostAllocated => self.weighted_mean(requested, allocatable, |req, cap| {
+            Strategy::MostAllocated => self.weighted_mean(&at, |req, cap| {
                 if cap == 0 {
                     0
                 } else {
@@ -182,13 +184,14 @@ impl NodeResourcesFit {
                 let mut score = 0f64;
                 let mut weights = 0i64;
                 for (i, r) in self.resources.iter().enumerate() {
-                    if allocatable[i] == 0 {
+                    let (requested, allocatable) = at(i);
+                    if allocatable == 0 {
                         continue;
                     }
-                    let utilization = if requested[i] > allocatable[i] {
+                    let utilization = if requested > allocatable {
                         MAX_UTILIZATION
                     } else {
-                        requested[i] * MAX_UTILIZATION / allocatable[i]
+                        requested * MAX_UTILIZATION / allocatable
                     };
                     let s = broken_linear(shape, utilization);
                     if s > 0 {
@@ -205,19 +208,15 @@ impl NodeResourcesFit {
         }
     }
 
-    fn weighted_mean(
-        &self,
-        requested: &[i64],
-        allocatable: &[i64],
-        f: impl Fn(i64, i64) -> i64,
-    ) -> i64 {
+    fn weighted_mean(&self, at: impl Fn(usize) -> (i64, i64), f: impl Fn(i64, i64) -> i64) -> i64 {
         let mut score = 0;
         let mut weights = 0;
         for (i, r) in self.resources.iter().enumerate() {
-            if allocatable[i] == 0 {
+            let (requested, allocatable) = at(i);
+            if allocatable == 0 {
                 continue;
             }
-            score += f(requested[i], allocatable[i]) * r.weight;
+            score += f(requested, allocatable) * r.weight;
             weights += r.weight;
         }
         if weights == 0 { 0 } else { score / weights }
@@ -311,9 +310,11 @@ impl ScorePlugin for NodeResourcesFit {
                 &computed
             }
         };
-        let (requested, allocatable) =
-            requested_and_allocatable(node, &self.kinds, pod_requests, Requests::NonZero);
-        Ok(self.score_resources(&requested, &allocatable))
+        Ok(self.score_resources(|i| {
+            let (alloc, req) =
+                allocatable_and_requested(node, &self.kinds[i], pod_requests[i], Requests::NonZero);
+            (req, alloc)
+        }))
     }
 }
 

@@ -9,7 +9,6 @@ use kubesched_framework::resource::{
     is_scalar_resource_name, pod_requests,
 };
 use kubesched_framework::{NodeInfo, PodInfo, Status};
-use smallvec::SmallVec;
 
 /// Which requests a scorer counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,21 +123,4 @@ pub fn allocatable_and_requested(
             None => (0, 0),
         },
     }
-}
-
-/// (requested, allocatable) per configured resource, zeros for resources not scored.
-pub fn requested_and_allocatable(
-    node: &NodeInfo,
-    resources: &[ResourceKind],
-    pod_requests: &[i64],
-    requests: Requests,
-) -> (SmallVec<[i64; 4]>, SmallVec<[i64; 4]>) {
-    let mut requested = SmallVec::with_capacity(resources.len());
-    let mut allocatable = SmallVec::with_capacity(resources.len());
-    for (r, &pod_request) in resources.iter().zip(pod_requests) {
-        let (alloc, req) = allocatable_and_requested(node, r, pod_request, requests);
-        allocatable.push(alloc);
-        requested.push(if alloc == 0 { 0 } else { req });
-    }
-    (requested, allocatable)
 }
