@@ -18,6 +18,7 @@ use rayon::prelude::*;
 
 use crate::cycle_state::CycleState;
 use crate::node_info::NodeInfo;
+use crate::observer::{PluginObserver, sampled, timed};
 use crate::plugin::*;
 use crate::pod_info::PodInfo;
 use crate::registry::{Handle, Registry};
@@ -26,7 +27,7 @@ use crate::status::{Code, Status};
 
 /// Below this many nodes, Filter and Score run on the calling thread: fork/join costs
 /// more than a short loop. Results never depend on it.
-pub const PARALLEL_THRESHOLD: usize = 256;
+pub const PARALLEL_THRESHOLD: usize = 1024;
 
 /// A profile could not be turned into a framework.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -274,6 +275,7 @@ pub struct Framework {
     pre_bind: Vec<Wired<dyn PreBindPlugin>>,
     bind: Vec<Wired<dyn BindPlugin>>,
     post_bind: Vec<Wired<dyn PostBindPlugin>>,
+    observer: Option<Arc<dyn PluginObserver>>,
 }
 
 impl std::fmt::Debug for Framework {
@@ -474,7 +476,14 @@ impl Framework {
             pre_bind,
             bind,
             post_bind,
+            observer: None,
         })
+    }
+
+    /// Times every plugin call of the cycles marked with
+    /// [`RecordPluginMetrics`](crate::RecordPluginMetrics) (none without an observer).
+    pub fn set_plugin_observer(&mut self, observer: Arc<dyn PluginObserver>) {
+        self.observer = Some(observer);
     }
 
     /// The profile's scheduler name.
@@ -584,8 +593,15 @@ impl Framework {
         let mut narrowing = BTreeSet::new();
         let mut skip = BTreeSet::new();
         let mut returned = Status::success();
+        let obs = sampled(&self.observer, state);
         for w in &self.pre_filter {
-            let (r, s) = w.plugin.pre_filter(state, pod, snapshot);
+            let (r, s) = timed(
+                obs,
+                &w.name,
+                "PreFilter",
+                |r: &(_, Status)| r.1.code(),
+                || w.plugin.pre_filter(state, pod, snapshot),
+            );
             if s.is_skip() {
                 skip.insert(w.name.to_string());
                 continue;
@@ -594,7 +610,7 @@ impl Framework {
                 let s = s.with_plugin(w.name.clone());
                 match s.code() {
                     Code::UnschedulableAndUnresolvable => {
-                        state.set_skip_filter_plugins(skip);
+                        self.set_skip_filter(state, skip);
                         return PreFilterOutcome {
                             result: PreFilterResult::all_nodes(),
                             status: s,
@@ -606,7 +622,7 @@ impl Framework {
                         continue;
                     }
                     _ => {
-                        state.set_skip_filter_plugins(skip);
+                        self.set_skip_filter(state, skip);
                         let status = Status::error(format!(
                             "running PreFilter plugin {:?}: {}",
                             &*w.name,
@@ -638,7 +654,7 @@ impl Framework {
                         narrowing.iter().cloned().collect::<Vec<_>>().join(" ")
                     )
                 };
-                state.set_skip_filter_plugins(skip);
+                self.set_skip_filter(state, skip);
                 return PreFilterOutcome {
                     result,
                     status: Status::new(Code::UnschedulableAndUnresolvable, message),
@@ -646,12 +662,23 @@ impl Framework {
                 };
             }
         }
-        state.set_skip_filter_plugins(skip);
+        self.set_skip_filter(state, skip);
         PreFilterOutcome {
             result,
             status: returned,
             narrowing_plugins: narrowing,
         }
+    }
+
+    /// Records the plugins whose PreFilter skipped, by name and as flags over the Filter
+    /// list.
+    fn set_skip_filter(&self, state: &mut CycleState, skip: BTreeSet<String>) {
+        let mask = self
+            .filter
+            .iter()
+            .map(|w| skip.contains(&*w.name))
+            .collect();
+        state.set_skip_filter_plugins(skip, mask);
     }
 
     /// Runs the PreFilter AddPod extensions (preemption's what-if evaluation).
@@ -709,12 +736,14 @@ impl Framework {
     /// Runs the Filter plugins on one node, stopping at the first that does not
     /// succeed; its status carries the plugin's name.
     pub fn run_filter_plugins(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
-        let skip = state.skip_filter_plugins();
-        for w in &self.filter {
-            if !skip.is_empty() && skip.contains(&*w.name) {
+        let obs = sampled(&self.observer, state);
+        for (i, w) in self.filter.iter().enumerate() {
+            if state.skips_filter(i) {
                 continue;
             }
-            let s = w.plugin.filter(state, pod, node);
+            let s = timed(obs, &w.name, "Filter", Status::code, || {
+                w.plugin.filter(state, pod, node)
+            });
             if !s.is_success() {
                 let s = if s.is_rejected() {
                     s
@@ -796,8 +825,15 @@ impl Framework {
         let mut result = None;
         let mut reasons = Vec::new();
         let mut rejector: Option<Arc<str>> = None;
+        let obs = sampled(&self.observer, state);
         for w in &self.post_filter {
-            let (r, s) = w.plugin.post_filter(&ctx, state, pod, filtered);
+            let (r, s) = timed(
+                obs,
+                &w.name,
+                "PostFilter",
+                |r: &(_, Status)| r.1.code(),
+                || w.plugin.post_filter(&ctx, state, pod, filtered),
+            );
             if s.is_success() {
                 return (r, s);
             }
@@ -829,8 +865,11 @@ impl Framework {
         snapshot: &Snapshot,
     ) -> Status {
         let mut skip = BTreeSet::new();
+        let obs = sampled(&self.observer, state);
         for w in &self.pre_score {
-            let s = w.plugin.pre_score(state, pod, nodes, snapshot);
+            let s = timed(obs, &w.name, "PreScore", Status::code, || {
+                w.plugin.pre_score(state, pod, nodes, snapshot)
+            });
             if s.is_skip() {
                 skip.insert(w.name.to_string());
                 continue;
@@ -857,6 +896,7 @@ impl Framework {
         pod: &PodInfo,
         nodes: &[(usize, &NodeInfo)],
     ) -> Result<ScoreTable, Status> {
+        let obs = sampled(&self.observer, state);
         let skip = state.skip_score_plugins();
         let active: Vec<&WeightedScore> = self
             .score
@@ -877,7 +917,16 @@ impl Framework {
         let score_row =
             |(row, &(_, node)): (&mut [i64], &(usize, &NodeInfo))| -> Result<(), Status> {
                 for (cell, s) in row.iter_mut().zip(&active) {
-                    *cell = s.wired.plugin.score(state, pod, node).map_err(|e| {
+                    *cell = timed(
+                        obs,
+                        &s.wired.name,
+                        "Score",
+                        |r: &Result<i64, Status>| {
+                            r.as_ref().map_or_else(Status::code, |_| Code::Success)
+                        },
+                        || s.wired.plugin.score(state, pod, node),
+                    )
+                    .map_err(|e| {
                         Status::error(format!(
                             "plugin {:?} failed with: {}",
                             &*s.wired.name,
@@ -912,7 +961,13 @@ impl Framework {
                     score: table.scores[n * width + p],
                 })
                 .collect();
-            let status = ext.normalize_score(state, pod, &mut column);
+            let status = timed(
+                obs,
+                &s.wired.name,
+                "ScoreExtensionNormalize",
+                Status::code,
+                || ext.normalize_score(state, pod, &mut column),
+            );
             if !status.is_success() {
                 return Err(Status::error(format!(
                     "plugin {:?} failed with: {}",
@@ -947,8 +1002,11 @@ impl Framework {
         pod: &PodInfo,
         node: &str,
     ) -> Status {
+        let obs = sampled(&self.observer, state);
         for w in &self.reserve {
-            let s = w.plugin.reserve(state, pod, node);
+            let s = timed(obs, &w.name, "Reserve", Status::code, || {
+                w.plugin.reserve(state, pod, node)
+            });
             if !s.is_success() {
                 let s = if s.is_rejected() {
                     s
@@ -967,8 +1025,15 @@ impl Framework {
 
     /// Runs Unreserve in reverse order.
     pub fn run_reserve_plugins_unreserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) {
+        let obs = sampled(&self.observer, state);
         for w in self.reserve.iter().rev() {
-            w.plugin.unreserve(state, pod, node);
+            timed(
+                obs,
+                &w.name,
+                "Unreserve",
+                |_| Code::Success,
+                || w.plugin.unreserve(state, pod, node),
+            );
         }
     }
 
@@ -981,8 +1046,15 @@ impl Framework {
         node: &str,
     ) -> (Status, Option<Duration>) {
         let mut wait: Option<Duration> = None;
+        let obs = sampled(&self.observer, state);
         for w in &self.permit {
-            let (s, timeout) = w.plugin.permit(state, pod, node);
+            let (s, timeout) = timed(
+                obs,
+                &w.name,
+                "Permit",
+                |r: &(Status, _)| r.0.code(),
+                || w.plugin.permit(state, pod, node),
+            );
             if s.is_success() {
                 continue;
             }
@@ -1014,8 +1086,11 @@ impl Framework {
         pod: &PodInfo,
         node: &str,
     ) -> Status {
+        let obs = sampled(&self.observer, state);
         for w in &self.pre_bind {
-            let s = w.plugin.pre_bind(state, pod, node);
+            let s = timed(obs, &w.name, "PreBind", Status::code, || {
+                w.plugin.pre_bind(state, pod, node)
+            });
             if !s.is_success() && !s.is_skip() {
                 return s.with_plugin(w.name.clone());
             }
@@ -1025,8 +1100,11 @@ impl Framework {
 
     /// Runs Bind plugins: the first that does not Skip decides.
     pub fn run_bind_plugins(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
+        let obs = sampled(&self.observer, state);
         for w in &self.bind {
-            let s = w.plugin.bind(state, pod, node);
+            let s = timed(obs, &w.name, "Bind", Status::code, || {
+                w.plugin.bind(state, pod, node)
+            });
             if s.is_skip() {
                 continue;
             }
@@ -1037,8 +1115,15 @@ impl Framework {
 
     /// Runs PostBind plugins.
     pub fn run_post_bind_plugins(&self, state: &mut CycleState, pod: &PodInfo, node: &str) {
+        let obs = sampled(&self.observer, state);
         for w in &self.post_bind {
-            w.plugin.post_bind(state, pod, node);
+            timed(
+                obs,
+                &w.name,
+                "PostBind",
+                |_| Code::Success,
+                || w.plugin.post_bind(state, pod, node),
+            );
         }
     }
 }

@@ -39,6 +39,7 @@
 pub mod cycle_state;
 pub mod framework;
 pub mod node_info;
+pub mod observer;
 pub mod plugin;
 pub mod pod_info;
 pub mod quantity;
@@ -52,6 +53,7 @@ pub mod status;
 pub use cycle_state::{CycleState, StateData};
 pub use framework::{Framework, FrameworkError, NominatedPods, ScoreTable};
 pub use node_info::{HostPortInfo, ImageStateSummary, NodeInfo};
+pub use observer::{PluginObserver, RecordPluginMetrics};
 pub use plugin::*;
 pub use pod_info::{DEFAULT_SCHEDULER_NAME, HostPort, PodInfo};
 pub use queue::{

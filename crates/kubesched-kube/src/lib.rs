@@ -1,7 +1,8 @@
 //! # kubesched-kube
 //!
 //! kubesched as a real scheduler beside kube-scheduler: the runtime watches a
-//! Kubernetes API server's nodes and pods (kube-rs), keeps a cache of the cluster in
+//! Kubernetes API server's nodes and pods (and the Services, workloads, Namespaces and
+//! PodDisruptionBudgets plugins read) with kube-rs, keeps a cache of the cluster in
 //! step, queues the pending pods whose `spec.schedulerName` is one of its profiles
 //! (and only those) in kubesched-framework's [`SchedulingQueue`], schedules them one at
 //! a time with the profiles' plugins, and binds them through the `binding`
@@ -9,7 +10,8 @@
 //! cycles. It writes `Scheduled` and `FailedScheduling` events (the reporting
 //! controller is the profile's scheduler name, so `kubectl describe pod` shows who
 //! placed the pod), sets `PodScheduled=False` with reason `Unschedulable` on pods that
-//! fit nowhere, elects a leader with a Lease, and serves `/healthz`, `/livez`,
+//! fit nowhere, preempts (PostFilter: nominates the pod, deletes the victims with a
+//! `Preempted` event), elects a leader with a Lease, and serves `/healthz`, `/livez`,
 //! `/readyz` and `/metrics` over HTTPS.
 //!
 //! Sibling crates: `kubesched-framework` (the plugin traits and the scheduling
@@ -55,7 +57,7 @@ use tokio::sync::watch as tokio_watch;
 pub use leader::{LeaderElectionOptions, LeaderElector, LeaderLost};
 pub use metrics::Metrics;
 pub use runtime::{ApiBinder, WaitingPods};
-pub use serve::{DEFAULT_SECURE_PORT, ServingOptions};
+pub use serve::{DEFAULT_SECURE_PORT, Readiness, ServingOptions};
 
 /// Why the runtime could not start, or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -109,6 +111,7 @@ pub struct Runtime {
     assumed_pod_ttl: Duration,
     metrics: Arc<Metrics>,
     seed: u64,
+    plugin_metrics_sample_percent: u8,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -132,6 +135,7 @@ impl Runtime {
             assumed_pod_ttl: Duration::from_secs(30),
             metrics: Arc::new(Metrics::new()),
             seed: std::process::id() as u64,
+            plugin_metrics_sample_percent: 10,
         }
     }
 
@@ -162,6 +166,13 @@ impl Runtime {
         self
     }
 
+    /// The share of scheduling cycles, in percent, whose plugin calls are timed for
+    /// `scheduler_plugin_execution_duration_seconds` (kube-scheduler: 10).
+    pub fn plugin_metrics_sample_percent(mut self, percent: u8) -> Runtime {
+        self.plugin_metrics_sample_percent = percent.min(100);
+        self
+    }
+
     /// The metrics (shared with the `/metrics` endpoint).
     pub fn metrics(&self) -> Arc<Metrics> {
         self.metrics.clone()
@@ -180,7 +191,11 @@ impl Runtime {
             .config
             .profiles
             .iter()
-            .map(|p| Framework::new(p, &self.registry, &handle))
+            .map(|p| {
+                let mut fwk = Framework::new(p, &self.registry, &handle)?;
+                fwk.set_plugin_observer(self.metrics.clone());
+                Ok::<_, FrameworkError>(fwk)
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let options = SchedulerOptions {
             host_selection: HostSelection::Random { seed: self.seed },
@@ -201,10 +216,14 @@ impl Runtime {
             rt.clone(),
             self.assumed_pod_ttl,
             self.identity.clone(),
+            self.plugin_metrics_sample_percent,
         );
         let (stop_tx, stop_rx) = tokio_watch::channel(false);
+        let readiness = Arc::new(serve::Readiness::new());
         let secure_address = match &self.serving {
-            Some(s) => Some(serve::serve(s, self.metrics.clone(), stop_rx.clone()).await?),
+            Some(s) => Some(
+                serve::serve(s, self.metrics.clone(), readiness.clone(), stop_rx.clone()).await?,
+            ),
             None => None,
         };
         // Watches.
@@ -226,8 +245,38 @@ impl Runtime {
                 stop_rx.clone(),
             )),
         ];
+        let mut object_syncs = Vec::new();
+        macro_rules! watch_objects {
+            ($($t:ty),*) => {$(
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                object_syncs.push(rx);
+                tasks.push(tokio::spawn(watch::run_objects::<$t>(
+                    shared.clone(),
+                    self.client.clone(),
+                    tx,
+                    stop_rx.clone(),
+                )));
+            )*};
+        }
+        {
+            use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
+            use k8s_openapi::api::core::v1::{Namespace, ReplicationController, Service};
+            use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+            watch_objects!(
+                Service,
+                ReplicationController,
+                ReplicaSet,
+                StatefulSet,
+                Namespace,
+                PodDisruptionBudget
+            );
+        }
         let _ = nodes_rx.await;
         let _ = pods_rx.await;
+        for rx in object_syncs {
+            let _ = rx.await;
+        }
+        readiness.set_synced();
         // Leader election.
         let le = &self.config.leader_election;
         let elector = if le.leader_elect {
@@ -266,6 +315,7 @@ impl Runtime {
         Ok(RunningRuntime {
             shared,
             stop_tx,
+            readiness,
             secure_address,
             tasks,
             elector,
@@ -278,6 +328,7 @@ impl Runtime {
 pub struct RunningRuntime {
     shared: Arc<runtime::Shared>,
     stop_tx: tokio_watch::Sender<bool>,
+    readiness: Arc<serve::Readiness>,
     secure_address: Option<SocketAddr>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     elector: Option<tokio::task::JoinHandle<Result<(), LeaderLost>>>,
@@ -333,6 +384,7 @@ impl RunningRuntime {
     }
 
     fn halt(&mut self) {
+        self.readiness.set_shutting_down();
         self.shared.stopping.store(true, Ordering::SeqCst);
         self.shared.leading.store(false, Ordering::SeqCst);
         self.shared.notify();
@@ -356,6 +408,7 @@ impl RunningRuntime {
 
     /// Stops as a crash would: nothing is released, the lease expires on its own.
     pub fn abort(mut self) {
+        self.readiness.set_shutting_down();
         self.shared.stopping.store(true, Ordering::SeqCst);
         self.shared.leading.store(false, Ordering::SeqCst);
         self.shared.notify();

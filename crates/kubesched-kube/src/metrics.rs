@@ -204,3 +204,15 @@ impl Metrics {
         out
     }
 }
+
+impl kubesched_framework::PluginObserver for Metrics {
+    fn observe(
+        &self,
+        plugin: &str,
+        extension_point: &'static str,
+        code: kubesched_framework::Code,
+        took: Duration,
+    ) {
+        self.plugin(plugin, extension_point, code.as_str(), took);
+    }
+}

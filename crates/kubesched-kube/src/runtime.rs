@@ -3,7 +3,7 @@
 //! (concurrent tasks).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -11,15 +11,16 @@ use k8s_openapi::api::core::v1::{Binding, Node, ObjectReference, Pod};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kubesched_framework::queue::QueuedPod;
 use kubesched_framework::{
-    ClusterEvent, CycleState, Framework, PodBinder, PodInfo, QueueOptions, ScheduleError,
-    Scheduler, SchedulingQueue, Snapshot, Status, SystemClock,
+    ClusterEvent, CycleState, Framework, PodBinder, PodInfo, QueueOptions, RecordPluginMetrics,
+    ScheduleError, Scheduler, SchedulingQueue, Snapshot, Status, SystemClock,
 };
 use tokio::sync::oneshot;
 
 use crate::metrics::{AttemptResult, Metrics};
+use crate::watch::{Cached, ObjectCache, object_key};
 
 /// Binds through the API server's `binding` subresource.
 pub struct ApiBinder {
@@ -127,6 +128,8 @@ pub(crate) struct Inner {
     assumed: HashMap<String, Assumed>,
     /// Pending pods of our profiles, by key (to tell a spec change from a status one).
     pending: HashMap<String, Arc<Pod>>,
+    /// Services, workloads, namespaces and PodDisruptionBudgets.
+    objects: ObjectCache,
     dirty: bool,
 }
 
@@ -143,6 +146,9 @@ pub(crate) struct Shared {
     assumed_ttl: Duration,
     instance: String,
     profiles: BTreeSet<String>,
+    /// The share of cycles whose plugin calls are timed, in percent.
+    sample_percent: u64,
+    cycles: AtomicU64,
 }
 
 fn terminal(pod: &Pod) -> bool {
@@ -161,6 +167,7 @@ fn key_of(meta: &ObjectMeta) -> String {
 }
 
 impl Shared {
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         sched: Scheduler,
         queue_options: QueueOptions,
@@ -169,6 +176,7 @@ impl Shared {
         rt: tokio::runtime::Handle,
         assumed_ttl: Duration,
         instance: String,
+        sample_percent: u8,
     ) -> Arc<Shared> {
         let fwk = sched.profiles()[0].clone();
         let profiles = sched
@@ -189,6 +197,7 @@ impl Shared {
                 pods: HashMap::new(),
                 assumed: HashMap::new(),
                 pending: HashMap::new(),
+                objects: ObjectCache::default(),
                 dirty: true,
             }),
             wake: Condvar::new(),
@@ -201,6 +210,8 @@ impl Shared {
             assumed_ttl,
             instance,
             profiles,
+            sample_percent: u64::from(sample_percent),
+            cycles: AtomicU64::new(0),
         })
     }
 
@@ -287,7 +298,11 @@ impl Shared {
     pub(crate) fn pod_deleted(&self, key: &str) {
         let mut inner = lock(&self.inner);
         inner.queue.delete(key);
-        inner.pending.remove(key);
+        if let Some(p) = inner.pending.remove(key)
+            && let Some(uid) = p.metadata.uid.as_deref()
+        {
+            inner.sched.nominated_pods_mut().remove(uid);
+        }
         inner.assumed.remove(key);
         if let Some(old) = inner.pods.remove(key) {
             if let Some(node) = old.node_name() {
@@ -323,6 +338,7 @@ impl Shared {
             let node = node.to_string();
             inner.queue.delete(&key);
             inner.pending.remove(&key);
+            inner.sched.nominated_pods_mut().remove(info.uid());
             let was_assumed = inner.assumed.remove(&key).is_some();
             if let Some(old) = inner.pods.insert(key.clone(), info.clone())
                 && let Some(old_node) = old.node_name()
@@ -353,6 +369,16 @@ impl Shared {
                         || old.metadata.annotations != pod.metadata.annotations
                 }
             };
+            // A nomination written to the pod's status (by us before a restart, or
+            // by another replica) counts as one made here.
+            if let Some(n) = pod
+                .status
+                .as_ref()
+                .and_then(|s| s.nominated_node_name.as_deref())
+                && inner.sched.nominated_pods().node_of(info.uid()) != Some(n)
+            {
+                inner.sched.nominated_pods_mut().add(info.clone(), n);
+            }
             inner.pending.insert(key.clone(), pod);
             if changed || !inner.queue.contains(&key) {
                 inner.queue.add(info);
@@ -361,6 +387,32 @@ impl Shared {
         self.update_pending_metrics(&inner);
         drop(inner);
         self.notify();
+    }
+
+    /// The list of one object kind was (re)loaded.
+    pub(crate) fn objects_listed<K: Cached>(&self, items: Vec<K>) {
+        let mut inner = lock(&self.inner);
+        *K::slot(&mut inner.objects) = items
+            .into_iter()
+            .map(|o| (object_key(&o), Arc::new(o)))
+            .collect();
+        Self::refresh_objects(&mut inner);
+    }
+
+    pub(crate) fn object_changed<K: Cached>(&self, o: K, deleted: bool) {
+        let key = object_key(&o);
+        let mut inner = lock(&self.inner);
+        if deleted {
+            K::slot(&mut inner.objects).remove(&key);
+        } else {
+            K::slot(&mut inner.objects).insert(key, Arc::new(o));
+        }
+        Self::refresh_objects(&mut inner);
+    }
+
+    fn refresh_objects(inner: &mut Inner) {
+        let objects = Arc::new(inner.objects.build());
+        inner.sched.snapshot_mut().set_objects(objects);
     }
 
     // ---- the scheduling loop ----
@@ -459,10 +511,45 @@ impl Shared {
         }
         let start = Instant::now();
         let mut state = CycleState::new();
+        // Spread the sampled cycles evenly: cycle n is sampled when n * percent
+        // crosses a multiple of 100.
+        let n = self.cycles.fetch_add(1, Ordering::Relaxed);
+        if (n + 1) * self.sample_percent / 100 > n * self.sample_percent / 100 {
+            state.write(RecordPluginMetrics);
+        }
         let result = inner.sched.schedule_pod(index, &mut state, &pod);
         let result = match result {
             Ok(r) => r,
-            Err(error) => {
+            Err(mut error) => {
+                // PostFilter (preemption), as kube-scheduler runs it after a failed
+                // filter pass.
+                let mut nomination = None;
+                if let ScheduleError::Unfit(fit) = &mut error
+                    && fwk.has_post_filter_plugins()
+                {
+                    let t = Instant::now();
+                    let (r, s) = fwk.run_post_filter_plugins(
+                        &state,
+                        &pod,
+                        inner.sched.snapshot(),
+                        inner.sched.nominated_pods(),
+                        &fit.diagnosis.node_to_status,
+                    );
+                    self.metrics.extension_point(
+                        "PostFilter",
+                        &profile,
+                        s.code().as_str(),
+                        t.elapsed(),
+                    );
+                    if s.is_success() {
+                        nomination = r.and_then(|r| {
+                            let node = r.nominated_node_name?;
+                            Some((node, r.victims))
+                        });
+                    } else if !s.message().is_empty() {
+                        fit.diagnosis.post_filter_msg = Some(s.message());
+                    }
+                }
                 let took = start.elapsed();
                 let message = error.to_string();
                 match &error {
@@ -483,7 +570,14 @@ impl Shared {
                     }
                 }
                 tracing::info!(pod = %key, profile = %profile, %message, "unable to schedule pod; waiting");
-                self.report_failure(pod.pod_arc().clone(), profile, message);
+                let nominated_node = match nomination {
+                    Some((node, victims)) => {
+                        self.preempt(inner, &pod, &profile, &node, &victims);
+                        Some(node)
+                    }
+                    None => None,
+                };
+                self.report_failure(pod.pod_arc().clone(), profile, message, nominated_node);
                 return;
             }
         };
@@ -495,7 +589,8 @@ impl Shared {
             .node_at(result.suggested_host)
             .name()
             .to_string();
-        // Assume.
+        // Assume (which ends the pod's nomination, as kube-scheduler's assume does).
+        inner.sched.nominated_pods_mut().remove(pod.uid());
         let assumed = Arc::new(pod.bound_to(&node));
         inner.sched.snapshot_mut().add_pod(assumed.clone());
         inner.pods.insert(key.clone(), assumed.clone());
@@ -560,6 +655,7 @@ impl Shared {
             qp.info.pod_info.pod_arc().clone(),
             profile.to_string(),
             message,
+            None,
         );
     }
 
@@ -644,6 +740,7 @@ impl Shared {
                 "Scheduled",
                 "Binding",
                 message,
+                None,
             )
             .await;
             return;
@@ -679,6 +776,7 @@ impl Shared {
                 "FailedScheduling",
                 "Scheduling",
                 message,
+                None,
             )
             .await;
         }
@@ -686,7 +784,15 @@ impl Shared {
 
     // ---- events and status ----
 
-    fn report_failure(self: &Arc<Self>, pod: Arc<Pod>, profile: String, message: String) {
+    /// `nominated`: the node a PostFilter plugin nominated the pod to, written to its
+    /// `status.nominatedNodeName` with the condition.
+    fn report_failure(
+        self: &Arc<Self>,
+        pod: Arc<Pod>,
+        profile: String,
+        message: String,
+        nominated: Option<String>,
+    ) {
         let me = self.clone();
         self.rt.spawn(async move {
             me.emit_event(
@@ -696,29 +802,140 @@ impl Shared {
                 "FailedScheduling",
                 "Scheduling",
                 message.clone(),
+                None,
             )
             .await;
-            me.patch_unschedulable(&pod, &message).await;
+            me.patch_unschedulable(&pod, &message, nominated.as_deref())
+                .await;
         });
     }
 
-    async fn patch_unschedulable(&self, pod: &Pod, message: &str) {
+    /// Preemption's side effects, as kube-scheduler's `prepareCandidate` and failure
+    /// handler: `pod` is nominated to `node` (counted by the Filter plugins for pods
+    /// of lower or equal priority there), lower-priority pods nominated to that node
+    /// lose their nomination, and each victim is rejected at Permit if it waits there,
+    /// or else marked `DisruptionTarget` and deleted through the API, with a
+    /// `Preempted` event.
+    fn preempt(
+        self: &Arc<Self>,
+        inner: &mut Inner,
+        pod: &Arc<PodInfo>,
+        profile: &str,
+        node: &str,
+        victims: &[String],
+    ) {
+        inner.sched.nominated_pods_mut().add(pod.clone(), node);
+        let lower: Vec<Arc<PodInfo>> = inner
+            .sched
+            .nominated_pods()
+            .for_node(node)
+            .iter()
+            .filter(|p| p.priority() < pod.priority())
+            .cloned()
+            .collect();
+        for p in &lower {
+            inner.sched.nominated_pods_mut().remove(p.uid());
+        }
+        let victims: Vec<Arc<Pod>> = victims
+            .iter()
+            .filter_map(|k| inner.pods.get(k).map(|p| p.pod_arc().clone()))
+            .collect();
+        tracing::info!(pod = %pod.key(), node = %node, victims = victims.len(), "preempting");
+        let me = self.clone();
+        let preemptor = pod.pod_arc().clone();
+        let (profile, node) = (profile.to_string(), node.to_string());
+        self.rt.spawn(async move {
+            for victim in victims {
+                me.delete_victim(&preemptor, &victim, &profile, &node).await;
+            }
+            for p in lower {
+                me.clear_nomination(p.pod()).await;
+            }
+        });
+    }
+
+    async fn delete_victim(&self, preemptor: &Pod, victim: &Arc<Pod>, profile: &str, node: &str) {
+        let ns = victim.metadata.namespace.as_deref().unwrap_or("default");
+        let name = victim.metadata.name.as_deref().unwrap_or("");
+        let uid = victim.metadata.uid.as_deref().unwrap_or("");
+        let waiting = self.waiting.reject(uid, "preempted");
+        if !waiting {
+            let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
+            let patch = serde_json::json!({
+                "status": {
+                    "conditions": [{
+                        "type": "DisruptionTarget",
+                        "status": "True",
+                        "reason": "PreemptionByScheduler",
+                        "message": format!("{profile}: preempting to accommodate a higher priority pod"),
+                        "lastTransitionTime": Time(Timestamp::now()),
+                    }]
+                }
+            });
+            let _ = api
+                .patch_status(name, &PatchParams::default(), &Patch::Strategic(patch))
+                .await;
+            match api.delete(name, &DeleteParams::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Err(e) => {
+                    tracing::warn!(victim = %format!("{ns}/{name}"), error = %e, "cannot delete the preemption victim");
+                    return;
+                }
+            }
+        }
+        tracing::info!(victim = %format!("{ns}/{name}"), node = %node, "preempted victim pod");
+        let note = format!(
+            "Preempted by pod {} on node {node}",
+            preemptor.metadata.uid.as_deref().unwrap_or("")
+        );
+        self.emit_event(
+            victim.clone(),
+            profile.to_string(),
+            "Normal",
+            "Preempted",
+            "Preempting",
+            note,
+            Some(preemptor),
+        )
+        .await;
+    }
+
+    async fn clear_nomination(&self, pod: &Pod) {
+        let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+        let name = pod.metadata.name.as_deref().unwrap_or("");
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
+        let patch = serde_json::json!({"status": {"nominatedNodeName": null}});
+        if let Err(e) = api
+            .patch_status(name, &PatchParams::default(), &Patch::Merge(patch))
+            .await
+        {
+            tracing::debug!(pod = %format!("{ns}/{name}"), error = %e, "cannot clear the pod's nominated node");
+        }
+    }
+
+    async fn patch_unschedulable(&self, pod: &Pod, message: &str, nominated: Option<&str>) {
         let current = pod
             .status
             .as_ref()
             .and_then(|s| s.conditions.as_ref())
             .and_then(|c| c.iter().find(|c| c.type_ == "PodScheduled"));
+        let current_nominated = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.nominated_node_name.as_deref());
         if current.is_some_and(|c| {
             c.status == "False"
                 && c.reason.as_deref() == Some("Unschedulable")
                 && c.message.as_deref() == Some(message)
-        }) {
+        }) && (nominated.is_none() || nominated == current_nominated)
+        {
             return;
         }
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
         let name = pod.metadata.name.as_deref().unwrap_or("");
         let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
-        let patch = serde_json::json!({
+        let mut patch = serde_json::json!({
             "status": {
                 "conditions": [{
                     "type": "PodScheduled",
@@ -730,6 +947,9 @@ impl Shared {
                 }]
             }
         });
+        if let Some(node) = nominated {
+            patch["status"]["nominatedNodeName"] = serde_json::json!(node);
+        }
         if let Err(e) = api
             .patch_status(name, &PatchParams::default(), &Patch::Strategic(patch))
             .await
@@ -738,6 +958,7 @@ impl Shared {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn emit_event(
         &self,
         pod: Arc<Pod>,
@@ -746,6 +967,7 @@ impl Shared {
         reason: &str,
         action: &str,
         note: String,
+        related: Option<&Pod>,
     ) {
         let ns = pod
             .metadata
@@ -780,6 +1002,14 @@ impl Shared {
                 resource_version: pod.metadata.resource_version.clone(),
                 ..Default::default()
             }),
+            related: related.map(|r| ObjectReference {
+                api_version: Some("v1".into()),
+                kind: Some("Pod".into()),
+                name: r.metadata.name.clone(),
+                namespace: r.metadata.namespace.clone(),
+                uid: r.metadata.uid.clone(),
+                ..Default::default()
+            }),
             ..Default::default()
         };
         let api: Api<Event> = Api::namespaced(self.client.clone(), &ns);
@@ -790,7 +1020,6 @@ impl Shared {
 }
 
 fn rand_suffix() -> u64 {
-    use std::sync::atomic::AtomicU64;
     static N: AtomicU64 = AtomicU64::new(0);
     N.fetch_add(1, Ordering::Relaxed)
 }

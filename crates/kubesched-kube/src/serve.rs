@@ -4,9 +4,10 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::Router;
-use axum::http::header;
+use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use hyper_util::rt::TokioIo;
@@ -32,6 +33,52 @@ pub struct ServingOptions {
     pub cert_file: Option<PathBuf>,
     /// The PEM private key of `cert_file`.
     pub key_file: Option<PathBuf>,
+}
+
+/// What `/readyz` checks, as kube-scheduler's readyz: `sched-handler-sync` (the first
+/// lists of pods and nodes are in the cache) and `shutdown` (not stopping).
+/// Leadership is not checked: a standby replica is ready too.
+#[derive(Debug, Default)]
+pub struct Readiness {
+    synced: AtomicBool,
+    shutting_down: AtomicBool,
+}
+
+impl Readiness {
+    /// Not synced, not shutting down.
+    pub fn new() -> Readiness {
+        Readiness::default()
+    }
+
+    /// The first lists are in the cache.
+    pub fn set_synced(&self) {
+        self.synced.store(true, Ordering::SeqCst);
+    }
+
+    /// The runtime is stopping.
+    pub fn set_shutting_down(&self) {
+        self.shutting_down.store(true, Ordering::SeqCst);
+    }
+
+    /// `/readyz`'s status code and body: 200 `ok`, or 500 with the failed checks in
+    /// the apiserver's healthz format.
+    pub fn readyz(&self) -> (StatusCode, String) {
+        let mut failed = Vec::new();
+        if self.shutting_down.load(Ordering::SeqCst) {
+            failed.push("[-]shutdown failed: process is shutting down");
+        }
+        if !self.synced.load(Ordering::SeqCst) {
+            failed.push("[-]sched-handler-sync failed: waiting for handlers to sync");
+        }
+        if failed.is_empty() {
+            (StatusCode::OK, "ok".to_string())
+        } else {
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("{}\nreadyz check failed", failed.join("\n")),
+            )
+        }
+    }
 }
 
 /// Why serving could not start.
@@ -80,11 +127,17 @@ fn tls_config(opts: &ServingOptions) -> Result<rustls::ServerConfig, ServeError>
 }
 
 /// The health and metrics routes.
-pub fn router(metrics: Arc<Metrics>) -> Router {
+pub fn router(metrics: Arc<Metrics>, readiness: Arc<Readiness>) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/livez", get(|| async { "ok" }))
-        .route("/readyz", get(|| async { "ok" }))
+        .route(
+            "/readyz",
+            get(move || {
+                let readiness = readiness.clone();
+                async move { readiness.readyz() }
+            }),
+        )
         .route(
             "/metrics",
             get(move || {
@@ -108,6 +161,7 @@ pub fn router(metrics: Arc<Metrics>) -> Router {
 pub async fn serve(
     opts: &ServingOptions,
     metrics: Arc<Metrics>,
+    readiness: Arc<Readiness>,
     mut stop: watch::Receiver<bool>,
 ) -> Result<SocketAddr, ServeError> {
     let acceptor = TlsAcceptor::from(Arc::new(tls_config(opts)?));
@@ -117,7 +171,7 @@ pub async fn serve(
     let addr = listener
         .local_addr()
         .map_err(|e| ServeError::Bind(opts.address, e))?;
-    let app = router(metrics);
+    let app = router(metrics, readiness);
     tokio::spawn(async move {
         loop {
             let (tcp, _) = tokio::select! {
@@ -142,4 +196,24 @@ pub async fn serve(
     });
     tracing::info!(%addr, "serving securely on /healthz, /livez, /readyz and /metrics");
     Ok(addr)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn readyz_waits_for_the_first_lists_and_fails_on_shutdown() {
+        let r = Readiness::new();
+        let (code, body) = r.readyz();
+        assert_eq!(code, StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(
+            body,
+            "[-]sched-handler-sync failed: waiting for handlers to sync\nreadyz check failed"
+        );
+        r.set_synced();
+        assert_eq!(r.readyz(), (StatusCode::OK, "ok".to_string()));
+        r.set_shutting_down();
+        assert_eq!(r.readyz().0, StatusCode::INTERNAL_SERVER_ERROR);
+    }
 }

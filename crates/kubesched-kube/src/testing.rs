@@ -1,7 +1,9 @@
 //! A small API server on loopback for tests and benchmarks: it speaks the Kubernetes
 //! wire protocol (JSON) for exactly what kubesched uses — list and watch of pods and
-//! nodes with resourceVersions, the pod `binding` subresource (409 when the pod is
-//! already bound), the pod `status` subresource (strategic merge of conditions),
+//! nodes (and of Services, ReplicationControllers, ReplicaSets, StatefulSets,
+//! Namespaces and PodDisruptionBudgets) with resourceVersions, the pod `binding` subresource (409 when the pod is
+//! already bound), the pod `status` subresource (strategic merge of conditions and
+//! `nominatedNodeName`), pod deletion,
 //! `events.k8s.io/v1` events, and `coordination.k8s.io/v1` leases with optimistic
 //! concurrency (409 on a stale resourceVersion).
 //!
@@ -45,9 +47,13 @@ struct Store {
     rv: u64,
     pods: BTreeMap<String, Value>,
     nodes: BTreeMap<String, Value>,
+    /// Other listable kinds (services, replicasets, ...) by resource, then key.
+    objects: BTreeMap<&'static str, BTreeMap<String, Value>>,
     leases: BTreeMap<String, Value>,
     events: Vec<Value>,
     bindings: Vec<(String, String)>,
+    /// Pods deleted through the API (preemption victims), in order.
+    deleted: Vec<String>,
     history: Vec<Change>,
     /// Pods that "another scheduler" binds to a node just before our binding lands.
     steal: HashMap<String, String>,
@@ -133,6 +139,18 @@ impl FakeApiServer {
         let app = Router::new()
             .route("/api/v1/pods", get(list_pods))
             .route("/api/v1/nodes", get(list_nodes))
+            .route("/api/v1/services", get(list_services))
+            .route(
+                "/api/v1/replicationcontrollers",
+                get(list_replicationcontrollers),
+            )
+            .route("/api/v1/namespaces", get(list_namespaces))
+            .route("/apis/apps/v1/replicasets", get(list_replicasets))
+            .route("/apis/apps/v1/statefulsets", get(list_statefulsets))
+            .route(
+                "/apis/policy/v1/poddisruptionbudgets",
+                get(list_poddisruptionbudgets),
+            )
             .route(
                 "/api/v1/namespaces/{ns}/pods/{name}/binding",
                 post(bind_pod),
@@ -140,6 +158,10 @@ impl FakeApiServer {
             .route(
                 "/api/v1/namespaces/{ns}/pods/{name}/status",
                 axum::routing::patch(patch_pod_status),
+            )
+            .route(
+                "/api/v1/namespaces/{ns}/pods/{name}",
+                axum::routing::delete(delete_pod),
             )
             .route(
                 "/apis/events.k8s.io/v1/namespaces/{ns}/events",
@@ -263,6 +285,31 @@ impl FakeApiServer {
         s.pods.insert(k, v);
     }
 
+    /// Adds (or replaces) a Service, ReplicationController, ReplicaSet, StatefulSet,
+    /// Namespace or PodDisruptionBudget.
+    pub fn apply_object<K>(&self, object: &K)
+    where
+        K: kube::Resource<DynamicType = ()> + serde::Serialize,
+    {
+        let resource = object_resource(&K::plural(&()));
+        let mut v = serde_json::to_value(object).expect("object json");
+        v["apiVersion"] = json!(K::api_version(&()));
+        v["kind"] = json!(K::kind(&()));
+        let m = object.meta();
+        let k = match &m.namespace {
+            Some(ns) => key(ns, m.name.as_deref().unwrap_or("")),
+            None => m.name.clone().unwrap_or_default(),
+        };
+        let mut s = self.fake.lock();
+        let type_ = if s.objects.get(resource).is_some_and(|o| o.contains_key(&k)) {
+            "MODIFIED"
+        } else {
+            "ADDED"
+        };
+        s.record(&self.fake.changes, resource, type_, &mut v);
+        s.objects.entry(resource).or_default().insert(k, v);
+    }
+
     /// Deletes a pod (`namespace/name`).
     pub fn delete_pod(&self, key: &str) {
         let mut s = self.fake.lock();
@@ -319,6 +366,11 @@ impl FakeApiServer {
             .collect()
     }
 
+    /// The pods (`namespace/name`) deleted through the API, in order.
+    pub fn deleted_through_api(&self) -> Vec<String> {
+        self.fake.lock().deleted.clone()
+    }
+
     /// Makes "another scheduler" bind the pod (`namespace/name`) to `node` just before
     /// the next binding request for it arrives, which then fails with 409 Conflict.
     pub fn steal_next_binding(&self, key: &str, node: &str) {
@@ -342,17 +394,26 @@ async fn list_or_watch(
     resource: &'static str,
     q: HashMap<String, String>,
 ) -> Response {
-    let kind = if resource == "pods" {
-        "PodList"
-    } else {
-        "NodeList"
+    let kind = match resource {
+        "pods" => "PodList",
+        "nodes" => "NodeList",
+        "services" => "ServiceList",
+        "replicationcontrollers" => "ReplicationControllerList",
+        "namespaces" => "NamespaceList",
+        "replicasets" => "ReplicaSetList",
+        "statefulsets" => "StatefulSetList",
+        _ => "PodDisruptionBudgetList",
     };
     if q.get("watch").map(String::as_str) != Some("true") {
         let s = fake.lock();
-        let items: Vec<&Value> = if resource == "pods" {
-            s.pods.values().collect()
-        } else {
-            s.nodes.values().collect()
+        let items: Vec<&Value> = match resource {
+            "pods" => s.pods.values().collect(),
+            "nodes" => s.nodes.values().collect(),
+            r => s
+                .objects
+                .get(r)
+                .map(|m| m.values().collect())
+                .unwrap_or_default(),
         };
         let body = json!({
             "kind": kind, "apiVersion": "v1",
@@ -430,6 +491,39 @@ async fn list_nodes(
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     list_or_watch(fake, "nodes", q).await
+}
+
+macro_rules! list_handlers {
+    ($($f:ident => $r:literal),*) => {$(
+        async fn $f(
+            State(fake): State<Arc<Fake>>,
+            Query(q): Query<HashMap<String, String>>,
+        ) -> Response {
+            list_or_watch(fake, $r, q).await
+        }
+    )*};
+}
+
+list_handlers!(
+    list_services => "services",
+    list_replicationcontrollers => "replicationcontrollers",
+    list_namespaces => "namespaces",
+    list_replicasets => "replicasets",
+    list_statefulsets => "statefulsets",
+    list_poddisruptionbudgets => "poddisruptionbudgets"
+);
+
+/// The resource name of a kind the fake lists besides pods and nodes.
+fn object_resource(plural: &str) -> &'static str {
+    match plural {
+        "services" => "services",
+        "replicationcontrollers" => "replicationcontrollers",
+        "namespaces" => "namespaces",
+        "replicasets" => "replicasets",
+        "statefulsets" => "statefulsets",
+        "poddisruptionbudgets" => "poddisruptionbudgets",
+        other => panic!("FakeApiServer does not serve {other}"),
+    }
 }
 
 async fn bind_pod(
@@ -518,8 +612,33 @@ async fn patch_pod_status(
         }
         pod["status"]["conditions"] = json!(conditions);
     }
+    // status.nominatedNodeName: set, or removed by null.
+    if let Some(n) = patch["status"].get("nominatedNodeName") {
+        match n {
+            Value::Null => {
+                if let Some(st) = pod["status"].as_object_mut() {
+                    st.remove("nominatedNodeName");
+                }
+            }
+            n => pod["status"]["nominatedNodeName"] = n.clone(),
+        }
+    }
     s.record(&fake.changes, "pods", "MODIFIED", &mut pod);
     s.pods.insert(k, pod.clone());
+    axum::Json(pod).into_response()
+}
+
+async fn delete_pod(
+    State(fake): State<Arc<Fake>>,
+    Path((ns, name)): Path<(String, String)>,
+) -> Response {
+    let k = key(&ns, &name);
+    let mut s = fake.lock();
+    let Some(mut pod) = s.pods.remove(&k) else {
+        return status(404, "NotFound", format!("pods \"{name}\" not found"));
+    };
+    s.record(&fake.changes, "pods", "DELETED", &mut pod);
+    s.deleted.push(k);
     axum::Json(pod).into_response()
 }
 

@@ -8,6 +8,8 @@ use kubesched_kube::{RunningRuntime, Runtime, ServingOptions};
 
 const OURS: &str = "my-scheduler";
 
+const UNFIT_MESSAGE: &str = "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.";
+
 fn config(leader_elect: bool) -> KubeSchedulerConfiguration {
     let text = format!(
         "apiVersion: kubescheduler.config.k8s.io/v1
@@ -95,7 +97,9 @@ async fn unschedulable_pod_gets_event_and_condition_then_fits_a_new_node() {
     .await;
     let (reason, note, from) = server.events_for("default/big")[0].clone();
     assert_eq!(reason, "FailedScheduling");
-    assert_eq!(note, "0/1 nodes are available: 1 Insufficient cpu.");
+    // kube-scheduler's message: the PostFilter plugins' (DynamicResources, then
+    // DefaultPreemption) follow the filter reasons.
+    assert_eq!(note, UNFIT_MESSAGE);
     assert_eq!(from, OURS);
     until(5, "the PodScheduled condition", || {
         server
@@ -107,8 +111,7 @@ async fn unschedulable_pod_gets_event_and_condition_then_fits_a_new_node() {
                     c.type_ == "PodScheduled"
                         && c.status == "False"
                         && c.reason.as_deref() == Some("Unschedulable")
-                        && c.message.as_deref()
-                            == Some("0/1 nodes are available: 1 Insufficient cpu.")
+                        && c.message.as_deref() == Some(UNFIT_MESSAGE)
                 })
             })
     })
@@ -239,6 +242,7 @@ async fn health_and_metrics_are_served_over_https() {
             cert_file: None,
             key_file: None,
         }))
+        .plugin_metrics_sample_percent(100)
         .start()
         .await
         .expect("start");
@@ -267,8 +271,146 @@ async fn health_and_metrics_are_served_over_https() {
         "scheduler_pending_pods{queue=\"active\"} 0",
         "extension_point=\"Bind\",profile=\"my-scheduler\",status=\"Success\"",
         "scheduler_queue_incoming_pods_total{queue=\"active\",event=\"PodAdd\"} 2",
+        "scheduler_plugin_execution_duration_seconds_count{plugin=\"NodeResourcesFit\",extension_point=\"Filter\",status=\"Success\"} 1",
+        "scheduler_plugin_execution_duration_seconds_count{plugin=\"NodeResourcesFit\",extension_point=\"Filter\",status=\"UnschedulableAndUnresolvable\"} 1",
+        "scheduler_plugin_execution_duration_seconds_count{plugin=\"DefaultBinder\",extension_point=\"Bind\",status=\"Success\"} 1",
+        "scheduler_plugin_execution_duration_seconds_count{plugin=\"DefaultPreemption\",extension_point=\"PostFilter\",status=\"Unschedulable\"} 1",
     ] {
         assert!(text.contains(needle), "{needle} missing from:\n{text}");
     }
+    rt.stop().await;
+}
+
+fn with_priority(
+    mut pod: k8s_openapi::api::core::v1::Pod,
+    priority: i32,
+) -> k8s_openapi::api::core::v1::Pod {
+    if let Some(spec) = pod.spec.as_mut() {
+        spec.priority = Some(priority);
+    }
+    pod
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn high_priority_pod_preempts_and_its_nomination_holds_the_space() {
+    let server = FakeApiServer::start().await;
+    server.add_node(FakeApiServer::node("n1", "1", "8Gi"));
+    // The node is full with a low-priority pod placed by the default scheduler.
+    let mut low = with_priority(FakeApiServer::pod("low", "default-scheduler", "800m"), 0);
+    low.spec.as_mut().unwrap().node_name = Some("n1".into());
+    server.add_pod(low);
+    let rt = start(&server, false, "a").await;
+    server.add_pod(with_priority(
+        FakeApiServer::pod("high", OURS, "500m"),
+        1000,
+    ));
+    until(5, "the victim's Preempted event", || {
+        !server.events_for("default/low").is_empty()
+    })
+    .await;
+    // A lower-priority pod arriving while the preemptor backs off must not take the
+    // space the preemption freed: the nominated pod counts on n1.
+    server.add_pod(with_priority(FakeApiServer::pod("late", OURS, "600m"), 0));
+    assert_eq!(server.deleted_through_api(), ["default/low"]);
+    assert_eq!(
+        server.events_for("default/low"),
+        [(
+            "Preempted".to_string(),
+            "Preempted by pod uid-default-high on node n1".to_string(),
+            OURS.to_string()
+        )]
+    );
+    let event = server
+        .events()
+        .into_iter()
+        .find(|e| e["reason"] == "Preempted")
+        .unwrap();
+    assert_eq!(event["related"]["name"], "high");
+    assert_eq!(event["action"], "Preempting");
+    until(5, "high's FailedScheduling", || {
+        !server.events_for("default/high").is_empty()
+    })
+    .await;
+    assert_eq!(server.events_for("default/high")[0].0, "FailedScheduling");
+    until(5, "high bound", || server.node_of("default/high").is_some()).await;
+    assert_eq!(server.node_of("default/high").as_deref(), Some("n1"));
+    let status = server.get_pod("default/high").unwrap().status.unwrap();
+    assert_eq!(status.nominated_node_name.as_deref(), Some("n1"));
+    until(5, "late's FailedScheduling", || {
+        !server.events_for("default/late").is_empty()
+    })
+    .await;
+    assert_eq!(server.node_of("default/late"), None);
+    assert_eq!(
+        server.bindings(),
+        [("default/high".to_string(), "n1".to_string())]
+    );
+    rt.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn namespaces_are_watched_for_pod_affinity_namespace_selectors() {
+    use k8s_openapi::api::core::v1::{Affinity, Namespace, PodAffinity, PodAffinityTerm};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+    let server = FakeApiServer::start().await;
+    for name in ["n1", "n2"] {
+        let mut n = FakeApiServer::node(name, "4", "8Gi");
+        n.metadata.labels = Some(
+            [("kubernetes.io/hostname".to_string(), name.to_string())]
+                .into_iter()
+                .collect(),
+        );
+        server.add_node(n);
+    }
+    let mut db = FakeApiServer::pod("db", "default-scheduler", "100m");
+    db.metadata.namespace = Some("data".into());
+    db.metadata.labels = Some(
+        [("app".to_string(), "db".to_string())]
+            .into_iter()
+            .collect(),
+    );
+    db.spec.as_mut().unwrap().node_name = Some("n2".into());
+    server.add_pod(db);
+    let rt = start(&server, false, "a").await;
+    // The namespace arrives through the watch, after the first lists.
+    let mut ns = Namespace::default();
+    ns.metadata.name = Some("data".into());
+    ns.metadata.labels = Some(
+        [("team".to_string(), "x".to_string())]
+            .into_iter()
+            .collect(),
+    );
+    server.apply_object(&ns);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut web = FakeApiServer::pod("web", OURS, "100m");
+    web.spec.as_mut().unwrap().affinity = Some(Affinity {
+        pod_affinity: Some(PodAffinity {
+            required_during_scheduling_ignored_during_execution: Some(vec![PodAffinityTerm {
+                label_selector: Some(LabelSelector {
+                    match_labels: Some(
+                        [("app".to_string(), "db".to_string())]
+                            .into_iter()
+                            .collect(),
+                    ),
+                    ..Default::default()
+                }),
+                namespace_selector: Some(LabelSelector {
+                    match_labels: Some(
+                        [("team".to_string(), "x".to_string())]
+                            .into_iter()
+                            .collect(),
+                    ),
+                    ..Default::default()
+                }),
+                topology_key: "kubernetes.io/hostname".into(),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    server.add_pod(web);
+    until(5, "web bound", || server.node_of("default/web").is_some()).await;
+    assert_eq!(server.node_of("default/web").as_deref(), Some("n2"));
     rt.stop().await;
 }
