@@ -689,22 +689,9 @@ impl Framework {
         pod_to_add: &PodInfo,
         node: &NodeInfo,
     ) -> Status {
-        for w in &self.pre_filter {
-            if state.skip_filter_plugins().contains(&*w.name) {
-                continue;
-            }
-            if let Some(ext) = w.plugin.pre_filter_extensions() {
-                let s = ext.add_pod(state, pod, pod_to_add, node);
-                if !s.is_success() {
-                    return Status::error(format!(
-                        "running AddPod on PreFilter plugin {:?}: {}",
-                        &*w.name,
-                        s.message()
-                    ));
-                }
-            }
-        }
-        Status::success()
+        self.run_pre_filter_extensions(state, "AddPod", |ext, state| {
+            ext.add_pod(state, pod, pod_to_add, node)
+        })
     }
 
     /// Runs the PreFilter RemovePod extensions (preemption's what-if evaluation).
@@ -715,15 +702,28 @@ impl Framework {
         pod_to_remove: &PodInfo,
         node: &NodeInfo,
     ) -> Status {
+        self.run_pre_filter_extensions(state, "RemovePod", |ext, state| {
+            ext.remove_pod(state, pod, pod_to_remove, node)
+        })
+    }
+
+    /// Calls one PreFilter extension of every PreFilter plugin that did not skip this
+    /// cycle; the first failure is an error naming the plugin.
+    fn run_pre_filter_extensions(
+        &self,
+        state: &mut CycleState,
+        operation: &str,
+        call: impl Fn(&dyn PreFilterExtensions, &mut CycleState) -> Status,
+    ) -> Status {
         for w in &self.pre_filter {
             if state.skip_filter_plugins().contains(&*w.name) {
                 continue;
             }
             if let Some(ext) = w.plugin.pre_filter_extensions() {
-                let s = ext.remove_pod(state, pod, pod_to_remove, node);
+                let s = call(ext, state);
                 if !s.is_success() {
                     return Status::error(format!(
-                        "running RemovePod on PreFilter plugin {:?}: {}",
+                        "running {operation} on PreFilter plugin {:?}: {}",
                         &*w.name,
                         s.message()
                     ));
