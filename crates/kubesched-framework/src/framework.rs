@@ -745,15 +745,7 @@ impl Framework {
                 w.plugin.filter(state, pod, node)
             });
             if !s.is_success() {
-                let s = if s.is_rejected() {
-                    s
-                } else {
-                    Status::error(format!(
-                        "running {:?} filter plugin: {}",
-                        &*w.name,
-                        s.message()
-                    ))
-                };
+                let s = rejection_or_error(s, || format!("running {:?} filter plugin", &*w.name));
                 return s.with_plugin(w.name.clone());
             }
         }
@@ -1008,15 +1000,7 @@ impl Framework {
                 w.plugin.reserve(state, pod, node)
             });
             if !s.is_success() {
-                let s = if s.is_rejected() {
-                    s
-                } else {
-                    Status::error(format!(
-                        "running Reserve plugin {:?}: {}",
-                        &*w.name,
-                        s.message()
-                    ))
-                };
+                let s = rejection_or_error(s, || format!("running Reserve plugin {:?}", &*w.name));
                 return s.with_plugin(w.name.clone());
             }
         }
@@ -1062,15 +1046,7 @@ impl Framework {
                 wait = Some(wait.map_or(timeout, |t| t.min(timeout)));
                 continue;
             }
-            let s = if s.is_rejected() {
-                s
-            } else {
-                Status::error(format!(
-                    "running Permit plugin {:?}: {}",
-                    &*w.name,
-                    s.message()
-                ))
-            };
+            let s = rejection_or_error(s, || format!("running Permit plugin {:?}", &*w.name));
             return (s.with_plugin(w.name.clone()), None);
         }
         match wait {
@@ -1125,6 +1101,16 @@ impl Framework {
                 || w.plugin.post_bind(state, pod, node),
             );
         }
+    }
+}
+
+/// A plugin's non-success status as the framework reports it: a rejection stays as it
+/// is; any other code becomes an `Error` whose message is `context` then the plugin's.
+fn rejection_or_error(status: Status, context: impl FnOnce() -> String) -> Status {
+    if status.is_rejected() {
+        status
+    } else {
+        Status::error(format!("{}: {}", context(), status.message()))
     }
 }
 
