@@ -1,4 +1,5 @@
-//! `kubesched capacity POD_FILE [SCENARIO...]`: how many more copies of a pod fit.
+//! `kubesched capacity POD_FILE [SCENARIO...]` (or `--from-cluster`): how many more
+//! copies of a pod fit.
 
 use std::process::ExitCode;
 
@@ -15,8 +16,9 @@ pub struct CapacityArgs {
     /// The pod to copy: a Pod, or a Deployment, ReplicaSet, Job or StatefulSet whose
     /// pod template is used.
     pub pod_file: String,
-    /// Scenario files (a cluster dump); `-` reads standard input.
-    #[arg(required = true)]
+    /// Scenario files (a cluster dump); `-` reads standard input. Not needed with
+    /// --from-cluster, which reads the cluster itself (files then come after it).
+    #[arg(required_unless_present = "from_cluster")]
     pub files: Vec<String>,
     /// Stop after this many copies (cluster-capacity's --max-limit); 0 means no limit.
     #[arg(long, default_value_t = 0)]

@@ -1,5 +1,5 @@
 //! The `kubesched` command: simulate kube-scheduler's decisions on a cluster described
-//! in plain Kubernetes YAML, and explain them.
+//! in plain Kubernetes YAML, or read from a live API server, and explain them.
 
 use std::io::{Read, Write};
 use std::process::ExitCode;
@@ -22,10 +22,13 @@ enum Command {
     /// Schedule the pending pods of a scenario as kube-scheduler would, and say why.
     ///
     /// A scenario is one or more multi-document YAML files of Nodes, Pods (bound ones
-    /// have spec.nodeName) and at most one KubeSchedulerConfiguration. With no FILE,
-    /// runs the built-in demo of the "multiple schedulers" lesson.
+    /// have spec.nodeName) and at most one KubeSchedulerConfiguration, or a live
+    /// cluster read with --from-cluster (its pending pods are simulated; nothing is
+    /// written to it). With no FILE and no --from-cluster, runs the built-in demo of
+    /// the "multiple schedulers" lesson.
     Simulate {
         /// Scenario files, read as one scenario in order; `-` reads standard input.
+        /// With --from-cluster they are read after the cluster's objects.
         files: Vec<String>,
         /// `table` for people, `jsonl` for scripts (the conformance format).
         #[arg(long, value_enum, default_value_t = Format::Table)]

@@ -1,4 +1,5 @@
-//! `kubesched rollout DEPLOYMENT_FILE [SCENARIO...]`: will a rollout find room?
+//! `kubesched rollout DEPLOYMENT_FILE [SCENARIO...]` (or `--from-cluster`): will a
+//! rollout find room?
 
 use std::process::ExitCode;
 
@@ -14,8 +15,9 @@ pub struct RolloutArgs {
     /// The Deployment with its new template (and its strategy).
     pub deployment_file: String,
     /// Scenario files (a cluster dump with the Deployment's current pods); `-` reads
-    /// standard input.
-    #[arg(required = true)]
+    /// standard input. Not needed with --from-cluster, which reads the cluster itself
+    /// (files then come after it).
+    #[arg(required_unless_present = "from_cluster")]
     pub files: Vec<String>,
     /// `table` for people, `jsonl` for scripts (one JSON object).
     #[arg(long, value_enum, default_value_t = crate::Format::Table)]

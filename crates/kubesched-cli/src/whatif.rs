@@ -1,7 +1,19 @@
 //! The what-if options of `kubesched simulate`, `capacity` and `rollout`: `--config`,
-//! `--add` and (not yet) `--from-cluster`, turned into one scenario.
+//! `--add` and `--from-cluster`, turned into one scenario.
+//!
+//! `--from-cluster` reads the nodes, pods, namespaces, PodDisruptionBudgets and the
+//! workload objects plugins read from a live API server (list requests only, through
+//! `kubesched_kube::cluster_dump`) as one `kind: List` source named after the cluster,
+//! `cluster https://host:port (context NAME)`, so the loader sees what
+//! `kubectl get ... -o json` would print. Scenario files given with it come after the
+//! cluster (extra nodes, pods or a KubeSchedulerConfiguration); `--add` and `--config`
+//! apply as to files. A live cluster holds no KubeSchedulerConfiguration, so unless
+//! one is given the default profile is used, and a note says which configuration was.
+
+use std::path::PathBuf;
 
 use clap::Args;
+use kubesched_kube::cluster_dump::{ClusterOptions, connect_and_dump};
 use kubesched_sim::scenario::{Scenario, Source};
 use kubesched_sim::whatif;
 
@@ -17,28 +29,36 @@ pub struct WhatIfArgs {
     /// Repeatable.
     #[arg(long, value_name = "FILE")]
     pub add: Vec<String>,
-    /// Read the cluster from a live API server (not available yet).
+    /// Read the scenario from a live API server: its nodes, pods (the pending ones are
+    /// simulated), namespaces, PodDisruptionBudgets, Services, ReplicationControllers,
+    /// ReplicaSets and StatefulSets, with list requests only; nothing is written to the
+    /// cluster. Scenario files given as well are read after the cluster's objects. The
+    /// default profile is used unless --config (or a file) gives a configuration.
     #[arg(long)]
     pub from_cluster: bool,
-    /// The kubeconfig for --from-cluster.
+    /// The kubeconfig for --from-cluster (default: $KUBECONFIG, then ~/.kube/config,
+    /// then the in-cluster service account).
     #[arg(long, value_name = "PATH", requires = "from_cluster")]
-    pub kubeconfig: Option<String>,
-    /// The kubeconfig context for --from-cluster.
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context for --from-cluster (default: its current-context).
     #[arg(long, value_name = "NAME", requires = "from_cluster")]
     pub context: Option<String>,
 }
 
 /// The scenario of `files` with the what-if options applied; notes go to stderr.
-/// Returns the scenario and, when `--config` was given, a line saying which
-/// configuration is used.
+/// Returns the scenario and, when the configuration is worth saying (`--config`, or a
+/// cluster read with `--from-cluster`), a line saying which configuration is used.
 pub fn load_scenario(
     files: &[String],
     args: &WhatIfArgs,
 ) -> Result<(Scenario, Option<String>), String> {
+    let mut sources = Vec::new();
     if args.from_cluster {
-        return Err("--from-cluster: reading a live cluster is not available yet; dump it with `kubectl get nodes,pods -A -o yaml > cluster.yaml` and give that file".into());
+        sources.push(read_cluster(args)?);
+        sources.extend(read_files(files)?);
+    } else {
+        sources = super::read_sources(files)?;
     }
-    let sources = super::read_sources(files)?;
     let additions = read_files(&args.add)?;
     let mut scenario = whatif::with_additions(&sources, &additions).map_err(|e| e.to_string())?;
     for w in &scenario.warnings {
@@ -49,16 +69,37 @@ pub fn load_scenario(
         let source = read_files(std::slice::from_ref(file))?.remove(0);
         let replaced =
             whatif::replace_config(&mut scenario, &source).map_err(|e| format!("--config {e}"))?;
-        let line = match replaced {
+        config_line = Some(match replaced {
             Some(previous) => format!(
                 "configuration: {file} (given with --config; it replaces the one in {previous})"
             ),
             None => format!("configuration: {file} (given with --config)"),
-        };
+        });
+    } else if args.from_cluster {
+        config_line = Some(match &scenario.config {
+            Some(config) => format!("configuration: {}", config.source),
+            None => "configuration: built-in default (kube-scheduler's default profile; a cluster holds no KubeSchedulerConfiguration, give yours with --config)".to_string(),
+        });
+    }
+    if let Some(line) = &config_line {
         eprintln!("kubesched: note: {line}");
-        config_line = Some(line);
     }
     Ok((scenario, config_line))
+}
+
+/// The cluster's objects as a source named after the cluster; a note on stderr says
+/// what was read.
+fn read_cluster(args: &WhatIfArgs) -> Result<Source, String> {
+    let options = ClusterOptions {
+        kubeconfig: args.kubeconfig.clone(),
+        context: args.context.clone(),
+    };
+    let (name, dump) = connect_and_dump(&options).map_err(|e| format!("--from-cluster: {e}"))?;
+    eprintln!("kubesched: note: read {name}: {}", dump.summary());
+    Ok(Source {
+        name,
+        text: dump.text,
+    })
 }
 
 /// Reads files (`-` is standard input) as sources.

@@ -267,7 +267,16 @@ fn bad_inputs_are_one_line_errors() {
         &["nothing.yaml", "no Pod"],
     );
     assert_error(
-        &kubesched(&["simulate", &cluster, "--from-cluster"]),
-        &["--from-cluster", "not available yet"],
+        &kubesched(&[
+            "simulate",
+            &cluster,
+            "--from-cluster",
+            "--kubeconfig",
+            "/nonexistent/kubeconfig",
+        ]),
+        &[
+            "--from-cluster",
+            "kubeconfig /nonexistent/kubeconfig: cannot read",
+        ],
     );
 }

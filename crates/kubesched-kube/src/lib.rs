@@ -16,7 +16,9 @@
 //!
 //! Sibling crates: `kubesched-framework` (the plugin traits and the scheduling
 //! cycle), `kubesched-config` (KubeSchedulerConfiguration), `kubesched-plugins` (the
-//! in-tree plugins). `kubesched run` (kubesched-cli) is [`cli::run`].
+//! in-tree plugins). `kubesched run` (kubesched-cli) is [`cli::run`];
+//! `kubesched simulate --from-cluster` reads a cluster, list requests only, through
+//! [`cluster_dump`].
 //!
 //! ```no_run
 //! use kubesched_kube::Runtime;
@@ -35,6 +37,7 @@
 //! [`SchedulingQueue`]: kubesched_framework::SchedulingQueue
 
 pub mod cli;
+pub mod cluster_dump;
 pub mod leader;
 pub mod metrics;
 mod runtime;

@@ -5,7 +5,9 @@
 //! already bound), the pod `status` subresource (strategic merge of conditions and
 //! `nominatedNodeName`), pod deletion,
 //! `events.k8s.io/v1` events, and `coordination.k8s.io/v1` leases with optimistic
-//! concurrency (409 on a stale resourceVersion).
+//! concurrency (409 on a stale resourceVersion). Lists honour `limit` and `continue`
+//! (the continue token is the offset of the next item), and every request is recorded
+//! ([`FakeApiServer::requests`]), so a test can check that a reader wrote nothing.
 //!
 //! ```no_run
 //! # async fn demo() {
@@ -57,6 +59,8 @@ struct Store {
     history: Vec<Change>,
     /// Pods that "another scheduler" binds to a node just before our binding lands.
     steal: HashMap<String, String>,
+    /// Every request received, in order: (method, path with query).
+    requests: Vec<(String, String)>,
 }
 
 struct Fake {
@@ -175,6 +179,10 @@ impl FakeApiServer {
                 "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{name}",
                 get(get_lease).put(replace_lease),
             )
+            .layer(axum::middleware::from_fn_with_state(
+                fake.clone(),
+                record_request,
+            ))
             .with_state(fake.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -380,6 +388,12 @@ impl FakeApiServer {
             .insert(key.to_string(), node.to_string());
     }
 
+    /// Every request received so far, in order: (method, path with query), e.g.
+    /// `("GET", "/api/v1/nodes?limit=500")`.
+    pub fn requests(&self) -> Vec<(String, String)> {
+        self.fake.lock().requests.clone()
+    }
+
     /// The holder of a lease (`namespace/name`).
     pub fn lease_holder(&self, key: &str) -> Option<String> {
         let s = self.fake.lock();
@@ -387,6 +401,21 @@ impl FakeApiServer {
             .get(key)
             .and_then(|l| l["spec"]["holderIdentity"].as_str().map(String::from))
     }
+}
+
+async fn record_request(
+    State(fake): State<Arc<Fake>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let target = request
+        .uri()
+        .path_and_query()
+        .map_or_else(|| request.uri().path().to_string(), |p| p.to_string());
+    fake.lock()
+        .requests
+        .push((request.method().to_string(), target));
+    next.run(request).await
 }
 
 async fn list_or_watch(
@@ -415,10 +444,26 @@ async fn list_or_watch(
                 .map(|m| m.values().collect())
                 .unwrap_or_default(),
         };
+        // Paging: `continue` is the offset of the first item, `limit` the page size.
+        let offset: usize = q
+            .get("continue")
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0)
+            .min(items.len());
+        let limit: usize = q
+            .get("limit")
+            .and_then(|l| l.parse().ok())
+            .filter(|l| *l > 0)
+            .unwrap_or(usize::MAX);
+        let end = offset.saturating_add(limit).min(items.len());
+        let mut metadata = json!({"resourceVersion": s.rv.to_string()});
+        if end < items.len() {
+            metadata["continue"] = json!(end.to_string());
+        }
         let body = json!({
             "kind": kind, "apiVersion": "v1",
-            "metadata": {"resourceVersion": s.rv.to_string()},
-            "items": items,
+            "metadata": metadata,
+            "items": &items[offset..end],
         });
         return axum::Json(body).into_response();
     }
