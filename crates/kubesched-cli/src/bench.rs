@@ -72,21 +72,21 @@ pub fn run(file: &str, mode: Mode, seed: u64) -> Result<(), String> {
     } else {
         f64::INFINITY
     };
-    println!(
-        "scheduled {scheduled} pods ({unschedulable} unschedulable) over {nodes} nodes in {elapsed:.3} seconds = {rate:.0} pods/s"
-    );
+    crate::print_out(&format!(
+        "scheduled {scheduled} pods ({unschedulable} unschedulable) over {nodes} nodes in {elapsed:.3} seconds = {rate:.0} pods/s\n"
+    ));
     let total = start.elapsed().as_secs_f64();
     match (after_parse, after_prepare, memory()) {
         (Some((parsed, _)), Some((prepared_rss, _)), Some((_, peak))) => {
             let per_node = prepared_rss.saturating_sub(parsed) as f64 / nodes.max(1) as f64;
-            println!(
-                "total {total:.3} seconds including parsing; peak memory {:.1} MiB; {per_node:.0} bytes per node beyond the parsed objects",
+            crate::print_out(&format!(
+                "total {total:.3} seconds including parsing; peak memory {:.1} MiB; {per_node:.0} bytes per node beyond the parsed objects\n",
                 mib(peak)
-            );
+            ));
         }
-        _ => println!(
-            "total {total:.3} seconds including parsing; memory not available on this system"
-        ),
+        _ => crate::print_out(&format!(
+            "total {total:.3} seconds including parsing; memory not available on this system\n"
+        )),
     }
     Ok(())
 }

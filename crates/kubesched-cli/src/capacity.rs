@@ -34,7 +34,7 @@ pub struct CapacityArgs {
 pub fn run(args: &CapacityArgs) -> ExitCode {
     match answer(args) {
         Ok(text) => {
-            print!("{text}");
+            crate::print_out(&text);
             ExitCode::SUCCESS
         }
         Err(message) => {

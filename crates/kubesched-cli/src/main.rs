@@ -180,8 +180,7 @@ fn run_simulate(
             None => output::table(&sim.results),
         },
     };
-    let mut stdout = std::io::stdout().lock();
-    let _ = stdout.write_all(text.as_bytes());
+    print_out(&text);
     if timing {
         eprintln!(
             "kubesched: {} node(s), {} pod attempt(s); load {:.3}s, schedule {:.3}s (config: {})",
@@ -193,4 +192,12 @@ fn run_simulate(
         );
     }
     Ok(())
+}
+
+/// Writes `text` to standard output. A closed pipe (`kubesched ... | head`) is not an
+/// error worth a panic: the reader has what it wanted.
+pub(crate) fn print_out(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text.as_bytes());
+    let _ = stdout.flush();
 }

@@ -30,7 +30,7 @@ pub struct RolloutArgs {
 pub fn run(args: &RolloutArgs) -> ExitCode {
     match answer(args) {
         Ok((text, complete)) => {
-            print!("{text}");
+            crate::print_out(&text);
             if complete {
                 ExitCode::SUCCESS
             } else {

@@ -929,11 +929,16 @@ impl Framework {
                 Ok(())
             };
         if nodes.len() >= PARALLEL_THRESHOLD {
+            // A few contiguous pieces per thread: one rayon task per node costs more
+            // than scoring the node.
+            let piece = nodes.len().div_ceil(rayon::current_num_threads() * 4);
             table
                 .scores
-                .par_chunks_mut(width)
-                .zip(nodes.par_iter())
-                .try_for_each(score_row)?;
+                .par_chunks_mut(width * piece)
+                .zip(nodes.par_chunks(piece))
+                .try_for_each(|(rows, nodes)| {
+                    rows.chunks_mut(width).zip(nodes).try_for_each(score_row)
+                })?;
         } else {
             table
                 .scores

@@ -671,21 +671,39 @@ fn filter_nodes(
     let mut next = 0;
     while next < total && feasible.len() < to_find {
         let end = (next + chunk).min(total);
-        // Both halves keep scan order; only rejected nodes carry a status.
         // (scan position, node index) of feasible nodes; the same plus the status of
-        // rejected ones.
+        // rejected ones. Each rayon task scans one contiguous piece into its own
+        // vectors, and the pieces are joined in scan order.
         type Passed = Vec<(usize, usize)>;
         type Failed = Vec<(usize, usize, Status)>;
-        let (passed, failed): (Passed, Failed) = (next..end)
+        let piece = (end - next)
+            .div_ceil(rayon::current_num_threads() * 4)
+            .max(64);
+        let pieces: Vec<(Passed, Failed)> = (next..end)
+            .step_by(piece)
+            .collect::<Vec<_>>()
             .into_par_iter()
-            .map(|i| (i, check(i)))
-            .partition_map(|(i, (index, status))| {
-                if status.is_success() {
-                    rayon::iter::Either::Left((i, index))
-                } else {
-                    rayon::iter::Either::Right((i, index, status))
+            .map(|from| {
+                let to = (from + piece).min(end);
+                let mut passed = Vec::with_capacity(to - from);
+                let mut failed = Vec::new();
+                for i in from..to {
+                    let (index, status) = check(i);
+                    if status.is_success() {
+                        passed.push((i, index));
+                    } else {
+                        failed.push((i, index, status));
+                    }
                 }
-            });
+                (passed, failed)
+            })
+            .collect();
+        let mut passed = Vec::with_capacity(end - next);
+        let mut failed = Vec::new();
+        for (p, f) in pieces {
+            passed.extend(p);
+            failed.extend(f);
+        }
         let wanted = to_find - feasible.len();
         // The scan position of the last feasible node still wanted: nodes after it
         // count as not evaluated, as in a sequential scan that stops there.

@@ -63,47 +63,36 @@ pub type Reason = Cow<'static, str>;
 /// assert_eq!(s.message(), "Insufficient cpu");
 /// assert!(Status::success().is_success());
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Status {
+    // `None` is a plain success: the per-node hot loop returns and drops one null
+    // pointer per plugin call, and only statuses that say something are boxed.
+    detail: Option<Box<Detail>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Detail {
     code: Code,
     reasons: SmallVec<[Reason; 2]>,
     plugin: Option<Arc<str>>,
 }
 
-impl Default for Status {
-    fn default() -> Self {
-        Status::success()
-    }
-}
-
 impl Status {
     /// A success status with no reasons.
-    pub fn success() -> Status {
-        Status {
-            code: Code::Success,
-            reasons: SmallVec::new(),
-            plugin: None,
-        }
+    pub const fn success() -> Status {
+        Status { detail: None }
     }
 
     /// A status with one reason.
     pub fn new(code: Code, reason: impl Into<Reason>) -> Status {
         let mut reasons = SmallVec::new();
         reasons.push(reason.into());
-        Status {
-            code,
-            reasons,
-            plugin: None,
-        }
+        Status::from_parts(code, reasons)
     }
 
     /// A status with no reason (for example `Skip`).
     pub fn with_code(code: Code) -> Status {
-        Status {
-            code,
-            reasons: SmallVec::new(),
-            plugin: None,
-        }
+        Status::from_parts(code, SmallVec::new())
     }
 
     /// A status with several reasons, in order.
@@ -112,11 +101,30 @@ impl Status {
         I: IntoIterator<Item = R>,
         R: Into<Reason>,
     {
-        Status {
-            code,
-            reasons: reasons.into_iter().map(Into::into).collect(),
-            plugin: None,
+        Status::from_parts(code, reasons.into_iter().map(Into::into).collect())
+    }
+
+    fn from_parts(code: Code, reasons: SmallVec<[Reason; 2]>) -> Status {
+        if code == Code::Success && reasons.is_empty() {
+            return Status::success();
         }
+        Status {
+            detail: Some(Box::new(Detail {
+                code,
+                reasons,
+                plugin: None,
+            })),
+        }
+    }
+
+    fn detail_mut(&mut self) -> &mut Detail {
+        self.detail.get_or_insert_with(|| {
+            Box::new(Detail {
+                code: Code::Success,
+                reasons: SmallVec::new(),
+                plugin: None,
+            })
+        })
     }
 
     /// An `Error` status carrying an error message.
@@ -131,65 +139,65 @@ impl Status {
 
     /// The code.
     pub fn code(&self) -> Code {
-        self.code
+        self.detail.as_ref().map_or(Code::Success, |d| d.code)
     }
 
     /// The reasons, in order.
     pub fn reasons(&self) -> &[Reason] {
-        &self.reasons
+        self.detail.as_ref().map_or(&[], |d| &d.reasons)
     }
 
     /// Appends a reason.
     pub fn push_reason(&mut self, reason: impl Into<Reason>) {
-        self.reasons.push(reason.into());
+        self.detail_mut().reasons.push(reason.into());
     }
 
     /// The reasons joined by ", ", as kube-scheduler's `Status.Message()`.
     pub fn message(&self) -> String {
-        self.reasons.join(", ")
+        self.reasons().join(", ")
     }
 
     /// The plugin that returned this status, once the framework has recorded it.
     pub fn plugin(&self) -> Option<&str> {
-        self.plugin.as_deref()
+        self.detail.as_ref().and_then(|d| d.plugin.as_deref())
     }
 
     /// Records the plugin that returned this status.
     pub fn set_plugin(&mut self, plugin: Arc<str>) {
-        self.plugin = Some(plugin);
+        self.detail_mut().plugin = Some(plugin);
     }
 
     /// Returns the status with the plugin recorded.
     pub fn with_plugin(mut self, plugin: Arc<str>) -> Status {
-        self.plugin = Some(plugin);
+        self.set_plugin(plugin);
         self
     }
 
     /// `true` for `Success`.
     pub fn is_success(&self) -> bool {
-        self.code == Code::Success
+        self.code() == Code::Success
     }
 
     /// `true` for `Skip`.
     pub fn is_skip(&self) -> bool {
-        self.code == Code::Skip
+        self.code() == Code::Skip
     }
 
     /// `true` for `Wait`.
     pub fn is_wait(&self) -> bool {
-        self.code == Code::Wait
+        self.code() == Code::Wait
     }
 
     /// `true` for `Error`.
     pub fn is_error(&self) -> bool {
-        self.code == Code::Error
+        self.code() == Code::Error
     }
 
     /// `true` when the pod was rejected: `Unschedulable`, `UnschedulableAndUnresolvable`
     /// or `Pending` (kube-scheduler's `IsRejected`).
     pub fn is_rejected(&self) -> bool {
         matches!(
-            self.code,
+            self.code(),
             Code::Unschedulable | Code::UnschedulableAndUnresolvable | Code::Pending
         )
     }
@@ -197,9 +205,9 @@ impl Status {
 
 impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.plugin {
-            Some(p) => write!(f, "{} ({}): {}", self.code, p, self.message()),
-            None => write!(f, "{}: {}", self.code, self.message()),
+        match self.plugin() {
+            Some(p) => write!(f, "{} ({}): {}", self.code(), p, self.message()),
+            None => write!(f, "{}: {}", self.code(), self.message()),
         }
     }
 }
@@ -226,6 +234,17 @@ mod tests {
         assert!(!Status::error("boom").is_rejected());
         assert!(!Status::skip().is_rejected());
         assert!(!Status::success().is_rejected());
+    }
+
+    #[test]
+    fn a_success_is_one_pointer_and_equal_however_made() {
+        assert_eq!(std::mem::size_of::<Status>(), std::mem::size_of::<usize>());
+        assert_eq!(Status::with_code(Code::Success), Status::success());
+        assert_eq!(Status::default(), Status::success());
+        let mut s = Status::success();
+        s.push_reason("note");
+        assert!(s.is_success());
+        assert_eq!(s.message(), "note");
     }
 
     #[test]
