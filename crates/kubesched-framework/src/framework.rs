@@ -18,7 +18,7 @@ use rayon::prelude::*;
 
 use crate::cycle_state::CycleState;
 use crate::node_info::NodeInfo;
-use crate::observer::{PluginObserver, sampled, timed};
+use crate::observer::{PluginObserver, sampled, timed, timed_extension_point};
 use crate::plugin::*;
 use crate::pod_info::PodInfo;
 use crate::registry::{Handle, Registry};
@@ -480,10 +480,28 @@ impl Framework {
         })
     }
 
-    /// Times every plugin call of the cycles marked with
-    /// [`RecordPluginMetrics`](crate::RecordPluginMetrics) (none without an observer).
+    /// Reports every extension point's run to `observer`
+    /// ([`PluginObserver::observe_extension_point`], on every cycle) and times every
+    /// plugin call of the cycles marked with
+    /// [`RecordPluginMetrics`](crate::RecordPluginMetrics) ([`PluginObserver::observe`]).
+    /// Without an observer nothing is timed.
     pub fn set_plugin_observer(&mut self, observer: Arc<dyn PluginObserver>) {
         self.observer = Some(observer);
+    }
+
+    /// Runs `f`, the whole of extension point `point`, reporting its duration and the
+    /// code `code` reads from its result to the observer, if any
+    /// ([`PluginObserver::observe_extension_point`]): on every cycle, as
+    /// kube-scheduler's `Run*Plugins` functions record
+    /// `scheduler_framework_extension_point_duration_seconds`.
+    #[inline]
+    fn timed_point<T>(
+        &self,
+        point: &'static str,
+        code: impl FnOnce(&T) -> Code,
+        f: impl FnOnce() -> T,
+    ) -> T {
+        timed_extension_point(self.observer.as_deref(), &self.profile_name, point, code, f)
     }
 
     /// The profile's scheduler name.
@@ -565,6 +583,10 @@ impl Framework {
 
     /// Runs PreEnqueue plugins; the first that does not succeed keeps the pod out.
     pub fn run_pre_enqueue_plugins(&self, pod: &PodInfo) -> Status {
+        self.timed_point("PreEnqueue", Status::code, || self.pre_enqueue_untimed(pod))
+    }
+
+    fn pre_enqueue_untimed(&self, pod: &PodInfo) -> Status {
         for w in &self.pre_enqueue {
             let s = w.plugin.pre_enqueue(pod);
             if !s.is_success() {
@@ -584,6 +606,19 @@ impl Framework {
     /// at once; Unschedulable is remembered while the others still run; node subsets
     /// are intersected, and an empty intersection rejects every node.
     pub fn run_pre_filter_plugins(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+    ) -> PreFilterOutcome {
+        self.timed_point(
+            "PreFilter",
+            |o: &PreFilterOutcome| o.status.code(),
+            || self.pre_filter_untimed(state, pod, snapshot),
+        )
+    }
+
+    fn pre_filter_untimed(
         &self,
         state: &mut CycleState,
         pod: &PodInfo,
@@ -809,6 +844,21 @@ impl Framework {
         nominated: &NominatedPods,
         filtered: &NodeToStatus,
     ) -> (Option<PostFilterResult>, Status) {
+        self.timed_point(
+            "PostFilter",
+            |r: &(_, Status)| r.1.code(),
+            || self.post_filter_untimed(state, pod, snapshot, nominated, filtered),
+        )
+    }
+
+    fn post_filter_untimed(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+        nominated: &NominatedPods,
+        filtered: &NodeToStatus,
+    ) -> (Option<PostFilterResult>, Status) {
         let ctx = PostFilterContext {
             framework: self,
             snapshot,
@@ -856,6 +906,18 @@ impl Framework {
         nodes: &[&NodeInfo],
         snapshot: &Snapshot,
     ) -> Status {
+        self.timed_point("PreScore", Status::code, || {
+            self.pre_score_untimed(state, pod, nodes, snapshot)
+        })
+    }
+
+    fn pre_score_untimed(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        snapshot: &Snapshot,
+    ) -> Status {
         let mut skip = BTreeSet::new();
         let obs = sampled(&self.observer, state);
         for w in &self.pre_score {
@@ -883,6 +945,21 @@ impl Framework {
     /// indices), normalises each plugin's scores, checks they are in 0..=100 and applies
     /// the weights. The result is in the order of `nodes`.
     pub fn run_score_plugins(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[(usize, &NodeInfo)],
+    ) -> Result<ScoreTable, Status> {
+        self.timed_point(
+            "Score",
+            |r: &Result<ScoreTable, Status>| {
+                r.as_ref().map_or_else(Status::code, |_| Code::Success)
+            },
+            || self.score_untimed(state, pod, nodes),
+        )
+    }
+
+    fn score_untimed(
         &self,
         state: &CycleState,
         pod: &PodInfo,
@@ -999,6 +1076,12 @@ impl Framework {
         pod: &PodInfo,
         node: &str,
     ) -> Status {
+        self.timed_point("Reserve", Status::code, || {
+            self.reserve_untimed(state, pod, node)
+        })
+    }
+
+    fn reserve_untimed(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
         let obs = sampled(&self.observer, state);
         for w in &self.reserve {
             let s = timed(obs, &w.name, "Reserve", Status::code, || {
@@ -1014,6 +1097,14 @@ impl Framework {
 
     /// Runs Unreserve in reverse order.
     pub fn run_reserve_plugins_unreserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) {
+        self.timed_point(
+            "Unreserve",
+            |_| Code::Success,
+            || self.unreserve_untimed(state, pod, node),
+        )
+    }
+
+    fn unreserve_untimed(&self, state: &mut CycleState, pod: &PodInfo, node: &str) {
         let obs = sampled(&self.observer, state);
         for w in self.reserve.iter().rev() {
             timed(
@@ -1029,6 +1120,19 @@ impl Framework {
     /// Runs Permit plugins: a rejection ends the run; `Wait` returns the shortest
     /// timeout among the plugins that asked to wait.
     pub fn run_permit_plugins(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node: &str,
+    ) -> (Status, Option<Duration>) {
+        self.timed_point(
+            "Permit",
+            |r: &(Status, _)| r.0.code(),
+            || self.permit_untimed(state, pod, node),
+        )
+    }
+
+    fn permit_untimed(
         &self,
         state: &mut CycleState,
         pod: &PodInfo,
@@ -1067,6 +1171,12 @@ impl Framework {
         pod: &PodInfo,
         node: &str,
     ) -> Status {
+        self.timed_point("PreBind", Status::code, || {
+            self.pre_bind_untimed(state, pod, node)
+        })
+    }
+
+    fn pre_bind_untimed(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
         let obs = sampled(&self.observer, state);
         for w in &self.pre_bind {
             let s = timed(obs, &w.name, "PreBind", Status::code, || {
@@ -1081,6 +1191,10 @@ impl Framework {
 
     /// Runs Bind plugins: the first that does not Skip decides.
     pub fn run_bind_plugins(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
+        self.timed_point("Bind", Status::code, || self.bind_untimed(state, pod, node))
+    }
+
+    fn bind_untimed(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
         let obs = sampled(&self.observer, state);
         for w in &self.bind {
             let s = timed(obs, &w.name, "Bind", Status::code, || {
@@ -1096,6 +1210,14 @@ impl Framework {
 
     /// Runs PostBind plugins.
     pub fn run_post_bind_plugins(&self, state: &mut CycleState, pod: &PodInfo, node: &str) {
+        self.timed_point(
+            "PostBind",
+            |_| Code::Success,
+            || self.post_bind_untimed(state, pod, node),
+        )
+    }
+
+    fn post_bind_untimed(&self, state: &mut CycleState, pod: &PodInfo, node: &str) {
         let obs = sampled(&self.observer, state);
         for w in &self.post_bind {
             timed(

@@ -1,23 +1,68 @@
-//! [`PluginObserver`]: an optional hook that times each plugin call, for
-//! kube-scheduler's `scheduler_plugin_execution_duration_seconds`.
+//! [`PluginObserver`]: an optional hook that times the framework's work, for two of
+//! kube-scheduler's metrics:
 //!
-//! A [`Framework`](crate::Framework) with no observer (the simulator) times nothing. With
-//! one, only the cycles whose [`CycleState`] holds [`RecordPluginMetrics`] are timed:
-//! kube-scheduler samples a fraction of its cycles the same way
-//! (`pluginMetricsSamplePercent`, 10 %).
+//! - `scheduler_framework_extension_point_duration_seconds`: every run of a whole
+//!   extension point ([`PluginObserver::observe_extension_point`]), on every cycle, as
+//!   kube-scheduler's `Run*Plugins` functions record it;
+//! - `scheduler_plugin_execution_duration_seconds`: each plugin call
+//!   ([`PluginObserver::observe`]), only in the cycles whose [`CycleState`] holds
+//!   [`RecordPluginMetrics`]: kube-scheduler samples a fraction of its cycles the same
+//!   way (`pluginMetricsSamplePercent`, 10 %).
+//!
+//! A [`Framework`](crate::Framework) with no observer (the simulator, `kubesched bench`)
+//! times nothing and reads no clock.
 
 use std::time::{Duration, Instant};
 
 use crate::cycle_state::CycleState;
 use crate::status::Code;
 
-/// Receives the duration of each plugin call of a sampled cycle.
+/// Receives the duration of each extension point's run and of each plugin call of a
+/// sampled cycle.
+///
+/// ```
+/// use std::sync::Mutex;
+/// use std::time::Duration;
+/// use kubesched_framework::{Code, PluginObserver};
+///
+/// /// Counts the extension points that ran, by name.
+/// #[derive(Default)]
+/// struct Counter(Mutex<Vec<(String, &'static str, Code)>>);
+/// impl PluginObserver for Counter {
+///     fn observe(&self, _: &str, _: &'static str, _: Code, _: Duration) {}
+///     fn observe_extension_point(&self, profile: &str, point: &'static str, code: Code, _: Duration) {
+///         self.0.lock().unwrap().push((profile.to_string(), point, code));
+///     }
+/// }
+/// ```
 pub trait PluginObserver: Send + Sync {
     /// `plugin` ran at `extension_point` (kube-scheduler's names: `PreFilter`,
     /// `Filter`, `PostFilter`, `PreScore`, `Score`, `ScoreExtensionNormalize`,
     /// `Reserve`, `Unreserve`, `Permit`, `PreBind`, `Bind`, `PostBind`) and returned
-    /// `code` after `took`.
+    /// `code` after `took`. Called only in sampled cycles ([`RecordPluginMetrics`]).
     fn observe(&self, plugin: &str, extension_point: &'static str, code: Code, took: Duration);
+
+    /// All the plugins of `extension_point` ran once, for one pod of `profile`, and the
+    /// extension point returned `code` after `took`: kube-scheduler's
+    /// `scheduler_framework_extension_point_duration_seconds`. Called on every cycle,
+    /// sampled or not, by the `Framework::run_*` method of the point (its name is one of
+    /// `PreEnqueue`, `PreFilter`, `PostFilter`, `PreScore`, `Score`, `Reserve`,
+    /// `Unreserve`, `Permit`, `PreBind`, `Bind`, `PostBind`). Filter, which runs once per
+    /// node, is not an extension point here, as in kube-scheduler; nor is
+    /// `ScoreExtensionNormalize`, which is part of `Score`. `code` is the code of the
+    /// status the run returned (`Unreserve` and `PostBind` return none: `Success`).
+    ///
+    /// The default does nothing, so observers written before this method keep
+    /// compiling.
+    fn observe_extension_point(
+        &self,
+        profile: &str,
+        extension_point: &'static str,
+        code: Code,
+        took: Duration,
+    ) {
+        let _ = (profile, extension_point, code, took);
+    }
 }
 
 /// The mark of a sampled cycle: write it into a [`CycleState`] to have the plugin
@@ -53,5 +98,169 @@ pub(crate) fn timed<T>(
             o.observe(plugin, extension_point, code(&r), start.elapsed());
             r
         }
+    }
+}
+
+/// Runs `f`, one whole extension point, timing it for
+/// [`PluginObserver::observe_extension_point`] when `observer` is set. Without an
+/// observer this is a plain call: no clock is read.
+#[inline]
+pub(crate) fn timed_extension_point<T>(
+    observer: Option<&dyn PluginObserver>,
+    profile: &str,
+    extension_point: &'static str,
+    code: impl FnOnce(&T) -> Code,
+    f: impl FnOnce() -> T,
+) -> T {
+    match observer {
+        None => f(),
+        Some(o) => {
+            let start = Instant::now();
+            let r = f();
+            o.observe_extension_point(profile, extension_point, code(&r), start.elapsed());
+            r
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use k8s_openapi::api::core::v1::Pod;
+    use kubesched_config::{PluginRef, PluginSet, Profile};
+
+    use super::*;
+    use crate::plugin::{BindPlugin, Plugin, QueueSortPlugin, QueuedPodInfo, ReservePlugin};
+    use crate::registry::{Handle, Registry};
+    use crate::status::Status;
+    use crate::{Framework, PodInfo, Snapshot};
+
+    /// Sorts nothing, binds everything, and refuses to reserve.
+    struct Stub;
+    impl Plugin for Stub {
+        fn name(&self) -> &str {
+            "Stub"
+        }
+        fn as_queue_sort(self: Arc<Self>) -> Option<Arc<dyn QueueSortPlugin>> {
+            Some(self)
+        }
+        fn as_reserve(self: Arc<Self>) -> Option<Arc<dyn ReservePlugin>> {
+            Some(self)
+        }
+        fn as_bind(self: Arc<Self>) -> Option<Arc<dyn BindPlugin>> {
+            Some(self)
+        }
+    }
+    impl QueueSortPlugin for Stub {
+        fn less(&self, _: &QueuedPodInfo, _: &QueuedPodInfo) -> bool {
+            false
+        }
+    }
+    impl ReservePlugin for Stub {
+        fn reserve(&self, _: &mut CycleState, _: &PodInfo, _: &str) -> Status {
+            Status::new(Code::Unschedulable, "no")
+        }
+        fn unreserve(&self, _: &mut CycleState, _: &PodInfo, _: &str) {}
+    }
+    impl BindPlugin for Stub {
+        fn bind(&self, _: &mut CycleState, _: &PodInfo, _: &str) -> Status {
+            Status::success()
+        }
+    }
+
+    #[derive(Default)]
+    struct Recorder {
+        points: Mutex<Vec<(String, &'static str, Code)>>,
+        plugin_calls: Mutex<usize>,
+    }
+    impl PluginObserver for Recorder {
+        fn observe(&self, _: &str, _: &'static str, _: Code, _: Duration) {
+            *self.plugin_calls.lock().unwrap() += 1;
+        }
+        fn observe_extension_point(
+            &self,
+            profile: &str,
+            point: &'static str,
+            code: Code,
+            _: Duration,
+        ) {
+            self.points
+                .lock()
+                .unwrap()
+                .push((profile.to_string(), point, code));
+        }
+    }
+
+    fn framework() -> Framework {
+        let mut registry = Registry::new();
+        registry
+            .register("Stub", |_, _| Ok(Arc::new(Stub)))
+            .unwrap();
+        let only_stub = PluginSet {
+            enabled: vec![PluginRef {
+                name: "Stub".into(),
+                ..Default::default()
+            }],
+            disabled: vec![],
+        };
+        let mut profile = Profile {
+            scheduler_name: "p".into(),
+            percentage_of_nodes_to_score: None,
+            plugins: Default::default(),
+            plugin_config: vec![],
+        };
+        profile.plugins.queue_sort = only_stub.clone();
+        profile.plugins.reserve = only_stub.clone();
+        profile.plugins.bind = only_stub;
+        let handle = Handle {
+            profile_name: String::new(),
+            binder: None,
+        };
+        Framework::new(&profile, &registry, &handle).unwrap()
+    }
+
+    #[test]
+    fn every_extension_point_run_is_reported_with_its_code_unsampled() {
+        let recorder = Arc::new(Recorder::default());
+        let mut fwk = framework();
+        fwk.set_plugin_observer(recorder.clone());
+        let mut pod = Pod::default();
+        pod.metadata.name = Some("x".into());
+        let pod = PodInfo::new(Arc::new(pod)).unwrap();
+        let mut state = CycleState::new();
+        fwk.run_pre_enqueue_plugins(&pod);
+        fwk.run_pre_filter_plugins(&mut state, &pod, &Snapshot::default());
+        fwk.run_reserve_plugins_reserve(&mut state, &pod, "n");
+        fwk.run_reserve_plugins_unreserve(&mut state, &pod, "n");
+        fwk.run_permit_plugins(&mut state, &pod, "n");
+        fwk.run_pre_bind_plugins(&mut state, &pod, "n");
+        fwk.run_bind_plugins(&mut state, &pod, "n");
+        fwk.run_post_bind_plugins(&mut state, &pod, "n");
+        let points: Vec<(&'static str, Code)> = recorder
+            .points
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(profile, point, code)| {
+                assert_eq!(profile, "p");
+                (*point, *code)
+            })
+            .collect();
+        assert_eq!(
+            points,
+            [
+                ("PreEnqueue", Code::Success),
+                ("PreFilter", Code::Success),
+                ("Reserve", Code::Unschedulable),
+                ("Unreserve", Code::Success),
+                ("Permit", Code::Success),
+                ("PreBind", Code::Success),
+                ("Bind", Code::Success),
+                ("PostBind", Code::Success),
+            ]
+        );
+        // The cycle was not sampled: no plugin call was timed.
+        assert_eq!(*recorder.plugin_calls.lock().unwrap(), 0);
     }
 }

@@ -41,6 +41,7 @@ pub struct Metrics {
     registry: Mutex<Registry>,
     schedule_attempts: Family<Labels, Counter>,
     attempt_duration: HistogramFamily,
+    algorithm_duration: Histogram,
     pending_pods: Family<Labels, Gauge>,
     extension_point_duration: HistogramFamily,
     plugin_duration: HistogramFamily,
@@ -97,6 +98,12 @@ impl Metrics {
             "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
             attempt_duration.clone(),
         );
+        let algorithm_duration = attempt_histogram();
+        registry.register(
+            "scheduler_scheduling_algorithm_duration_seconds",
+            "Scheduling algorithm latency in seconds",
+            algorithm_duration.clone(),
+        );
         let pending_pods = Family::<Labels, Gauge>::default();
         registry.register(
             "scheduler_pending_pods",
@@ -135,6 +142,7 @@ impl Metrics {
             registry: Mutex::new(registry),
             schedule_attempts,
             attempt_duration,
+            algorithm_duration,
             pending_pods,
             extension_point_duration,
             plugin_duration,
@@ -152,7 +160,17 @@ impl Metrics {
             .observe(took.as_secs_f64());
     }
 
-    /// All plugins of an extension point ran.
+    /// The scheduling algorithm (PreFilter to the choice of a node, with PostFilter
+    /// when no node fitted) ran for one pod, as kube-scheduler's
+    /// `SchedulingAlgorithmLatency`.
+    pub fn algorithm(&self, took: Duration) {
+        self.algorithm_duration.observe(took.as_secs_f64());
+    }
+
+    /// All plugins of an extension point ran (the [`PluginObserver`] of every
+    /// profile's framework reports these).
+    ///
+    /// [`PluginObserver`]: kubesched_framework::PluginObserver
     pub fn extension_point(&self, point: &str, profile: &str, status: &str, took: Duration) {
         let l = labels(&[
             ("extension_point", point),
@@ -214,5 +232,15 @@ impl kubesched_framework::PluginObserver for Metrics {
         took: Duration,
     ) {
         self.plugin(plugin, extension_point, code.as_str(), took);
+    }
+
+    fn observe_extension_point(
+        &self,
+        profile: &str,
+        extension_point: &'static str,
+        code: kubesched_framework::Code,
+        took: Duration,
+    ) {
+        self.extension_point(extension_point, profile, code.as_str(), took);
     }
 }

@@ -527,19 +527,12 @@ impl Shared {
                 if let ScheduleError::Unfit(fit) = &mut error
                     && fwk.has_post_filter_plugins()
                 {
-                    let t = Instant::now();
                     let (r, s) = fwk.run_post_filter_plugins(
                         &state,
                         &pod,
                         inner.sched.snapshot(),
                         inner.sched.nominated_pods(),
                         &fit.diagnosis.node_to_status,
-                    );
-                    self.metrics.extension_point(
-                        "PostFilter",
-                        &profile,
-                        s.code().as_str(),
-                        t.elapsed(),
                     );
                     if s.is_success() {
                         nomination = r.and_then(|r| {
@@ -551,6 +544,7 @@ impl Shared {
                     }
                 }
                 let took = start.elapsed();
+                self.metrics.algorithm(took);
                 let message = error.to_string();
                 match &error {
                     ScheduleError::Unfit(fit) => {
@@ -581,8 +575,7 @@ impl Shared {
                 return;
             }
         };
-        self.metrics
-            .extension_point("Filter+Score", &profile, "Success", start.elapsed());
+        self.metrics.algorithm(start.elapsed());
         let node = inner
             .sched
             .snapshot()
@@ -601,20 +594,14 @@ impl Shared {
                 expires: None,
             },
         );
-        let t = Instant::now();
         let s = fwk.run_reserve_plugins_reserve(&mut state, &assumed, &node);
-        self.metrics
-            .extension_point("Reserve", &profile, s.code().as_str(), t.elapsed());
         if !s.is_success() {
             fwk.run_reserve_plugins_unreserve(&mut state, &assumed, &node);
             Self::forget(inner, &key);
             self.fail_after_assume(inner, qp, &profile, s, start);
             return;
         }
-        let t = Instant::now();
         let (s, timeout) = fwk.run_permit_plugins(&mut state, &assumed, &node);
-        self.metrics
-            .extension_point("Permit", &profile, s.code().as_str(), t.elapsed());
         if !s.is_success() && !s.is_wait() {
             fwk.run_reserve_plugins_unreserve(&mut state, &assumed, &node);
             Self::forget(inner, &key);
@@ -689,20 +676,14 @@ impl Shared {
                 }
             };
         }
-        let metrics = self.metrics.clone();
         let (state, status) = if status.is_success() {
-            let (fwk2, assumed2, node2, profile2) =
-                (fwk.clone(), assumed.clone(), node.clone(), profile.clone());
+            let (fwk2, assumed2, node2) = (fwk.clone(), assumed.clone(), node.clone());
             let r = tokio::task::spawn_blocking(move || {
-                let t = Instant::now();
                 let s = fwk2.run_pre_bind_plugins(&mut state, &assumed2, &node2);
-                metrics.extension_point("PreBind", &profile2, s.code().as_str(), t.elapsed());
                 if !s.is_success() {
                     return (state, s);
                 }
-                let t = Instant::now();
                 let s = fwk2.run_bind_plugins(&mut state, &assumed2, &node2);
-                metrics.extension_point("Bind", &profile2, s.code().as_str(), t.elapsed());
                 (state, s)
             })
             .await;
@@ -718,10 +699,7 @@ impl Shared {
         };
         let mut state = state;
         if status.is_success() || status.is_skip() {
-            let t = Instant::now();
             fwk.run_post_bind_plugins(&mut state, &assumed, &node);
-            self.metrics
-                .extension_point("PostBind", &profile, "Success", t.elapsed());
             self.metrics
                 .attempt(&profile, AttemptResult::Scheduled, start.elapsed());
             {

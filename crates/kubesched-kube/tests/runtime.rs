@@ -233,7 +233,9 @@ async fn restart_loses_no_pod_and_binds_none_twice() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_and_metrics_are_served_over_https() {
     let server = FakeApiServer::start().await;
+    // Two nodes, so that p's cycle has two feasible nodes and runs PreScore and Score.
     server.add_node(FakeApiServer::node("n1", "4", "8Gi"));
+    server.add_node(FakeApiServer::node("n2", "4", "8Gi"));
     server.add_pod(FakeApiServer::pod("p", OURS, "100m"));
     server.add_pod(FakeApiServer::pod("huge", OURS, "64"));
     let rt = Runtime::new(server.client(), config(false))
@@ -269,14 +271,34 @@ async fn health_and_metrics_are_served_over_https() {
         "scheduler_scheduling_attempt_duration_seconds_bucket{",
         "scheduler_pending_pods{queue=\"unschedulable\"} 1",
         "scheduler_pending_pods{queue=\"active\"} 0",
-        "extension_point=\"Bind\",profile=\"my-scheduler\",status=\"Success\"",
+        // Every extension point kube-scheduler times, once per run (not sampled),
+        // labelled with the profile and the code the run returned.
+        "scheduler_framework_extension_point_duration_seconds_count{extension_point=\"PreEnqueue\",profile=\"my-scheduler\",status=\"Success\"} 2",
+        "scheduler_framework_extension_point_duration_seconds_count{extension_point=\"PreFilter\",profile=\"my-scheduler\",status=\"Success\"} 2",
+        "scheduler_framework_extension_point_duration_seconds_count{extension_point=\"PostFilter\",profile=\"my-scheduler\",status=\"Unschedulable\"} 1",
+        "scheduler_framework_extension_point_duration_seconds_count{extension_point=\"PreScore\",profile=\"my-scheduler\",status=\"Success\"} 1",
+        "scheduler_framework_extension_point_duration_seconds_count{extension_point=\"Score\",profile=\"my-scheduler\",status=\"Success\"} 1",
+        "scheduler_framework_extension_point_duration_seconds_count{extension_point=\"Reserve\",profile=\"my-scheduler\",status=\"Success\"} 1",
+        "scheduler_framework_extension_point_duration_seconds_count{extension_point=\"Permit\",profile=\"my-scheduler\",status=\"Success\"} 1",
+        "scheduler_framework_extension_point_duration_seconds_count{extension_point=\"PreBind\",profile=\"my-scheduler\",status=\"Success\"} 1",
+        "scheduler_framework_extension_point_duration_seconds_count{extension_point=\"Bind\",profile=\"my-scheduler\",status=\"Success\"} 1",
+        "scheduler_framework_extension_point_duration_seconds_count{extension_point=\"PostBind\",profile=\"my-scheduler\",status=\"Success\"} 1",
+        "scheduler_scheduling_algorithm_duration_seconds_count 2",
         "scheduler_queue_incoming_pods_total{queue=\"active\",event=\"PodAdd\"} 2",
-        "scheduler_plugin_execution_duration_seconds_count{plugin=\"NodeResourcesFit\",extension_point=\"Filter\",status=\"Success\"} 1",
-        "scheduler_plugin_execution_duration_seconds_count{plugin=\"NodeResourcesFit\",extension_point=\"Filter\",status=\"UnschedulableAndUnresolvable\"} 1",
+        "scheduler_plugin_execution_duration_seconds_count{plugin=\"NodeResourcesFit\",extension_point=\"Filter\",status=\"Success\"} 2",
+        "scheduler_plugin_execution_duration_seconds_count{plugin=\"NodeResourcesFit\",extension_point=\"Filter\",status=\"UnschedulableAndUnresolvable\"} 2",
         "scheduler_plugin_execution_duration_seconds_count{plugin=\"DefaultBinder\",extension_point=\"Bind\",status=\"Success\"} 1",
         "scheduler_plugin_execution_duration_seconds_count{plugin=\"DefaultPreemption\",extension_point=\"PostFilter\",status=\"Unschedulable\"} 1",
     ] {
         assert!(text.contains(needle), "{needle} missing from:\n{text}");
+    }
+    // No extension point is timed twice, or under a name kube-scheduler does not use:
+    // Filter runs per node, and the old combined "Filter+Score" is gone.
+    for absent in [
+        "extension_point=\"Filter+Score\"",
+        "_duration_seconds_count{extension_point=\"Filter\"",
+    ] {
+        assert!(!text.contains(absent), "{absent} in:\n{text}");
     }
     rt.stop().await;
 }
