@@ -787,6 +787,73 @@ impl Framework {
         Status::success()
     }
 
+    /// Runs the Filter plugins on a run of nodes: pushes `(i, status)` onto `rejected`
+    /// for each `nodes[i]` that [`Framework::run_filter_plugins`] rejects, with the
+    /// status it gives, in increasing `i`; the nodes not listed are feasible.
+    ///
+    /// Plugin by plugin rather than node by node: each plugin sees, in one call, the
+    /// nodes that every plugin before it let through
+    /// ([`FilterPlugin::filter_nodes`](crate::FilterPlugin::filter_nodes)). Filters
+    /// are independent per node, so each node's status is the same as node by node. In
+    /// a sampled cycle (an observer timing each plugin call) it runs node by node.
+    pub fn run_filter_plugins_on_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        rejected: &mut Vec<(usize, Status)>,
+    ) {
+        let first = rejected.len();
+        if sampled(&self.observer, state).is_some() {
+            for (i, node) in nodes.iter().enumerate() {
+                let status = self.run_filter_plugins(state, pod, node);
+                if !status.is_success() {
+                    rejected.push((i, status));
+                }
+            }
+            return;
+        }
+        // The nodes still feasible, with their positions in `nodes`.
+        let mut alive: Vec<&NodeInfo> = nodes.to_vec();
+        let mut positions: Vec<usize> = (0..nodes.len()).collect();
+        let mut verdicts = Vec::new();
+        for (i, w) in self.filter.iter().enumerate() {
+            if alive.is_empty() {
+                break;
+            }
+            if state.skips_filter(i) {
+                continue;
+            }
+            w.plugin.filter_nodes(state, pod, &alive, &mut verdicts);
+            if verdicts.is_empty() {
+                continue;
+            }
+            let mut dropped = verdicts.drain(..).peekable();
+            let mut kept = 0;
+            for j in 0..alive.len() {
+                if let Some((_, status)) = dropped.next_if(|(at, _)| *at == j) {
+                    let status = rejection_or_error(status, || {
+                        format!("running {:?} filter plugin", &*w.name)
+                    });
+                    rejected.push((positions[j], status.with_plugin(w.name.clone())));
+                } else {
+                    alive[kept] = alive[j];
+                    positions[kept] = positions[j];
+                    kept += 1;
+                }
+            }
+            debug_assert!(
+                dropped.next().is_none(),
+                "{} rejected nodes out of order or out of range",
+                w.name
+            );
+            drop(dropped);
+            alive.truncate(kept);
+            positions.truncate(kept);
+        }
+        rejected[first..].sort_by_key(|(i, _)| *i);
+    }
+
     /// Runs the Filter plugins on one node with the pods nominated to it, as
     /// kube-scheduler's `RunFilterPluginsWithNominatedPods`. When pods of priority
     /// greater than or equal to `pod`'s are nominated to the node, the filters run
@@ -982,29 +1049,47 @@ impl Framework {
         if width == 0 {
             return Ok(table);
         }
-        // Raw scores, one row per node, written in place: no allocation per node.
-        let score_row =
-            |(row, &(_, node)): (&mut [i64], &(usize, &NodeInfo))| -> Result<(), Status> {
-                for (cell, s) in row.iter_mut().zip(&active) {
-                    *cell = timed(
-                        obs,
-                        &s.wired.name,
-                        "Score",
-                        |r: &Result<i64, Status>| {
-                            r.as_ref().map_or_else(Status::code, |_| Code::Success)
-                        },
-                        || s.wired.plugin.score(state, pod, node),
-                    )
-                    .map_err(|e| {
-                        Status::error(format!(
-                            "plugin {:?} failed with: {}",
-                            &*s.wired.name,
-                            e.message()
-                        ))
-                    })?;
+        let failed = |s: &WeightedScore, e: Status| {
+            Status::error(format!(
+                "plugin {:?} failed with: {}",
+                &*s.wired.name,
+                e.message()
+            ))
+        };
+        // Raw scores for a run of nodes, one row per node: one plugin at a time over
+        // the run (one call per plugin, not per node), or, in a sampled cycle, one call
+        // per node and plugin so that each is timed.
+        let score_run = |rows: &mut [i64], run: &[(usize, &NodeInfo)]| -> Result<(), Status> {
+            if obs.is_some() {
+                for (row, &(_, node)) in rows.chunks_mut(width).zip(run) {
+                    for (cell, s) in row.iter_mut().zip(&active) {
+                        *cell = timed(
+                            obs,
+                            &s.wired.name,
+                            "Score",
+                            |r: &Result<i64, Status>| {
+                                r.as_ref().map_or_else(Status::code, |_| Code::Success)
+                            },
+                            || s.wired.plugin.score(state, pod, node),
+                        )
+                        .map_err(|e| failed(s, e))?;
+                    }
                 }
-                Ok(())
-            };
+                return Ok(());
+            }
+            let run_nodes: Vec<&NodeInfo> = run.iter().map(|&(_, node)| node).collect();
+            let mut column = vec![0; run.len()];
+            for (p, s) in active.iter().enumerate() {
+                s.wired
+                    .plugin
+                    .score_nodes(state, pod, &run_nodes, &mut column)
+                    .map_err(|e| failed(s, e))?;
+                for (row, score) in rows.chunks_mut(width).zip(&column) {
+                    row[p] = *score;
+                }
+            }
+            Ok(())
+        };
         if nodes.len() >= PARALLEL_THRESHOLD {
             // A few contiguous pieces per thread: one rayon task per node costs more
             // than scoring the node.
@@ -1013,15 +1098,9 @@ impl Framework {
                 .scores
                 .par_chunks_mut(width * piece)
                 .zip(nodes.par_chunks(piece))
-                .try_for_each(|(rows, nodes)| {
-                    rows.chunks_mut(width).zip(nodes).try_for_each(score_row)
-                })?;
+                .try_for_each(|(rows, run)| score_run(rows, run))?;
         } else {
-            table
-                .scores
-                .chunks_mut(width)
-                .zip(nodes.iter())
-                .try_for_each(score_row)?;
+            score_run(&mut table.scores, nodes)?;
         }
         for (p, s) in active.iter().enumerate() {
             let Some(ext) = s.wired.plugin.score_extensions() else {

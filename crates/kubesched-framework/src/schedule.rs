@@ -12,6 +12,11 @@ use rayon::prelude::*;
 
 use crate::cycle_state::CycleState;
 use crate::framework::{Framework, NominatedPods, PARALLEL_THRESHOLD, ScoreTable};
+
+/// How many nodes a sequential search filters in one run before checking whether it
+/// has found enough: large enough to amortise a plugin call over many nodes, small
+/// enough that an adaptive search that stops early wastes little.
+const SEQUENTIAL_RUN: usize = 64;
 use crate::node_info::NodeInfo;
 use crate::plugin::{NodeToStatus, PostFilterResult, QueuedPodInfo};
 use crate::pod_info::PodInfo;
@@ -592,7 +597,7 @@ impl Scheduler {
         };
         let total = candidates.len();
         let state: &CycleState = state;
-        let (feasible, rejected) = if !fwk.has_filter_plugins() {
+        let (feasible, mut rejected) = if !fwk.has_filter_plugins() {
             let feasible = (0..to_find.min(total))
                 .map(|i| candidates[(start + i) % total])
                 .collect();
@@ -614,10 +619,14 @@ impl Scheduler {
             self.next_start_node_index =
                 (self.next_start_node_index + processed) % self.snapshot.num_nodes();
         }
+        // A filter that fails (rather than rejects) aborts the attempt, as in
+        // kube-scheduler's findNodesThatPassFilters.
+        if let Some(pos) = rejected.iter().position(|(_, s)| !s.is_rejected()) {
+            return Err(ScheduleError::Internal(rejected.swap_remove(pos).1));
+        }
         for (_, status) in &rejected {
             diagnosis.add_plugin_status(status);
         }
-        let mut rejected = rejected;
         rejected.sort_by_key(|(i, _)| *i);
         diagnosis.node_to_status.statuses = rejected;
         Ok((feasible, diagnosis))
@@ -625,8 +634,10 @@ impl Scheduler {
 }
 
 /// Filters `candidates` starting at `start` (wrapping), until `to_find` feasible nodes
-/// are found or all were checked. Runs in parallel chunks for large clusters; the
-/// result is the same as a sequential scan, whatever the number of threads.
+/// are found or all were checked. The result is that of a sequential scan that stops
+/// at the `to_find`-th feasible node, whatever the number of threads: nodes are
+/// filtered in runs (in parallel for large clusters), and what a run found beyond that
+/// node is dropped as not evaluated.
 #[allow(clippy::too_many_arguments)]
 fn filter_nodes(
     fwk: &Framework,
@@ -638,72 +649,76 @@ fn filter_nodes(
     start: usize,
     to_find: usize,
 ) -> (Vec<usize>, Vec<(usize, Status)>) {
+    // (scan position, node index) of feasible nodes; the same plus the status of
+    // rejected ones.
+    type Passed = Vec<(usize, usize)>;
+    type Failed = Vec<(usize, usize, Status)>;
     let total = candidates.len();
-    let mut feasible = Vec::new();
-    let mut rejected = Vec::new();
-    let check = |i: usize| {
-        let index = candidates[(start + i) % total];
-        let node = snapshot.node_at(index);
-        let status = if nominated.is_empty() {
-            fwk.run_filter_plugins(state, pod, node)
-        } else {
-            fwk.run_filter_plugins_with_nominated_pods(state, pod, node, nominated)
-        };
-        (index, status)
+    let node_index = |i: usize| {
+        let at = start + i;
+        candidates[if at < total { at } else { at - total }]
     };
-    // Few nodes to check, or few feasible nodes wanted (kube-scheduler's adaptive
-    // search): a sequential scan that stops early does the least work.
-    if total < PARALLEL_THRESHOLD || to_find < PARALLEL_THRESHOLD {
-        for i in 0..total {
-            let (index, status) = check(i);
-            if status.is_success() {
-                feasible.push(index);
-                if feasible.len() >= to_find {
-                    break;
+    // Scan positions `from..to`, one Filter plugin at a time over the run.
+    let scan = |from: usize, to: usize| -> (Passed, Failed) {
+        let indices: Vec<usize> = (from..to).map(node_index).collect();
+        let nodes: Vec<&NodeInfo> = indices.iter().map(|&n| snapshot.node_at(n)).collect();
+        let mut rejected = Vec::new();
+        if nominated.is_empty() {
+            fwk.run_filter_plugins_on_nodes(state, pod, &nodes, &mut rejected);
+        } else {
+            for (j, node) in nodes.iter().enumerate() {
+                let status =
+                    fwk.run_filter_plugins_with_nominated_pods(state, pod, node, nominated);
+                if !status.is_success() {
+                    rejected.push((j, status));
                 }
-            } else {
-                rejected.push((index, status));
             }
         }
-        return (feasible, rejected);
-    }
-    let chunk = PARALLEL_THRESHOLD.max(to_find.min(total) / 2);
+        let mut passed = Vec::with_capacity(nodes.len() - rejected.len());
+        let mut failed = Vec::with_capacity(rejected.len());
+        let mut rejected = rejected.into_iter().peekable();
+        for (j, index) in indices.into_iter().enumerate() {
+            match rejected.next_if(|(at, _)| *at == j) {
+                Some((_, status)) => failed.push((from + j, index, status)),
+                None => passed.push((from + j, index)),
+            }
+        }
+        (passed, failed)
+    };
+    let parallel = total >= PARALLEL_THRESHOLD && to_find >= PARALLEL_THRESHOLD;
+    // A parallel round covers at least half of what is wanted, split into a few
+    // pieces per thread (one rayon task per node costs more than filtering it); a
+    // sequential round is a short run, so an early stop wastes little.
+    let round = if parallel {
+        PARALLEL_THRESHOLD.max(to_find.min(total) / 2)
+    } else {
+        SEQUENTIAL_RUN
+    };
+    let mut feasible = Vec::new();
+    let mut rejected = Vec::new();
     let mut next = 0;
     while next < total && feasible.len() < to_find {
-        let end = (next + chunk).min(total);
-        // (scan position, node index) of feasible nodes; the same plus the status of
-        // rejected ones. Each rayon task scans one contiguous piece into its own
-        // vectors, and the pieces are joined in scan order.
-        type Passed = Vec<(usize, usize)>;
-        type Failed = Vec<(usize, usize, Status)>;
-        let piece = (end - next)
-            .div_ceil(rayon::current_num_threads() * 4)
-            .max(64);
-        let pieces: Vec<(Passed, Failed)> = (next..end)
-            .step_by(piece)
-            .collect::<Vec<_>>()
-            .into_par_iter()
-            .map(|from| {
-                let to = (from + piece).min(end);
-                let mut passed = Vec::with_capacity(to - from);
-                let mut failed = Vec::new();
-                for i in from..to {
-                    let (index, status) = check(i);
-                    if status.is_success() {
-                        passed.push((i, index));
-                    } else {
-                        failed.push((i, index, status));
-                    }
-                }
-                (passed, failed)
-            })
-            .collect();
-        let mut passed = Vec::with_capacity(end - next);
-        let mut failed = Vec::new();
-        for (p, f) in pieces {
-            passed.extend(p);
-            failed.extend(f);
-        }
+        let end = (next + round).min(total);
+        let (passed, failed) = if parallel {
+            let piece = (end - next)
+                .div_ceil(rayon::current_num_threads() * 4)
+                .max(64);
+            let pieces: Vec<(Passed, Failed)> = (next..end)
+                .step_by(piece)
+                .collect::<Vec<_>>()
+                .into_par_iter()
+                .map(|from| scan(from, (from + piece).min(end)))
+                .collect();
+            let mut passed = Vec::with_capacity(end - next);
+            let mut failed = Vec::new();
+            for (p, f) in pieces {
+                passed.extend(p);
+                failed.extend(f);
+            }
+            (passed, failed)
+        } else {
+            scan(next, end)
+        };
         let wanted = to_find - feasible.len();
         // The scan position of the last feasible node still wanted: nodes after it
         // count as not evaluated, as in a sequential scan that stops there.

@@ -80,14 +80,39 @@ impl PreScorePlugin for ImageLocality {
 
 impl ScorePlugin for ImageLocality {
     fn score(&self, state: &CycleState, _: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        let scores = state.read::<PodImageScores>().ok_or_else(|| {
-            Status::error("ImageLocality: its PreScore did not run (it must stay enabled)")
-        })?;
-        let sum = match &scores.sums {
+        Ok(prescored(state)?.score(node))
+    }
+
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        _: &PodInfo,
+        nodes: &[&NodeInfo],
+        out: &mut [i64],
+    ) -> Result<(), Status> {
+        let scores = prescored(state)?;
+        for (node, out) in nodes.iter().zip(out) {
+            *out = scores.score(node);
+        }
+        Ok(())
+    }
+}
+
+/// What PreScore computed for the pod.
+fn prescored(state: &CycleState) -> Result<&PodImageScores, Status> {
+    state.read::<PodImageScores>().ok_or_else(|| {
+        Status::error("ImageLocality: its PreScore did not run (it must stay enabled)")
+    })
+}
+
+impl PodImageScores {
+    /// The node's score.
+    fn score(&self, node: &NodeInfo) -> i64 {
+        let sum = match &self.sums {
             Some(sums) => sums.get(node.index()).copied().unwrap_or(0),
             None => 0,
         };
-        Ok(calculate_priority(sum, scores.containers))
+        calculate_priority(sum, self.containers)
     }
 }
 

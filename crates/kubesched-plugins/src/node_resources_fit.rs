@@ -88,6 +88,25 @@ impl NodeResourcesFit {
         }
     }
 
+    /// `true` when `insufficient_resources` is sure to be empty, `false` when it might
+    /// not be: the per-node fast path, with plain comparisons and no allocation. A pod
+    /// requesting scalar resources always takes the full check.
+    fn surely_fits(pod: &PodInfo, node: &NodeInfo) -> bool {
+        let req = pod.requests();
+        let alloc = node.allocatable();
+        let used = node.requested();
+        let room = |want: i64, have: i64, used: i64| want <= 0 || want <= have - used;
+        (node.pods().len() as i64) < alloc.allowed_pod_number
+            && room(req.milli_cpu, alloc.milli_cpu, used.milli_cpu)
+            && room(req.memory, alloc.memory, used.memory)
+            && room(
+                req.ephemeral_storage,
+                alloc.ephemeral_storage,
+                used.ephemeral_storage,
+            )
+            && req.scalar_resources.is_empty()
+    }
+
     /// Every resource `node` is short of for `pod`, in kube-scheduler's order.
     pub fn insufficient_resources(
         &self,
@@ -269,6 +288,9 @@ impl Plugin for NodeResourcesFit {
 
 impl FilterPlugin for NodeResourcesFit {
     fn filter(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        if Self::surely_fits(pod, node) {
+            return Status::success();
+        }
         let short = self.insufficient_resources(pod, node);
         if short.is_empty() {
             return Status::success();
@@ -300,21 +322,52 @@ impl PreScorePlugin for NodeResourcesFit {
     }
 }
 
-impl ScorePlugin for NodeResourcesFit {
-    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        let computed;
-        let pod_requests = match state.read::<PodScoreRequests>() {
-            Some(r) => &r.0,
-            None => {
-                computed = pod_resource_requests(pod, &self.resources, Requests::NonZero)?;
-                &computed
-            }
-        };
-        Ok(self.score_resources(|i| {
+impl NodeResourcesFit {
+    /// The node's score for a pod requesting `pod_requests` (one per scored resource).
+    fn score_node(&self, pod_requests: &[i64], node: &NodeInfo) -> i64 {
+        self.score_resources(|i| {
             let (alloc, req) =
                 allocatable_and_requested(node, &self.kinds[i], pod_requests[i], Requests::NonZero);
             (req, alloc)
-        }))
+        })
+    }
+
+    /// Calls `f` with the pod's requests for scoring: PreScore's, or computed now when
+    /// PreScore did not run.
+    fn with_score_requests<T>(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        f: impl FnOnce(&[i64]) -> T,
+    ) -> Result<T, Status> {
+        match state.read::<PodScoreRequests>() {
+            Some(r) => Ok(f(&r.0)),
+            None => Ok(f(&pod_resource_requests(
+                pod,
+                &self.resources,
+                Requests::NonZero,
+            )?)),
+        }
+    }
+}
+
+impl ScorePlugin for NodeResourcesFit {
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        self.with_score_requests(state, pod, |requests| self.score_node(requests, node))
+    }
+
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        out: &mut [i64],
+    ) -> Result<(), Status> {
+        self.with_score_requests(state, pod, |requests| {
+            for (node, out) in nodes.iter().zip(out) {
+                *out = self.score_node(requests, node);
+            }
+        })
     }
 }
 

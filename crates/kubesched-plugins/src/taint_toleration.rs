@@ -82,20 +82,45 @@ impl PreScorePlugin for TaintToleration {
 
 impl ScorePlugin for TaintToleration {
     fn score(&self, state: &CycleState, _: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        let tolerations = state
-            .read::<PreferNoScheduleTolerations>()
-            .ok_or_else(|| Status::error("TaintToleration: PreScore state not found"))?;
-        let count = node
-            .taints()
-            .iter()
-            .filter(|t| t.effect == "PreferNoSchedule" && !tolerations_tolerate(&tolerations.0, t))
-            .count();
-        Ok(count as i64)
+        Ok(intolerable_prefer_no_schedule(
+            prescored_tolerations(state)?,
+            node,
+        ))
+    }
+
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        _: &PodInfo,
+        nodes: &[&NodeInfo],
+        out: &mut [i64],
+    ) -> Result<(), Status> {
+        let tolerations = prescored_tolerations(state)?;
+        for (node, out) in nodes.iter().zip(out) {
+            *out = intolerable_prefer_no_schedule(tolerations, node);
+        }
+        Ok(())
     }
 
     fn score_extensions(&self) -> Option<&dyn ScoreExtensions> {
         Some(self)
     }
+}
+
+/// The pod's PreferNoSchedule tolerations, as PreScore stored them.
+fn prescored_tolerations(state: &CycleState) -> Result<&[Toleration], Status> {
+    state
+        .read::<PreferNoScheduleTolerations>()
+        .map(|t| t.0.as_slice())
+        .ok_or_else(|| Status::error("TaintToleration: PreScore state not found"))
+}
+
+/// The raw score: how many of the node's PreferNoSchedule taints are not tolerated.
+fn intolerable_prefer_no_schedule(tolerations: &[Toleration], node: &NodeInfo) -> i64 {
+    node.taints()
+        .iter()
+        .filter(|t| t.effect == "PreferNoSchedule" && !tolerations_tolerate(tolerations, t))
+        .count() as i64
 }
 
 impl ScoreExtensions for TaintToleration {
