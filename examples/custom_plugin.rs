@@ -9,8 +9,8 @@
 use std::sync::Arc;
 
 use kubesched::framework::{
-    Code, CycleState, FilterPlugin, NodeInfo, Plugin, PluginError, PodInfo, Registry, ScorePlugin,
-    Status,
+    ActionType, ClusterEvent, Code, CycleState, EventResource, FilterPlugin, NodeInfo, Plugin,
+    PluginError, PodInfo, Registry, ScorePlugin, Status,
 };
 use kubesched::sim::{PodOutcome, PodResult, SimulationOptions, output, scenario, simulate_with};
 use serde::Deserialize;
@@ -37,6 +37,14 @@ impl Plugin for DiskAware {
     }
     fn as_score(self: Arc<Self>) -> Option<Arc<dyn ScorePlugin>> {
         Some(self)
+    }
+    // A pod this plugin rejected can only fit once a node is added or relabelled
+    // (`kubesched run` retries it on those events only).
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![ClusterEvent::new(
+            EventResource::Node,
+            ActionType::ADD | ActionType::UPDATE_NODE_LABEL,
+        )]
     }
 }
 

@@ -17,6 +17,7 @@ use kubesched_config::{PluginSet, Profile};
 use rayon::prelude::*;
 
 use crate::cycle_state::CycleState;
+use crate::events::ClusterEvent;
 use crate::node_info::NodeInfo;
 use crate::observer::{PluginObserver, sampled, timed, timed_extension_point};
 use crate::plugin::*;
@@ -276,6 +277,7 @@ pub struct Framework {
     bind: Vec<Wired<dyn BindPlugin>>,
     post_bind: Vec<Wired<dyn PostBindPlugin>>,
     observer: Option<Arc<dyn PluginObserver>>,
+    events_by_plugin: BTreeMap<String, Vec<ClusterEvent>>,
 }
 
 impl std::fmt::Debug for Framework {
@@ -460,6 +462,10 @@ impl Framework {
             return Err(FrameworkError::NoBind { profile: name });
         }
         let score = score_weights(&name, profile, score)?;
+        let events_by_plugin = plugins
+            .iter()
+            .map(|(name, plugin)| (name.clone(), plugin.events_to_register()))
+            .collect();
         Ok(Framework {
             profile_name: name,
             percentage_of_nodes_to_score: profile.percentage_of_nodes_to_score,
@@ -477,6 +483,7 @@ impl Framework {
             bind,
             post_bind,
             observer: None,
+            events_by_plugin,
         })
     }
 
@@ -512,6 +519,13 @@ impl Framework {
     /// The profile's `percentageOfNodesToScore`, when set.
     pub fn percentage_of_nodes_to_score(&self) -> Option<i32> {
         self.percentage_of_nodes_to_score
+    }
+
+    /// Each plugin's [`Plugin::events_to_register`], by name, asked once when the
+    /// profile was built: the queueing hints of this profile
+    /// ([`QueueingHints::from_frameworks`](crate::QueueingHints::from_frameworks)).
+    pub fn events_by_plugin(&self) -> &BTreeMap<String, Vec<ClusterEvent>> {
+        &self.events_by_plugin
     }
 
     /// A plugin instance by name.

@@ -12,7 +12,10 @@
 //!   arithmetic);
 //! - [`Registry`] (plugin name → factory) and [`Framework`] (one per profile, built from
 //!   a `kubesched_config::Profile`);
-//! - [`Scheduler`]: the scheduling cycle over profiles that share one snapshot.
+//! - [`Scheduler`]: the scheduling cycle over profiles that share one snapshot;
+//! - [`SchedulingQueue`] (`queue`) and [`events`]: kube-scheduler's scheduling queue,
+//!   which retries an unschedulable pod only on the cluster events that the plugins
+//!   that rejected it registered.
 //!
 //! Sibling crates: `kubesched-config` (KubeSchedulerConfiguration),
 //! `kubesched-plugins` (the in-tree plugins), `kubesched-sim` (the `kubesched` CLI).
@@ -37,6 +40,7 @@
 //! ```
 
 pub mod cycle_state;
+pub mod events;
 pub mod framework;
 pub mod node_info;
 pub mod observer;
@@ -51,14 +55,14 @@ pub mod snapshot;
 pub mod status;
 
 pub use cycle_state::{CycleState, StateData};
+pub use events::{ActionType, ClusterEvent, EventResource, QueueingHints};
 pub use framework::{Framework, FrameworkError, NominatedPods, ScoreTable};
 pub use node_info::{HostPortInfo, ImageStateSummary, NodeInfo};
 pub use observer::{PluginObserver, RecordPluginMetrics};
 pub use plugin::*;
 pub use pod_info::{DEFAULT_SCHEDULER_NAME, HostPort, PodInfo};
 pub use queue::{
-    Clock, ClusterEvent, FakeClock, QueueName, QueueOptions, QueuedPod, SchedulingQueue,
-    SystemClock,
+    Clock, FakeClock, QueueName, QueueOptions, QueuedPod, SchedulingQueue, SystemClock,
 };
 pub use registry::{Handle, PluginError, PluginFactory, PodBinder, Registry};
 pub use schedule::{

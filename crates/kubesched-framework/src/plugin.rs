@@ -29,6 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cycle_state::CycleState;
+use crate::events::ClusterEvent;
 use crate::framework::{Framework, NominatedPods};
 use crate::node_info::NodeInfo;
 use crate::pod_info::PodInfo;
@@ -95,6 +96,39 @@ pub trait Plugin: Send + Sync {
     /// This plugin as a PostBind plugin.
     fn as_post_bind(self: Arc<Self>) -> Option<Arc<dyn PostBindPlugin>> {
         None
+    }
+
+    /// The cluster events that may make schedulable a pod this plugin rejected
+    /// (kube-scheduler's `EnqueueExtensions.EventsToRegister`). The scheduling queue
+    /// moves a pod out of its unschedulable set only on an event that one of the
+    /// plugins that rejected it registered (or after
+    /// `podMaxInUnschedulablePodsDuration`); see [`crate::events`].
+    ///
+    /// It matters for the plugins that can reject a pod (PreEnqueue, PreFilter, Filter,
+    /// Reserve, Permit). The default is every event
+    /// ([`ClusterEvent::WILDCARD`]): a plugin that says nothing is retried on anything,
+    /// which costs cycles but never strands a pod. Register too much rather than too
+    /// little, and nothing when the plugin never rejects.
+    ///
+    /// ```
+    /// use kubesched_framework::events::{ActionType, ClusterEvent, EventResource};
+    /// use kubesched_framework::Plugin;
+    ///
+    /// /// Rejects nodes without the label `disk=ssd`.
+    /// struct SsdOnly;
+    /// impl Plugin for SsdOnly {
+    ///     fn name(&self) -> &str { "SsdOnly" }
+    ///     // Only a new node, or new labels on a node, can help a pod it rejected.
+    ///     fn events_to_register(&self) -> Vec<ClusterEvent> {
+    ///         vec![ClusterEvent::new(
+    ///             EventResource::Node,
+    ///             ActionType::ADD | ActionType::UPDATE_NODE_LABEL,
+    ///         )]
+    ///     }
+    /// }
+    /// ```
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![ClusterEvent::WILDCARD]
     }
 }
 

@@ -4,10 +4,21 @@
 //! - the **active queue** holds the pods ready to be tried, in QueueSort order;
 //! - the **backoff queue** holds pods that failed and wait out their exponential backoff
 //!   (`podInitialBackoffSeconds` doubled per attempt, at most `podMaxBackoffSeconds`);
-//! - the **unschedulable set** holds pods no node fitted; a [`ClusterEvent`] that could
-//!   make them schedulable (a node added or changed, a pod deleted, ...) moves them back
-//!   (to backoff while their backoff lasts), and so does staying there longer than
-//!   `podMaxInUnschedulablePodsDuration` (5 minutes by default).
+//! - the **unschedulable set** holds pods no node fitted, with the plugins that
+//!   rejected them; a [`ClusterEvent`] moves a pod back (to backoff while its backoff
+//!   lasts) only when one of those plugins registered it
+//!   ([`Plugin::events_to_register`](crate::Plugin::events_to_register), gathered in
+//!   the [`QueueingHints`] given to [`SchedulingQueue::set_queueing_hints`]): a node
+//!   label change does not retry a pod rejected by NodeResourcesFit, a node whose
+//!   allocatable grew does. Staying there longer than `podMaxInUnschedulablePodsDuration`
+//!   (5 minutes by default) moves any pod back. A queue without hints moves every pod on
+//!   every event.
+//!
+//! As in kube-scheduler v1.35 (whose queueing hints are always on), the events that
+//! arrive while a pod is being scheduled are kept, and a pod that comes back
+//! unschedulable goes to backoff at once when one of them could have helped it; a pod
+//! that comes back unschedulable with no rejecting plugin (an unexpected failure) is
+//! always retried after its backoff.
 //!
 //! Time comes from a [`Clock`], so tests drive it with a [`FakeClock`]. The queue never
 //! blocks: [`SchedulingQueue::pop`] returns `None` when nothing is ready and
@@ -34,11 +45,13 @@
 //! assert_eq!(q.pop().unwrap().info.attempts, 2);
 //! ```
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+pub use crate::events::ClusterEvent;
+use crate::events::{QueueingHints, pod_update_events};
 use crate::plugin::QueuedPodInfo;
 use crate::pod_info::PodInfo;
 
@@ -127,45 +140,6 @@ impl QueueOptions {
     }
 }
 
-/// A cluster change that may make unschedulable pods schedulable (kube-scheduler's
-/// `ClusterEvent`s the default plugins register for, and its internal ones).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ClusterEvent {
-    /// A node was added.
-    NodeAdd,
-    /// A node changed (labels, taints, allocatable, schedulability).
-    NodeUpdate,
-    /// A pod bound to a node was deleted: its resources are free.
-    AssignedPodDelete,
-    /// A pod was bound to a node (pod affinity may now be satisfied).
-    AssignedPodAdd,
-    /// A bound pod changed (its labels or requests).
-    AssignedPodUpdate,
-    /// The pod itself was updated.
-    UnscheduledPodUpdate,
-    /// The pod stayed unschedulable longer than `podMaxInUnschedulablePodsDuration`.
-    UnschedulableTimeout,
-    /// Everything is retried (kube-scheduler's `ForceActivate`).
-    ForceActivate,
-}
-
-impl ClusterEvent {
-    /// The `event` label of `scheduler_queue_incoming_pods_total`, as kube-scheduler
-    /// spells it.
-    pub fn label(self) -> &'static str {
-        match self {
-            ClusterEvent::NodeAdd => "NodeAdd",
-            ClusterEvent::NodeUpdate => "NodeUpdate",
-            ClusterEvent::AssignedPodDelete => "AssignedPodDelete",
-            ClusterEvent::AssignedPodAdd => "AssignedPodAdd",
-            ClusterEvent::AssignedPodUpdate => "AssignedPodUpdate",
-            ClusterEvent::UnscheduledPodUpdate => "UnscheduledPodUpdate",
-            ClusterEvent::UnschedulableTimeout => "UnschedulableTimeout",
-            ClusterEvent::ForceActivate => "ForceActivate",
-        }
-    }
-}
-
 /// Which part of the queue a pod is in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum QueueName {
@@ -242,12 +216,36 @@ pub struct SchedulingQueue {
     backoff: HashMap<String, QueuedPod>,
     unschedulable: HashMap<String, QueuedPod>,
     gated: HashMap<String, QueuedPod>,
-    /// Pods popped and not yet done.
-    in_flight: HashSet<String>,
+    /// Pods popped and not yet done, by key.
+    in_flight: HashMap<String, InFlight>,
+    /// The events that came while some pod was in flight, oldest first (kube-scheduler's
+    /// `inFlightEvents`): only those since the oldest in-flight pod's pop are kept.
+    in_flight_events: Vec<InFlightEvent>,
+    hints: QueueingHints,
     next_timestamp: u64,
     scheduling_cycle: u64,
-    move_request_cycle: u64,
     incoming: Option<IncomingHook>,
+}
+
+/// A pod being scheduled.
+struct InFlight {
+    /// The scheduling cycle that popped it.
+    cycle: u64,
+    /// The pod's latest object: the popped one, or the last update.
+    latest: Arc<PodInfo>,
+    /// `true` when `latest` came from an update while in flight: it replaces the popped
+    /// object when the pod comes back.
+    updated: bool,
+}
+
+/// An event that came while pods were in flight.
+struct InFlightEvent {
+    /// The scheduling cycle when it came: pods popped at this cycle or before saw it
+    /// while in flight.
+    cycle: u64,
+    event: ClusterEvent,
+    /// `Some(key)` for an update of that pod itself, which concerns no other pod.
+    only_for: Option<String>,
 }
 
 impl fmt::Debug for SchedulingQueue {
@@ -275,12 +273,20 @@ impl SchedulingQueue {
             backoff: HashMap::new(),
             unschedulable: HashMap::new(),
             gated: HashMap::new(),
-            in_flight: HashSet::new(),
+            in_flight: HashMap::new(),
+            in_flight_events: Vec::new(),
+            hints: QueueingHints::new(),
             next_timestamp: 0,
             scheduling_cycle: 0,
-            move_request_cycle: 0,
             incoming: None,
         }
+    }
+
+    /// Moves an unschedulable pod only on the events that the plugins that rejected it
+    /// registered, as `hints` say (usually [`QueueingHints::from_frameworks`] of the
+    /// scheduler's profiles). Without hints every event moves every pod.
+    pub fn set_queueing_hints(&mut self, hints: QueueingHints) {
+        self.hints = hints;
     }
 
     /// Calls `hook` for every pod entering a part of the queue (metrics).
@@ -306,7 +312,7 @@ impl SchedulingQueue {
 
     /// `true` when the pod (by key) is anywhere in the queue or in flight.
     pub fn contains(&self, key: &str) -> bool {
-        self.in_flight.contains(key)
+        self.in_flight.contains_key(key)
             || self.backoff.contains_key(key)
             || self.unschedulable.contains_key(key)
             || self.gated.contains_key(key)
@@ -315,7 +321,7 @@ impl SchedulingQueue {
 
     /// `true` when the pod was popped and is not done yet.
     pub fn is_in_flight(&self, key: &str) -> bool {
-        self.in_flight.contains(key)
+        self.in_flight.contains_key(key)
     }
 
     /// The number of pods in each part.
@@ -348,21 +354,30 @@ impl SchedulingQueue {
             scheduling_cycle: 0,
             unschedulable_plugins: BTreeSet::new(),
         };
-        self.push_active(qp, "PodAdd");
+        self.push_active(qp, &ClusterEvent::UNSCHEDULABLE_POD_ADD.label());
     }
 
     /// Adds a pod that a PreEnqueue plugin keeps out; it moves to the active queue
     /// when it is updated.
     pub fn add_gated(&mut self, mut pod: QueuedPod) {
-        self.in_flight.remove(pod.key());
+        if let Some(latest) = self.leave_flight(pod.key()) {
+            pod.info.pod_info = latest;
+        }
         pod.last_update = self.clock.now();
-        self.note(QueueName::Gated, "PodAdd");
+        self.note(
+            QueueName::Gated,
+            &ClusterEvent::UNSCHEDULABLE_POD_ADD.label(),
+        );
         self.gated.insert(pod.key().to_string(), pod);
     }
 
-    /// Replaces a queued pod's object (kube-scheduler's `Update`): a pod waiting in
-    /// the unschedulable set or gated is moved back, since the change may make it
-    /// schedulable. A pod in flight keeps its place.
+    /// Replaces a queued pod's object (kube-scheduler's `Update`). The update is
+    /// classified ([`pod_update_events`]) and, for a pod waiting in the unschedulable
+    /// set, moves it back only when one of those events can help it (a pod rejected by
+    /// NodeResourcesFit moves when its requests go down, not when its labels change). A
+    /// gated pod moves back on any update, to be checked against its gates again. A pod
+    /// in flight keeps its place: its update is remembered, the new object replaces the
+    /// popped one when it comes back, and the update counts among the events it saw.
     pub fn update(&mut self, pod: Arc<PodInfo>) {
         let key = pod.key().to_string();
         if let Some(p) = self.active.iter_mut().find(|p| p.key() == key) {
@@ -374,19 +389,45 @@ impl SchedulingQueue {
             p.info.pod_info = pod;
             return;
         }
-        let waiting = self
-            .unschedulable
-            .remove(&key)
-            .or_else(|| self.gated.remove(&key));
-        if let Some(mut p) = waiting {
+        if let Some(flight) = self.in_flight.get_mut(&key) {
+            let events = pod_update_events(flight.latest.pod(), pod.pod());
+            flight.latest = pod;
+            flight.updated = true;
+            for event in events {
+                self.in_flight_events.push(InFlightEvent {
+                    cycle: self.scheduling_cycle,
+                    event,
+                    only_for: Some(key.clone()),
+                });
+            }
+            return;
+        }
+        if let Some(mut p) = self.gated.remove(&key) {
             p.info.pod_info = pod;
-            self.requeue(p, ClusterEvent::UnscheduledPodUpdate.label());
+            self.requeue(p, &ClusterEvent::UNSCHEDULABLE_POD_UPDATE.label());
+            return;
+        }
+        if let Some(p) = self.unschedulable.get_mut(&key) {
+            let events = pod_update_events(p.info.pod_info.pod(), pod.pod());
+            p.info.pod_info = pod;
+            let helpful = events.into_iter().find(|e| {
+                self.hints.worth_requeuing(
+                    p.info.pod_info.scheduler_name(),
+                    &p.unschedulable_plugins,
+                    e,
+                )
+            });
+            if let Some(event) = helpful
+                && let Some(p) = self.unschedulable.remove(&key)
+            {
+                self.requeue(p, &event.label());
+            }
         }
     }
 
     /// Removes a pod everywhere (it was deleted, or bound by someone else).
     pub fn delete(&mut self, key: &str) {
-        self.in_flight.remove(key);
+        self.leave_flight(key);
         self.backoff.remove(key);
         self.unschedulable.remove(key);
         self.gated.remove(key);
@@ -405,28 +446,53 @@ impl SchedulingQueue {
         self.scheduling_cycle += 1;
         p.info.attempts += 1;
         p.scheduling_cycle = self.scheduling_cycle;
-        self.in_flight.insert(p.key().to_string());
+        self.in_flight.insert(
+            p.key().to_string(),
+            InFlight {
+                cycle: self.scheduling_cycle,
+                latest: p.info.pod_info.clone(),
+                updated: false,
+            },
+        );
         Some(p)
     }
 
     /// The pod is done (bound, or dropped): it leaves the in-flight set.
     pub fn done(&mut self, key: &str) {
-        self.in_flight.remove(key);
+        self.leave_flight(key);
     }
 
-    /// Puts back a pod that no node fitted (kube-scheduler's
-    /// `AddUnschedulableIfNotPresent`): to the unschedulable set, or to backoff when a
-    /// cluster event came while it was being scheduled.
+    /// Puts back a pod that `plugins` rejected (kube-scheduler's
+    /// `AddUnschedulableIfNotPresent` with queueing hints): to the unschedulable set,
+    /// unless an event that came while it was being scheduled could help it, or no
+    /// plugin rejected it (an unexpected failure); then to backoff. A pod updated while
+    /// in flight comes back as its latest object.
     pub fn add_unschedulable(&mut self, mut pod: QueuedPod, plugins: BTreeSet<String>) {
         let key = pod.key().to_string();
-        if !self.in_flight.remove(&key) && self.contains(&key) {
+        let was_in_flight = self.in_flight.contains_key(&key);
+        if !was_in_flight && self.contains(&key) {
             return;
+        }
+        let retry = plugins.is_empty()
+            || self
+                .in_flight_events
+                .iter()
+                .filter(|e| e.cycle >= pod.scheduling_cycle && pod.scheduling_cycle > 0)
+                .filter(|e| e.only_for.as_ref().is_none_or(|k| *k == key))
+                .any(|e| {
+                    self.hints.worth_requeuing(
+                        pod.info.pod_info.scheduler_name(),
+                        &plugins,
+                        &e.event,
+                    )
+                });
+        if let Some(latest) = self.leave_flight(&key) {
+            pod.info.pod_info = latest;
         }
         pod.last_update = self.clock.now();
         pod.unschedulable_plugins = plugins;
-        if self.move_request_cycle >= pod.scheduling_cycle && pod.scheduling_cycle > 0 {
-            self.note(QueueName::Backoff, "ScheduleAttemptFailure");
-            self.backoff.insert(key, pod);
+        if retry {
+            self.requeue(pod, "ScheduleAttemptFailure");
         } else {
             self.note(QueueName::Unschedulable, "ScheduleAttemptFailure");
             self.unschedulable.insert(key, pod);
@@ -434,25 +500,73 @@ impl SchedulingQueue {
     }
 
     /// Puts back a pod whose attempt failed with an error (a plugin error, a binding
-    /// failure, a bind conflict): to the backoff queue.
+    /// failure, a bind conflict): to the backoff queue, as its latest object.
     pub fn add_backoff(&mut self, mut pod: QueuedPod) {
         let key = pod.key().to_string();
-        if !self.in_flight.remove(&key) && self.contains(&key) {
+        if !self.in_flight.contains_key(&key) && self.contains(&key) {
             return;
+        }
+        if let Some(latest) = self.leave_flight(&key) {
+            pod.info.pod_info = latest;
         }
         pod.last_update = self.clock.now();
         self.note(QueueName::Backoff, "ScheduleAttemptFailure");
         self.backoff.insert(key, pod);
     }
 
-    /// Moves every unschedulable pod back to the active queue, or to backoff while
-    /// its backoff lasts (kube-scheduler's `MoveAllToActiveOrBackoffQueue`).
+    /// `event` happened: moves every unschedulable pod it can help (as the queueing
+    /// hints say) back to the active queue, or to backoff while its backoff lasts
+    /// (kube-scheduler's `MoveAllToActiveOrBackoffQueue`). The pods in flight will see
+    /// the event when they come back.
     pub fn move_all_to_active_or_backoff(&mut self, event: ClusterEvent) {
-        self.move_request_cycle = self.scheduling_cycle;
-        let pods: Vec<QueuedPod> = self.unschedulable.drain().map(|(_, p)| p).collect();
-        for p in pods {
-            self.requeue(p, event.label());
+        self.move_to_active_or_backoff_if(event, |_| true);
+    }
+
+    /// As [`SchedulingQueue::move_all_to_active_or_backoff`], for the unschedulable pods
+    /// `eligible` accepts only (kube-scheduler's `preCheck`: the pods of lower or equal
+    /// priority when a nominated pod goes, every pod but the one that just failed, ...).
+    pub fn move_to_active_or_backoff_if(
+        &mut self,
+        event: ClusterEvent,
+        eligible: impl Fn(&QueuedPod) -> bool,
+    ) {
+        if !self.in_flight.is_empty() {
+            self.in_flight_events.push(InFlightEvent {
+                cycle: self.scheduling_cycle,
+                event,
+                only_for: None,
+            });
         }
+        let moving: Vec<String> = self
+            .unschedulable
+            .iter()
+            .filter(|(_, p)| {
+                eligible(p)
+                    && self.hints.worth_requeuing(
+                        p.info.pod_info.scheduler_name(),
+                        &p.unschedulable_plugins,
+                        &event,
+                    )
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        let label = event.label();
+        for k in moving {
+            if let Some(p) = self.unschedulable.remove(&k) {
+                self.requeue(p, &label);
+            }
+        }
+    }
+
+    /// Takes a pod out of the in-flight set and forgets the events no pod in flight
+    /// can still see; returns the pod's object if it was updated in flight.
+    fn leave_flight(&mut self, key: &str) -> Option<Arc<PodInfo>> {
+        let flight = self.in_flight.remove(key)?;
+        match self.in_flight.values().map(|f| f.cycle).min() {
+            None => self.in_flight_events.clear(),
+            Some(oldest) => self.in_flight_events.retain(|e| e.cycle >= oldest),
+        }
+        flight.updated.then_some(flight.latest)
     }
 
     /// The backoff of a pod after its attempts (kube-scheduler's
@@ -515,9 +629,10 @@ impl SchedulingQueue {
             .filter(|(_, p)| now.saturating_duration_since(p.last_update) > max)
             .map(|(k, _)| k.clone())
             .collect();
+        let label = ClusterEvent::UNSCHEDULABLE_TIMEOUT.label();
         for k in stale {
             if let Some(p) = self.unschedulable.remove(&k) {
-                self.requeue(p, ClusterEvent::UnschedulableTimeout.label());
+                self.requeue(p, &label);
             }
         }
     }
@@ -596,6 +711,7 @@ impl SchedulingQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::events::{ActionType, EventResource};
     use k8s_openapi::api::core::v1::{Pod, PodSpec};
 
     fn pod(name: &str, priority: i32) -> Arc<PodInfo> {
@@ -671,57 +787,291 @@ mod tests {
         assert!(q.pop().is_some());
     }
 
+    fn rejected_by(plugins: &[&str]) -> BTreeSet<String> {
+        plugins.iter().map(|p| p.to_string()).collect()
+    }
+
+    /// kube-scheduler v1.35's registrations of NodeResourcesFit and NodeAffinity, for a
+    /// profile named like the pods' scheduler (`default-scheduler`).
+    fn hints() -> QueueingHints {
+        let mut h = QueueingHints::new();
+        h.set_plugin_events(
+            "default-scheduler",
+            "NodeResourcesFit",
+            vec![
+                ClusterEvent::new(
+                    EventResource::Pod,
+                    ActionType::DELETE | ActionType::UPDATE_POD_SCALE_DOWN,
+                ),
+                ClusterEvent::new(
+                    EventResource::Node,
+                    ActionType::ADD | ActionType::UPDATE_NODE_ALLOCATABLE,
+                ),
+            ],
+        );
+        h.set_plugin_events(
+            "default-scheduler",
+            "NodeAffinity",
+            vec![ClusterEvent::new(
+                EventResource::Node,
+                ActionType::ADD | ActionType::UPDATE_NODE_LABEL,
+            )],
+        );
+        h
+    }
+
+    fn hinted_queue() -> (SchedulingQueue, Arc<FakeClock>) {
+        let (mut q, clock) = queue();
+        q.set_queueing_hints(hints());
+        (q, clock)
+    }
+
+    fn node_update(action: ActionType) -> ClusterEvent {
+        ClusterEvent::new(EventResource::Node, action)
+    }
+
+    /// A pod of the default scheduler asking for `cpu`, labelled `labels`.
+    fn pod_with(name: &str, cpu: &str, labels: &[(&str, &str)]) -> Arc<PodInfo> {
+        use k8s_openapi::api::core::v1::{Container, ResourceRequirements};
+        use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+        let mut p = Pod::default();
+        p.metadata.name = Some(name.into());
+        p.metadata.namespace = Some("default".into());
+        p.metadata.labels = Some(
+            labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        );
+        p.spec = Some(PodSpec {
+            containers: vec![Container {
+                name: "c".into(),
+                resources: Some(ResourceRequirements {
+                    requests: Some(
+                        [("cpu".to_string(), Quantity(cpu.into()))]
+                            .into_iter()
+                            .collect(),
+                    ),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        Arc::new(PodInfo::new(Arc::new(p)).unwrap())
+    }
+
     #[test]
     fn unschedulable_pod_moves_on_cluster_event() {
         let (mut q, clock) = queue();
         q.add(pod("a", 0));
         let p = q.pop().unwrap();
-        q.add_unschedulable(p, BTreeSet::from(["NodeResourcesFit".to_string()]));
+        q.add_unschedulable(p, rejected_by(&["NodeResourcesFit"]));
         assert_eq!(q.pending().unschedulable, 1);
         clock.advance(Duration::from_secs(30));
         assert!(q.pop().is_none(), "no event: it stays");
-        q.move_all_to_active_or_backoff(ClusterEvent::NodeAdd);
+        // Without hints, any event moves it.
+        q.move_all_to_active_or_backoff(ClusterEvent::NODE_ADD);
         assert_eq!(q.pending().active, 1);
         assert_eq!(names(&mut q), ["a"]);
     }
 
     #[test]
-    fn event_during_backoff_goes_to_backoff_queue() {
-        let (mut q, clock) = queue();
+    fn pod_rejected_by_node_resources_fit_moves_only_on_events_that_can_free_resources() {
+        let (mut q, clock) = hinted_queue();
+        for name in ["a", "b", "c"] {
+            q.add(pod(name, 0));
+            let p = q.pop().unwrap();
+            q.add_unschedulable(p, rejected_by(&["NodeResourcesFit"]));
+        }
+        clock.advance(Duration::from_secs(30));
+        // A node's labels, taints or conditions change nothing for it.
+        for action in [
+            ActionType::UPDATE_NODE_LABEL,
+            ActionType::UPDATE_NODE_TAINT,
+            ActionType::UPDATE_NODE_CONDITION,
+        ] {
+            q.move_all_to_active_or_backoff(node_update(action));
+        }
+        q.move_all_to_active_or_backoff(ClusterEvent::ASSIGNED_POD_ADD);
+        q.move_all_to_active_or_backoff(ClusterEvent::NODE_DELETE);
+        assert_eq!(q.pending().unschedulable, 3);
+        assert!(q.pop().is_none());
+        // More allocatable on a node may make it fit: every such pod moves.
+        q.move_all_to_active_or_backoff(node_update(ActionType::UPDATE_NODE_ALLOCATABLE));
+        assert_eq!(q.pending().active, 3);
+        let mut again = names(&mut q);
+        again.sort();
+        assert_eq!(again, ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn a_bound_pod_deleted_or_a_node_added_moves_a_pod_that_did_not_fit() {
+        let (mut q, clock) = hinted_queue();
+        q.add(pod("a", 0));
+        let p = q.pop().unwrap();
+        q.add_unschedulable(p, rejected_by(&["NodeResourcesFit"]));
+        clock.advance(Duration::from_secs(30));
+        q.move_all_to_active_or_backoff(ClusterEvent::ASSIGNED_POD_DELETE);
+        assert_eq!(names(&mut q), ["a"]);
+        q.add(pod("b", 0));
+        let p = q.pop().unwrap();
+        q.add_unschedulable(p, rejected_by(&["NodeResourcesFit"]));
+        clock.advance(Duration::from_secs(30));
+        q.move_all_to_active_or_backoff(ClusterEvent::NODE_ADD);
+        assert_eq!(names(&mut q), ["b"]);
+    }
+
+    #[test]
+    fn any_rejecting_plugin_can_vouch_for_an_event() {
+        let (mut q, clock) = hinted_queue();
+        q.add(pod("fit", 0));
+        let p = q.pop().unwrap();
+        q.add_unschedulable(p, rejected_by(&["NodeResourcesFit"]));
+        q.add(pod("both", 0));
+        let p = q.pop().unwrap();
+        q.add_unschedulable(p, rejected_by(&["NodeAffinity", "NodeResourcesFit"]));
+        clock.advance(Duration::from_secs(30));
+        q.move_all_to_active_or_backoff(node_update(ActionType::UPDATE_NODE_LABEL));
+        assert_eq!(names(&mut q), ["both"]);
+        assert_eq!(q.pending().unschedulable, 1);
+    }
+
+    #[test]
+    fn pod_with_no_rejecting_plugin_is_retried_whatever_happens() {
+        let (mut q, clock) = hinted_queue();
+        // kube-scheduler does not park it: an unexpected failure is retried after the
+        // backoff, without waiting for an event.
         q.add(pod("a", 0));
         let p = q.pop().unwrap();
         q.add_unschedulable(p, BTreeSet::new());
-        q.move_all_to_active_or_backoff(ClusterEvent::NodeUpdate);
+        assert_eq!(q.pending().unschedulable, 0);
         assert_eq!(q.pending().backoff, 1);
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(names(&mut q), ["a"]);
+        // And any event is one that can help it.
+        let h = hints();
+        for event in [
+            node_update(ActionType::UPDATE_NODE_LABEL),
+            ClusterEvent::ASSIGNED_POD_ADD,
+            ClusterEvent::new(EventResource::StorageClass, ActionType::ADD),
+        ] {
+            assert!(h.worth_requeuing("default-scheduler", &BTreeSet::new(), &event));
+        }
+    }
+
+    #[test]
+    fn event_during_backoff_goes_to_backoff_queue() {
+        let (mut q, clock) = hinted_queue();
+        q.add(pod("a", 0));
+        let p = q.pop().unwrap();
+        q.add_unschedulable(p, rejected_by(&["NodeAffinity"]));
+        q.move_all_to_active_or_backoff(node_update(ActionType::UPDATE_NODE_LABEL));
+        assert_eq!(q.pending().backoff, 1);
+        assert!(q.pop().is_none());
         clock.advance(Duration::from_secs(1));
         assert_eq!(names(&mut q), ["a"]);
     }
 
     #[test]
-    fn event_while_in_flight_sends_pod_to_backoff_not_unschedulable() {
-        let (mut q, _) = queue();
+    fn only_a_helpful_event_while_in_flight_sends_pod_to_backoff() {
+        let (mut q, _) = hinted_queue();
         q.add(pod("a", 0));
-        let p = q.pop().unwrap();
-        q.move_all_to_active_or_backoff(ClusterEvent::AssignedPodDelete);
-        q.add_unschedulable(p, BTreeSet::new());
-        assert_eq!(q.pending().backoff, 1);
+        q.add(pod("b", 0));
+        let a = q.pop().unwrap();
+        // A label change while a is being scheduled cannot help NodeResourcesFit.
+        q.move_all_to_active_or_backoff(node_update(ActionType::UPDATE_NODE_LABEL));
+        q.add_unschedulable(a, rejected_by(&["NodeResourcesFit"]));
+        assert_eq!(q.pending().unschedulable, 1);
+        // A pod deleted while b is being scheduled can.
+        let b = q.pop().unwrap();
+        q.move_all_to_active_or_backoff(ClusterEvent::ASSIGNED_POD_DELETE);
+        assert_eq!(q.pending().backoff, 1, "a moved");
+        q.add_unschedulable(b, rejected_by(&["NodeResourcesFit"]));
+        assert_eq!(q.pending().backoff, 2, "b saw the event in flight");
         assert_eq!(q.pending().unschedulable, 0);
     }
 
     #[test]
+    fn events_before_a_pods_attempt_do_not_count_for_it() {
+        let (mut q, _) = hinted_queue();
+        q.add(pod("a", 0));
+        q.add(pod("b", 0));
+        let a = q.pop().unwrap();
+        q.move_all_to_active_or_backoff(ClusterEvent::ASSIGNED_POD_DELETE);
+        q.add_unschedulable(a, rejected_by(&["NodeResourcesFit"]));
+        assert_eq!(q.pending().backoff, 1);
+        // b was popped after the event: it does not see it.
+        let b = q.pop().unwrap();
+        q.add_unschedulable(b, rejected_by(&["NodeResourcesFit"]));
+        assert_eq!(q.pending().unschedulable, 1);
+    }
+
+    #[test]
     fn unschedulable_pods_are_retried_after_the_maximum_duration() {
-        let (mut q, clock) = queue();
+        let (mut q, clock) = hinted_queue();
         q.add(pod("a", 0));
         let p = q.pop().unwrap();
-        q.add_unschedulable(p, BTreeSet::new());
+        q.add_unschedulable(p, rejected_by(&["NodeResourcesFit"]));
         assert_eq!(
             q.next_wakeup(),
             Some(clock.now() + DEFAULT_MAX_IN_UNSCHEDULABLE_PODS_DURATION)
         );
-        clock.advance(Duration::from_secs(299));
-        assert!(q.pop().is_none());
+        clock.advance(Duration::from_secs(150));
+        q.move_all_to_active_or_backoff(node_update(ActionType::UPDATE_NODE_LABEL));
+        clock.advance(Duration::from_secs(149));
+        assert!(q.pop().is_none(), "no helpful event, not yet 5 minutes");
         clock.advance(Duration::from_secs(2));
         assert_eq!(names(&mut q), ["a"]);
+    }
+
+    #[test]
+    fn a_pods_own_update_moves_it_only_when_it_can_help() {
+        let (mut q, clock) = hinted_queue();
+        q.add(pod_with("a", "2", &[]));
+        let p = q.pop().unwrap();
+        q.add_unschedulable(p, rejected_by(&["NodeResourcesFit"]));
+        clock.advance(Duration::from_secs(30));
+        // New labels do not make it fit.
+        q.update(pod_with("a", "2", &[("app", "web")]));
+        assert_eq!(q.pending().unschedulable, 1);
+        assert_eq!(
+            q.pending_pods()[0].info.pod_info.pod().metadata.labels,
+            Some([("app".to_string(), "web".to_string())].into())
+        );
+        // Asking for less may.
+        q.update(pod_with("a", "1", &[("app", "web")]));
+        assert_eq!(q.pending().active, 1);
+        let p = q.pop().unwrap();
+        assert_eq!(p.info.pod_info.requests().milli_cpu, 1000);
+    }
+
+    #[test]
+    fn a_pod_updated_in_flight_comes_back_as_its_latest_object() {
+        let (mut q, _) = hinted_queue();
+        q.add(pod_with("a", "2", &[]));
+        let p = q.pop().unwrap();
+        q.update(pod_with("a", "1", &[]));
+        assert!(q.is_in_flight("default/a"), "it keeps its place");
+        q.add_unschedulable(p, rejected_by(&["NodeResourcesFit"]));
+        assert_eq!(q.pending().backoff, 1, "its own scale-down can help it");
+        let back = &q.pending_pods()[0];
+        assert_eq!(back.info.pod_info.requests().milli_cpu, 1000);
+    }
+
+    #[test]
+    fn eligible_pods_only() {
+        let (mut q, clock) = hinted_queue();
+        for (name, prio) in [("low", 0), ("high", 10)] {
+            q.add(pod(name, prio));
+            let p = q.pop().unwrap();
+            q.add_unschedulable(p, rejected_by(&["NodeResourcesFit"]));
+        }
+        clock.advance(Duration::from_secs(30));
+        q.move_to_active_or_backoff_if(ClusterEvent::ASSIGNED_POD_DELETE, |p| {
+            p.info.pod_info.priority() <= 5
+        });
+        assert_eq!(names(&mut q), ["low"]);
     }
 
     #[test]
@@ -734,7 +1084,7 @@ mod tests {
         assert!(!q.contains("default/a"));
         let p = q.pop().unwrap();
         assert_eq!(p.info.pod_info.priority(), 100);
-        q.add_unschedulable(p, BTreeSet::new());
+        q.add_unschedulable(p, rejected_by(&["Custom"]));
         q.update(pod("b", 7));
         assert_eq!(q.pending().backoff, 1, "updated within its backoff");
         q.add(pod("b", 7));
@@ -756,7 +1106,7 @@ mod tests {
 
     #[test]
     fn incoming_hook_counts_events() {
-        let (mut q, _) = queue();
+        let (mut q, clock) = hinted_queue();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let s = seen.clone();
         q.set_incoming_hook(Arc::new(move |queue, event| {
@@ -764,10 +1114,16 @@ mod tests {
         }));
         q.add(pod("a", 0));
         let p = q.pop().unwrap();
-        q.add_unschedulable(p, BTreeSet::new());
+        q.add_unschedulable(p, rejected_by(&["NodeAffinity"]));
+        clock.advance(Duration::from_secs(30));
+        q.move_all_to_active_or_backoff(node_update(ActionType::UPDATE_NODE_LABEL));
         assert_eq!(
             *seen.lock().unwrap(),
-            ["active:PodAdd", "unschedulable:ScheduleAttemptFailure"]
+            [
+                "active:UnschedulablePodAdd",
+                "unschedulable:ScheduleAttemptFailure",
+                "active:NodeUpdateNodeLabel"
+            ]
         );
     }
 }

@@ -12,10 +12,11 @@ use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kubesched_framework::events::{node_update_events, pod_update_events};
 use kubesched_framework::queue::QueuedPod;
 use kubesched_framework::{
-    ClusterEvent, CycleState, Framework, PodBinder, PodInfo, QueueOptions, RecordPluginMetrics,
-    ScheduleError, Scheduler, SchedulingQueue, Snapshot, Status, SystemClock,
+    ClusterEvent, CycleState, Framework, PodBinder, PodInfo, QueueOptions, QueueingHints,
+    RecordPluginMetrics, ScheduleError, Scheduler, SchedulingQueue, Snapshot, Status, SystemClock,
 };
 use tokio::sync::oneshot;
 
@@ -179,6 +180,7 @@ impl Shared {
         sample_percent: u8,
     ) -> Arc<Shared> {
         let fwk = sched.profiles()[0].clone();
+        let hints = QueueingHints::from_frameworks(sched.profiles().iter().map(|f| &**f));
         let profiles = sched
             .profiles()
             .iter()
@@ -187,6 +189,7 @@ impl Shared {
         let mut queue = SchedulingQueue::new(queue_options, Arc::new(SystemClock), move |a, b| {
             fwk.queue_less(a, b)
         });
+        queue.set_queueing_hints(hints);
         let m = metrics.clone();
         queue.set_incoming_hook(Arc::new(move |q, event| m.incoming(q.label(), event)));
         Arc::new(Shared {
@@ -229,43 +232,58 @@ impl Shared {
 
     // ---- the cache, from the watches ----
 
-    /// The node list was (re)loaded.
+    /// The node list was (re)loaded: the differences with the cache are the events
+    /// (new nodes, changed ones, nodes gone while the watch was down).
     pub(crate) fn nodes_listed(&self, nodes: Vec<Node>) {
         let mut inner = lock(&self.inner);
-        inner.nodes = nodes
+        let listed: BTreeMap<String, Arc<Node>> = nodes
             .into_iter()
             .map(|n| (n.metadata.name.clone().unwrap_or_default(), Arc::new(n)))
             .collect();
+        let mut events = Vec::new();
+        for (name, node) in &listed {
+            match inner.nodes.get(name) {
+                None => events.push(ClusterEvent::NODE_ADD),
+                Some(old) => events.extend(node_update_events(old, node)),
+            }
+        }
+        if inner.nodes.keys().any(|name| !listed.contains_key(name)) {
+            events.push(ClusterEvent::NODE_DELETE);
+        }
+        events.sort();
+        events.dedup();
+        inner.nodes = listed;
         inner.dirty = true;
-        inner
-            .queue
-            .move_all_to_active_or_backoff(ClusterEvent::NodeAdd);
+        for event in events {
+            inner.queue.move_all_to_active_or_backoff(event);
+        }
+        self.update_pending_metrics(&inner);
         drop(inner);
         self.notify();
     }
 
+    /// A node was added, changed or deleted. A change becomes one event per kind of
+    /// change kube-scheduler tells apart (allocatable, labels, taints, conditions, ...),
+    /// so that only the pods those changes can help are retried.
     pub(crate) fn node_changed(&self, node: Node, deleted: bool) {
         let name = node.metadata.name.clone().unwrap_or_default();
         let mut inner = lock(&self.inner);
-        if deleted {
-            inner.nodes.remove(&name);
-            inner.dirty = true;
-            return;
-        }
-        let event = match inner.nodes.get(&name) {
-            None => Some(ClusterEvent::NodeAdd),
-            Some(old) => {
-                let relevant = old.spec != node.spec
-                    || old.metadata.labels != node.metadata.labels
-                    || old.status.as_ref().map(|s| &s.allocatable)
-                        != node.status.as_ref().map(|s| &s.allocatable);
-                relevant.then_some(ClusterEvent::NodeUpdate)
+        let events = if deleted {
+            if inner.nodes.remove(&name).is_none() {
+                return;
             }
+            vec![ClusterEvent::NODE_DELETE]
+        } else {
+            let events = match inner.nodes.get(&name) {
+                None => vec![ClusterEvent::NODE_ADD],
+                Some(old) => node_update_events(old, &node),
+            };
+            inner.nodes.insert(name, Arc::new(node));
+            events
         };
-        inner.nodes.insert(name, Arc::new(node));
         inner.dirty = true;
-        if let Some(e) = event {
-            inner.queue.move_all_to_active_or_backoff(e);
+        for event in events {
+            inner.queue.move_all_to_active_or_backoff(event);
         }
         self.update_pending_metrics(&inner);
         drop(inner);
@@ -300,8 +318,17 @@ impl Shared {
         inner.queue.delete(key);
         if let Some(p) = inner.pending.remove(key)
             && let Some(uid) = p.metadata.uid.as_deref()
+            && inner.sched.nominated_pods_mut().remove(uid).is_some()
         {
-            inner.sched.nominated_pods_mut().remove(uid);
+            // The place the pod was nominated to is free again for the pods it kept
+            // out: those of lower or equal priority (kube-scheduler's
+            // `getLEPriorityPreCheck`).
+            let priority = p.spec.as_ref().and_then(|s| s.priority).unwrap_or(0);
+            inner
+                .queue
+                .move_to_active_or_backoff_if(ClusterEvent::ASSIGNED_POD_DELETE, |q| {
+                    q.info.pod_info.priority() <= priority
+                });
         }
         inner.assumed.remove(key);
         if let Some(old) = inner.pods.remove(key) {
@@ -311,7 +338,7 @@ impl Shared {
             }
             inner
                 .queue
-                .move_all_to_active_or_backoff(ClusterEvent::AssignedPodDelete);
+                .move_all_to_active_or_backoff(ClusterEvent::ASSIGNED_POD_DELETE);
         }
         self.update_pending_metrics(&inner);
         drop(inner);
@@ -340,7 +367,8 @@ impl Shared {
             inner.pending.remove(&key);
             inner.sched.nominated_pods_mut().remove(info.uid());
             let was_assumed = inner.assumed.remove(&key).is_some();
-            if let Some(old) = inner.pods.insert(key.clone(), info.clone())
+            let old = inner.pods.insert(key.clone(), info.clone());
+            if let Some(old) = &old
                 && let Some(old_node) = old.node_name()
             {
                 let old_node = old_node.to_string();
@@ -349,10 +377,23 @@ impl Shared {
             if !inner.sched.snapshot_mut().add_pod(info) && inner.nodes.contains_key(&node) {
                 inner.dirty = true;
             }
-            if !was_assumed {
-                inner
-                    .queue
-                    .move_all_to_active_or_backoff(ClusterEvent::AssignedPodAdd);
+            // A pod bound (by us, confirming an assumed pod, or by another scheduler) is
+            // an add, as kube-scheduler's informer sees it; a bound pod that changed is
+            // one event per kind of change (a status-only change helps no in-tree plugin).
+            let events = match &old {
+                Some(old) if !was_assumed => {
+                    let unchanged = old.pod().metadata.resource_version.is_some()
+                        && old.pod().metadata.resource_version == pod.metadata.resource_version;
+                    if unchanged {
+                        Vec::new()
+                    } else {
+                        pod_update_events(old.pod(), &pod)
+                    }
+                }
+                _ => vec![ClusterEvent::ASSIGNED_POD_ADD],
+            };
+            for event in events {
+                inner.queue.move_all_to_active_or_backoff(event);
             }
         } else {
             if !self.profiles.contains(info.scheduler_name()) {
@@ -625,6 +666,7 @@ impl Shared {
         start: Instant,
     ) {
         let message = status.message();
+        let key = qp.key().to_string();
         if status.is_rejected() {
             self.metrics
                 .attempt(profile, AttemptResult::Unschedulable, start.elapsed());
@@ -635,9 +677,11 @@ impl Shared {
                 .attempt(profile, AttemptResult::Error, start.elapsed());
             inner.queue.add_backoff(qp.clone());
         }
+        // The assumed pod's place is free again, for the other pods: as kube-scheduler
+        // does, the event comes after the pod is back in the queue and leaves it alone.
         inner
             .queue
-            .move_all_to_active_or_backoff(ClusterEvent::AssignedPodDelete);
+            .move_to_active_or_backoff_if(ClusterEvent::ASSIGNED_POD_DELETE, |p| p.key() != key);
         self.report_failure(
             qp.info.pod_info.pod_arc().clone(),
             profile.to_string(),
@@ -741,7 +785,7 @@ impl Shared {
             }
             inner
                 .queue
-                .move_all_to_active_or_backoff(ClusterEvent::AssignedPodDelete);
+                .move_all_to_active_or_backoff(ClusterEvent::ASSIGNED_POD_DELETE);
             self.update_pending_metrics(&inner);
             still_pending
         };

@@ -127,6 +127,54 @@ async fn unschedulable_pod_gets_event_and_condition_then_fits_a_new_node() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_too_big_is_retried_when_allocatable_grows_not_when_labels_change() {
+    let server = FakeApiServer::start().await;
+    server.add_node(FakeApiServer::node("n1", "1", "8Gi"));
+    server.add_pod(FakeApiServer::pod("big", OURS, "2"));
+    let rt = start(&server, false, "a").await;
+    let attempts = |result: &str| {
+        format!("scheduler_schedule_attempts_total{{result=\"{result}\",profile=\"{OURS}\"}} 1\n")
+    };
+    until(5, "the first attempt", || {
+        rt.metrics().encode().contains(&attempts("unschedulable"))
+    })
+    .await;
+    // NodeResourcesFit rejected it: new node labels cannot help, so it stays in the
+    // unschedulable set, longer than its longest backoff (2 s here).
+    let mut relabelled = FakeApiServer::node("n1", "1", "8Gi");
+    relabelled
+        .metadata
+        .labels
+        .as_mut()
+        .unwrap()
+        .insert("zone".into(), "a".into());
+    server.add_node(relabelled.clone());
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let text = rt.metrics().encode();
+    assert!(
+        text.contains(&attempts("unschedulable")),
+        "retried:\n{text}"
+    );
+    assert!(
+        text.contains("scheduler_pending_pods{queue=\"unschedulable\"} 1"),
+        "{text}"
+    );
+    // More allocatable can: it is retried at once and fits.
+    let mut bigger = FakeApiServer::node("n1", "4", "8Gi");
+    bigger.metadata.labels = relabelled.metadata.labels;
+    server.add_node(bigger);
+    until(5, "big bound", || server.node_of("default/big").is_some()).await;
+    assert!(
+        rt.metrics().encode().contains(
+            "scheduler_queue_incoming_pods_total{queue=\"active\",event=\"NodeUpdateNodeAllocatable\"} 1"
+        ),
+        "{}",
+        rt.metrics().encode()
+    );
+    rt.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bind_conflict_is_requeued_and_resolved_by_the_watch() {
     let server = FakeApiServer::start().await;
     server.add_node(FakeApiServer::node("n1", "4", "8Gi"));
@@ -284,7 +332,7 @@ async fn health_and_metrics_are_served_over_https() {
         "scheduler_framework_extension_point_duration_seconds_count{extension_point=\"Bind\",profile=\"my-scheduler\",status=\"Success\"} 1",
         "scheduler_framework_extension_point_duration_seconds_count{extension_point=\"PostBind\",profile=\"my-scheduler\",status=\"Success\"} 1",
         "scheduler_scheduling_algorithm_duration_seconds_count 2",
-        "scheduler_queue_incoming_pods_total{queue=\"active\",event=\"PodAdd\"} 2",
+        "scheduler_queue_incoming_pods_total{queue=\"active\",event=\"UnschedulablePodAdd\"} 2",
         "scheduler_plugin_execution_duration_seconds_count{plugin=\"NodeResourcesFit\",extension_point=\"Filter\",status=\"Success\"} 2",
         "scheduler_plugin_execution_duration_seconds_count{plugin=\"NodeResourcesFit\",extension_point=\"Filter\",status=\"UnschedulableAndUnresolvable\"} 2",
         "scheduler_plugin_execution_duration_seconds_count{plugin=\"DefaultBinder\",extension_point=\"Bind\",status=\"Success\"} 1",

@@ -89,6 +89,9 @@ impl Plugin for BalancedAllocation {
     fn name(&self) -> &str {
         NAME
     }
+    fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
+        crate::events::none()
+    }
     fn as_pre_score(self: Arc<Self>) -> Option<Arc<dyn PreScorePlugin>> {
         Some(self)
     }

@@ -37,6 +37,9 @@ impl Plugin for DefaultBinder {
     fn name(&self) -> &str {
         NAME
     }
+    fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
+        crate::events::none()
+    }
     fn as_bind(self: Arc<Self>) -> Option<Arc<dyn BindPlugin>> {
         Some(self)
     }

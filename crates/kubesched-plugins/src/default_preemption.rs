@@ -67,6 +67,9 @@ impl Plugin for DefaultPreemption {
     fn name(&self) -> &str {
         NAME
     }
+    fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
+        crate::events::none()
+    }
     fn as_post_filter(self: Arc<Self>) -> Option<Arc<dyn PostFilterPlugin>> {
         Some(self)
     }

@@ -22,6 +22,9 @@ impl Plugin for DynamicResources {
     fn name(&self) -> &str {
         NAME
     }
+    fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
+        crate::events::dynamic_resources()
+    }
     fn as_pre_filter(self: Arc<Self>) -> Option<Arc<dyn PreFilterPlugin>> {
         Some(self)
     }

@@ -24,6 +24,9 @@
 //! | VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone | PreFilter, Filter (pods without PVCs only) |
 //! | DefaultPreemption | PostFilter (preemption: dry run, PodDisruptionBudgets, candidate selection) |
 //!
+//! Each plugin that can reject a pod registers the cluster events that may make that
+//! pod schedulable, as kube-scheduler v1.35's do ([`events`]).
+//!
 //! ```
 //! let registry = kubesched_plugins::in_tree_registry();
 //! assert!(registry.contains("NodeResourcesFit"));
@@ -38,6 +41,7 @@ pub mod balanced_allocation;
 pub mod default_binder;
 pub mod default_preemption;
 pub mod dynamic_resources;
+pub mod events;
 pub mod helper;
 pub mod image_locality;
 pub mod inter_pod_affinity;

@@ -33,6 +33,9 @@ impl Plugin for NodePorts {
     fn name(&self) -> &str {
         NAME
     }
+    fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
+        crate::events::node_ports()
+    }
     fn as_pre_filter(self: Arc<Self>) -> Option<Arc<dyn PreFilterPlugin>> {
         Some(self)
     }

@@ -275,6 +275,9 @@ impl Plugin for NodeResourcesFit {
     fn name(&self) -> &str {
         NAME
     }
+    fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
+        crate::events::node_resources_fit()
+    }
     fn as_filter(self: Arc<Self>) -> Option<Arc<dyn FilterPlugin>> {
         Some(self)
     }

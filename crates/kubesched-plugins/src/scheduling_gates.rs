@@ -16,6 +16,9 @@ impl Plugin for SchedulingGates {
     fn name(&self) -> &str {
         NAME
     }
+    fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
+        crate::events::scheduling_gates()
+    }
     fn as_pre_enqueue(self: Arc<Self>) -> Option<Arc<dyn PreEnqueuePlugin>> {
         Some(self)
     }

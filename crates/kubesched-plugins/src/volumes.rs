@@ -89,6 +89,14 @@ impl Plugin for VolumePlugin {
     fn name(&self) -> &str {
         self.name
     }
+    fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
+        match self.name {
+            VOLUME_RESTRICTIONS => crate::events::volume_restrictions(),
+            NODE_VOLUME_LIMITS => crate::events::node_volume_limits(),
+            VOLUME_BINDING => crate::events::volume_binding(),
+            _ => crate::events::volume_zone(),
+        }
+    }
     fn as_pre_filter(self: Arc<Self>) -> Option<Arc<dyn PreFilterPlugin>> {
         Some(self)
     }
