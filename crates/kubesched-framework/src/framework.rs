@@ -130,15 +130,16 @@ pub struct WeightedScore {
 }
 
 /// The feasible nodes' final scores: every plugin's score on every node, normalised and
-/// multiplied by its weight, and each node's total. Stored as one flat row-major table
-/// (no allocation per node).
+/// multiplied by its weight, and each node's total. Stored as one flat column-major
+/// table (no allocation per node; each plugin's scores are contiguous, as the plugins
+/// compute them).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ScoreTable {
     /// The Score plugins that ran, in the profile's order (one column each).
     pub plugins: Vec<Arc<str>>,
     /// The scored nodes' positions in node order (one row each).
     pub node_indices: Vec<usize>,
-    /// `scores[row * plugins.len() + column]`.
+    /// `scores[column * node_indices.len() + row]`: column `c` is plugin `c`'s scores.
     pub scores: Vec<i64>,
     /// Each row's total.
     pub totals: Vec<i64>,
@@ -167,10 +168,15 @@ impl ScoreTable {
         self.node_indices.is_empty()
     }
 
+    /// Plugin `column`'s scores, one per row.
+    pub fn column(&self, column: usize) -> &[i64] {
+        let rows = self.len();
+        &self.scores[column * rows..(column + 1) * rows]
+    }
+
     /// The scores of row `row`, one per plugin, in [`ScoreTable::plugins`]' order.
-    pub fn row(&self, row: usize) -> &[i64] {
-        let w = self.plugins.len();
-        &self.scores[row * w..(row + 1) * w]
+    pub fn row(&self, row: usize) -> impl Iterator<Item = i64> + '_ {
+        (0..self.plugins.len()).map(move |c| self.column(c)[row])
     }
 
     /// `(node index, [(plugin, score)], total)` for every row.
@@ -180,7 +186,7 @@ impl ScoreTable {
                 .plugins
                 .iter()
                 .zip(self.row(r))
-                .map(|(p, s)| (&**p, *s))
+                .map(|(p, s)| (&**p, s))
                 .collect();
             (self.node_indices[r], scores, self.totals[r])
         })
@@ -1054,13 +1060,14 @@ impl Framework {
             .filter(|s| skip.is_empty() || !skip.contains(&*s.wired.name))
             .collect();
         let width = active.len();
+        let rows = nodes.len();
         let mut table = ScoreTable {
             plugins: active.iter().map(|s| s.wired.name.clone()).collect(),
             node_indices: nodes.iter().map(|&(i, _)| i).collect(),
-            scores: vec![0; nodes.len() * width],
-            totals: vec![0; nodes.len()],
+            scores: vec![0; rows * width],
+            totals: vec![0; rows],
         };
-        if width == 0 {
+        if width == 0 || rows == 0 {
             return Ok(table);
         }
         let failed = |s: &WeightedScore, e: Status| {
@@ -1070,13 +1077,13 @@ impl Framework {
                 e.message()
             ))
         };
-        // Raw scores for a run of nodes, one row per node: one plugin at a time over
-        // the run (one call per plugin, not per node), or, in a sampled cycle, one call
-        // per node and plugin so that each is timed.
-        let score_run = |rows: &mut [i64], run: &[(usize, &NodeInfo)]| -> Result<(), Status> {
-            if obs.is_some() {
-                for (row, &(_, node)) in rows.chunks_mut(width).zip(run) {
-                    for (cell, s) in row.iter_mut().zip(&active) {
+        // Raw scores for a run of nodes, given each plugin's column for the run: one
+        // plugin at a time over the run (one call per plugin, not per node), or, in a
+        // sampled cycle, one call per node and plugin so that each is timed.
+        let score_run = |columns: &mut [&mut [i64]], run: &[(usize, &NodeInfo)]| {
+            for (column, s) in columns.iter_mut().zip(&active) {
+                if obs.is_some() {
+                    for (cell, &(_, node)) in column.iter_mut().zip(run) {
                         *cell = timed(
                             obs,
                             &s.wired.name,
@@ -1088,72 +1095,71 @@ impl Framework {
                         )
                         .map_err(|e| failed(s, e))?;
                     }
-                }
-                return Ok(());
-            }
-            let run_nodes: Vec<&NodeInfo> = run.iter().map(|&(_, node)| node).collect();
-            let mut column = vec![0; run.len()];
-            for (p, s) in active.iter().enumerate() {
-                s.wired
-                    .plugin
-                    .score_nodes(state, pod, &run_nodes, &mut column)
-                    .map_err(|e| failed(s, e))?;
-                for (row, score) in rows.chunks_mut(width).zip(&column) {
-                    row[p] = *score;
+                } else {
+                    let run_nodes: Vec<&NodeInfo> = run.iter().map(|&(_, node)| node).collect();
+                    s.wired
+                        .plugin
+                        .score_nodes(state, pod, &run_nodes, column)
+                        .map_err(|e| failed(s, e))?;
                 }
             }
-            Ok(())
+            Ok::<(), Status>(())
         };
-        if nodes.len() >= PARALLEL_THRESHOLD {
-            // A few contiguous pieces per thread: one rayon task per node costs more
-            // than scoring the node.
-            let piece = nodes.len().div_ceil(rayon::current_num_threads() * 4);
-            table
-                .scores
-                .par_chunks_mut(width * piece)
-                .zip(nodes.par_chunks(piece))
-                .try_for_each(|(rows, run)| score_run(rows, run))?;
+        // A few contiguous runs per thread for large clusters (one rayon task per node
+        // costs more than scoring the node), else one run.
+        let piece = if rows >= PARALLEL_THRESHOLD {
+            rows.div_ceil(rayon::current_num_threads() * 4)
         } else {
-            score_run(&mut table.scores, nodes)?;
+            rows
+        };
+        let mut runs: Vec<Vec<&mut [i64]>> = (0..rows.div_ceil(piece))
+            .map(|_| Vec::with_capacity(width))
+            .collect();
+        for column in table.scores.chunks_mut(rows) {
+            for (run, part) in runs.iter_mut().zip(column.chunks_mut(piece)) {
+                run.push(part);
+            }
         }
-        for (p, s) in active.iter().enumerate() {
-            let Some(ext) = s.wired.plugin.score_extensions() else {
-                continue;
-            };
-            let mut column: Vec<NodeScore> = nodes
+        if runs.len() > 1 {
+            runs.into_par_iter()
+                .zip(nodes.par_chunks(piece))
+                .try_for_each(|(mut columns, run)| score_run(&mut columns, run))?;
+        } else {
+            for (mut columns, run) in runs.into_iter().zip(nodes.chunks(piece)) {
+                score_run(&mut columns, run)?;
+            }
+        }
+        for (column, s) in table.scores.chunks_mut(rows).zip(&active) {
+            if let Some(ext) = s.wired.plugin.score_extensions() {
+                let mut normalized: Vec<NodeScore> = nodes
+                    .iter()
+                    .zip(column.iter())
+                    .map(|(&(node_index, _), &score)| NodeScore { node_index, score })
+                    .collect();
+                let status = timed(
+                    obs,
+                    &s.wired.name,
+                    "ScoreExtensionNormalize",
+                    Status::code,
+                    || ext.normalize_score(state, pod, &mut normalized),
+                );
+                if !status.is_success() {
+                    return Err(failed(s, status));
+                }
+                for (cell, ns) in column.iter_mut().zip(&normalized) {
+                    *cell = ns.score;
+                }
+            }
+            if let Some(bad) = column
                 .iter()
-                .enumerate()
-                .map(|(n, &(node_index, _))| NodeScore {
-                    node_index,
-                    score: table.scores[n * width + p],
-                })
-                .collect();
-            let status = timed(
-                obs,
-                &s.wired.name,
-                "ScoreExtensionNormalize",
-                Status::code,
-                || ext.normalize_score(state, pod, &mut column),
-            );
-            if !status.is_success() {
+                .find(|cell| !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(*cell))
+            {
                 return Err(Status::error(format!(
-                    "plugin {:?} failed with: {}",
-                    &*s.wired.name,
-                    status.message()
+                    "plugin {:?} returns an invalid score {bad}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+                    &*s.wired.name
                 )));
             }
-            for (n, ns) in column.iter().enumerate() {
-                table.scores[n * width + p] = ns.score;
-            }
-        }
-        for (row, total) in table.scores.chunks_mut(width).zip(table.totals.iter_mut()) {
-            for (cell, s) in row.iter_mut().zip(&active) {
-                if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(cell) {
-                    return Err(Status::error(format!(
-                        "plugin {:?} returns an invalid score {cell}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
-                        &*s.wired.name
-                    )));
-                }
+            for (cell, total) in column.iter_mut().zip(table.totals.iter_mut()) {
                 *cell *= s.weight;
                 *total += *cell;
             }
