@@ -1,7 +1,8 @@
 //! Criterion benchmarks shaped like kube-scheduler's scheduler_perf SchedulingBasic:
 //! nodes with 4 cpu, 32Gi and 110 pods in 10 zones, pods asking 100m-500m cpu and
-//! 256Mi-1Gi memory, scheduled with the core plugin set. Each iteration schedules a
-//! batch of pods on a fresh copy of the cluster.
+//! 256Mi-1Gi memory, scheduled with the core plugin set (and, at 5,000 nodes, with
+//! kube-scheduler's default profile). Each iteration schedules a batch of pods on a
+//! fresh copy of the cluster. Per-plugin benchmarks are in `plugins.rs`.
 //!
 //! `cargo bench` runs them; CI only proves they build (`cargo bench --no-run`).
 
@@ -93,10 +94,17 @@ fn pod(i: usize) -> Arc<PodInfo> {
     Arc::new(PodInfo::new(Arc::new(pod)).expect("valid pod"))
 }
 
-fn scheduler(nodes: usize, search: NodeSearch) -> Scheduler {
-    let config = KubeSchedulerConfiguration::from_yaml_str(CORE_CONFIG, "bench")
-        .unwrap()
-        .config;
+/// The core plugin set (SchedulingBasic) or, with `None`, kube-scheduler's default
+/// profile.
+fn scheduler(nodes: usize, search: NodeSearch, config: Option<&str>) -> Scheduler {
+    let config = match config {
+        Some(yaml) => {
+            KubeSchedulerConfiguration::from_yaml_str(yaml, "bench")
+                .unwrap()
+                .config
+        }
+        None => KubeSchedulerConfiguration::default_config(),
+    };
     let registry = kubesched::plugins::in_tree_registry();
     let profiles = config
         .profiles
@@ -115,18 +123,18 @@ fn scheduling_basic(c: &mut Criterion) {
     let mut group = c.benchmark_group("scheduling_basic");
     group.sample_size(10);
     let pods: Vec<Arc<PodInfo>> = (0..100).map(pod).collect();
-    for (nodes, search, name) in [
-        (500, NodeSearch::Exhaustive, "exact"),
-        (5000, NodeSearch::Exhaustive, "exact"),
-        (5000, NodeSearch::Adaptive, "upstream"),
+    for (nodes, search, name, config) in [
+        (500, NodeSearch::Exhaustive, "exact", Some(CORE_CONFIG)),
+        (5000, NodeSearch::Exhaustive, "exact", Some(CORE_CONFIG)),
+        (5000, NodeSearch::Adaptive, "upstream", Some(CORE_CONFIG)),
+        (5000, NodeSearch::Adaptive, "default-profile-upstream", None),
     ] {
-        let base = scheduler(nodes, search);
         group.bench_with_input(
             BenchmarkId::new(name, format!("{nodes}n-100p")),
             &nodes,
             |b, _| {
                 b.iter_batched(
-                    || scheduler(nodes, search),
+                    || scheduler(nodes, search, config),
                     |mut s| {
                         for p in &pods {
                             assert!(matches!(s.schedule_one(p), Outcome::Scheduled { .. }));
@@ -136,7 +144,6 @@ fn scheduling_basic(c: &mut Criterion) {
                 )
             },
         );
-        drop(base);
     }
     group.finish();
 }

@@ -60,7 +60,9 @@ const DEFAULT_NAMESPACE_PREFIX: &str = "kubernetes.io/";
 const REQUESTS_PREFIX: &str = "requests.";
 
 /// kube-scheduler's `framework.Resource`: what NodeInfo sums per node, in integers.
+// `repr(C)`: the four integers the per-node loop compares come first, together.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct Resource {
     /// cpu, in milli cores (`MilliValue()`).
     pub milli_cpu: i64,
