@@ -359,6 +359,13 @@ impl Prepared {
 
     /// Attempts every pending pod once, in queue order, keeping only the decisions.
     pub fn run_decisions(&mut self) -> Vec<Decision> {
+        // The loop runs on a rayon worker, so each cycle's parallel Filter and Score
+        // are forked from inside the pool instead of being injected into it (and the
+        // calling thread put to sleep and woken) twice per pod.
+        rayon::scope(|_| self.run_decisions_in_pool())
+    }
+
+    fn run_decisions_in_pool(&mut self) -> Vec<Decision> {
         let queue = std::mem::take(&mut self.queue);
         queue
             .iter()
