@@ -16,14 +16,15 @@ use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::sync::Arc;
 
+mod support;
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use k8s_openapi::api::core::v1::{
     Affinity, Container, ContainerPort, Node, NodeAffinity, NodeSelector, NodeSelectorRequirement,
-    NodeSelectorTerm, NodeSpec, NodeStatus, Pod, PodAffinity, PodAffinityTerm, PodAntiAffinity,
-    PodSpec, PreferredSchedulingTerm, ResourceRequirements, Taint, Toleration,
-    TopologySpreadConstraint, WeightedPodAffinityTerm,
+    NodeSelectorTerm, NodeSpec, Pod, PodAffinity, PodAffinityTerm, PodAntiAffinity, PodSpec,
+    PreferredSchedulingTerm, ResourceRequirements, Taint, Toleration, TopologySpreadConstraint,
+    WeightedPodAffinityTerm,
 };
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kubesched::config::KubeSchedulerConfiguration;
 use kubesched::framework::{CycleState, Framework, Handle, NodeInfo, PodInfo, Snapshot};
@@ -32,45 +33,22 @@ const NODES: usize = 100;
 /// The node the per-node calls run on: one with pods on it.
 const PREPARED_NODE: usize = 42;
 
-fn quantities(pairs: &[(&str, &str)]) -> BTreeMap<String, Quantity> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), Quantity(v.to_string())))
-        .collect()
-}
-
 fn node(i: usize) -> Arc<Node> {
-    let labels = BTreeMap::from([
-        ("kubernetes.io/hostname".to_string(), format!("node-{i}")),
-        (
-            "topology.kubernetes.io/zone".to_string(),
-            format!("zone-{}", i % 10),
-        ),
-    ]);
-    let alloc = quantities(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")]);
-    Arc::new(Node {
-        metadata: ObjectMeta {
-            name: Some(format!("node-{i}")),
-            labels: Some(labels),
+    let taints = i.is_multiple_of(3).then(|| {
+        vec![Taint {
+            key: "dedicated".into(),
+            value: Some("batch".into()),
+            effect: "PreferNoSchedule".into(),
+            ..Default::default()
+        }]
+    });
+    Arc::new(support::basic_node(
+        i,
+        NodeSpec {
+            taints,
             ..Default::default()
         },
-        spec: Some(NodeSpec {
-            taints: i.is_multiple_of(3).then(|| {
-                vec![Taint {
-                    key: "dedicated".into(),
-                    value: Some("batch".into()),
-                    effect: "PreferNoSchedule".into(),
-                    ..Default::default()
-                }]
-            }),
-            ..Default::default()
-        }),
-        status: Some(NodeStatus {
-            allocatable: Some(alloc.clone()),
-            capacity: Some(alloc),
-            ..Default::default()
-        }),
-    })
+    ))
 }
 
 fn web_labels() -> BTreeMap<String, String> {
@@ -79,7 +57,7 @@ fn web_labels() -> BTreeMap<String, String> {
 
 fn requests(cpu: &str, memory: &str) -> Option<ResourceRequirements> {
     Some(ResourceRequirements {
-        requests: Some(quantities(&[("cpu", cpu), ("memory", memory)])),
+        requests: Some(support::quantities(&[("cpu", cpu), ("memory", memory)])),
         ..Default::default()
     })
 }

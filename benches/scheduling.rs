@@ -6,14 +6,12 @@
 //!
 //! `cargo bench` runs them; CI only proves they build (`cargo bench --no-run`).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
+mod support;
+
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use k8s_openapi::api::core::v1::{
-    Container, Node, NodeSpec, NodeStatus, Pod, PodSpec, ResourceRequirements,
-};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::api::core::v1::{Container, Node, NodeSpec, Pod, PodSpec, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kubesched::config::KubeSchedulerConfiguration;
 use kubesched::framework::{
@@ -32,39 +30,8 @@ profiles:
       disabled: [{name: '*'}]
 ";
 
-fn quantities(pairs: &[(&str, String)]) -> BTreeMap<String, Quantity> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), Quantity(v.clone())))
-        .collect()
-}
-
 fn node(i: usize) -> Arc<Node> {
-    let labels = BTreeMap::from([
-        ("kubernetes.io/hostname".to_string(), format!("node-{i}")),
-        (
-            "topology.kubernetes.io/zone".to_string(),
-            format!("zone-{}", i % 10),
-        ),
-    ]);
-    let alloc = quantities(&[
-        ("cpu", "4".into()),
-        ("memory", "32Gi".into()),
-        ("pods", "110".into()),
-    ]);
-    Arc::new(Node {
-        metadata: ObjectMeta {
-            name: Some(format!("node-{i}")),
-            labels: Some(labels),
-            ..Default::default()
-        },
-        spec: Some(NodeSpec::default()),
-        status: Some(NodeStatus {
-            allocatable: Some(alloc.clone()),
-            capacity: Some(alloc),
-            ..Default::default()
-        }),
-    })
+    Arc::new(support::basic_node(i, NodeSpec::default()))
 }
 
 fn pod(i: usize) -> Arc<PodInfo> {
@@ -81,7 +48,7 @@ fn pod(i: usize) -> Arc<PodInfo> {
                 name: "app".into(),
                 image: Some("registry.k8s.io/pause:3.10".into()),
                 resources: Some(ResourceRequirements {
-                    requests: Some(quantities(&[("cpu", cpu), ("memory", memory)])),
+                    requests: Some(support::quantities(&[("cpu", &cpu), ("memory", &memory)])),
                     ..Default::default()
                 }),
                 ..Default::default()
