@@ -1081,6 +1081,7 @@ impl Framework {
         // plugin at a time over the run (one call per plugin, not per node), or, in a
         // sampled cycle, one call per node and plugin so that each is timed.
         let score_run = |columns: &mut [&mut [i64]], run: &[(usize, &NodeInfo)]| {
+            let run_nodes: Vec<&NodeInfo> = run.iter().map(|&(_, node)| node).collect();
             for (column, s) in columns.iter_mut().zip(&active) {
                 if obs.is_some() {
                     for (cell, &(_, node)) in column.iter_mut().zip(run) {
@@ -1096,7 +1097,6 @@ impl Framework {
                         .map_err(|e| failed(s, e))?;
                     }
                 } else {
-                    let run_nodes: Vec<&NodeInfo> = run.iter().map(|&(_, node)| node).collect();
                     s.wired
                         .plugin
                         .score_nodes(state, pod, &run_nodes, column)

@@ -255,8 +255,7 @@ pub trait FilterPlugin: Plugin {
         rejected: &mut Vec<(usize, Status)>,
     ) {
         for (i, node) in nodes.iter().enumerate() {
-            let status = self.filter(state, pod, node);
-            if !status.is_success() {
+            if let Some(status) = self.filter(state, pod, node).into_failure() {
                 rejected.push((i, status));
             }
         }
