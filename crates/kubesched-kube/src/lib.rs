@@ -233,17 +233,15 @@ impl Runtime {
         let (pods_synced, pods_rx) = tokio::sync::oneshot::channel();
         let (nodes_synced, nodes_rx) = tokio::sync::oneshot::channel();
         let mut tasks = vec![
-            tokio::spawn(watch::run(
+            tokio::spawn(watch::run::<k8s_openapi::api::core::v1::Node>(
                 shared.clone(),
                 self.client.clone(),
-                watch::Kind::Nodes,
                 nodes_synced,
                 stop_rx.clone(),
             )),
-            tokio::spawn(watch::run(
+            tokio::spawn(watch::run::<k8s_openapi::api::core::v1::Pod>(
                 shared.clone(),
                 self.client.clone(),
-                watch::Kind::Pods,
                 pods_synced,
                 stop_rx.clone(),
             )),
@@ -253,7 +251,7 @@ impl Runtime {
             ($($t:ty),*) => {$(
                 let (tx, rx) = tokio::sync::oneshot::channel();
                 object_syncs.push(rx);
-                tasks.push(tokio::spawn(watch::run_objects::<$t>(
+                tasks.push(tokio::spawn(watch::run::<$t>(
                     shared.clone(),
                     self.client.clone(),
                     tx,

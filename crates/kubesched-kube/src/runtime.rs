@@ -159,7 +159,7 @@ fn terminal(pod: &Pod) -> bool {
     )
 }
 
-fn key_of(meta: &ObjectMeta) -> String {
+pub(crate) fn key_of(meta: &ObjectMeta) -> String {
     format!(
         "{}/{}",
         meta.namespace.as_deref().unwrap_or("default"),

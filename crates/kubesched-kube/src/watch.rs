@@ -18,18 +18,49 @@ use tokio::sync::watch;
 
 use crate::runtime::Shared;
 
-/// Which objects a loop follows.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Kind {
-    Pods,
-    Nodes,
+/// A kind a list-and-watch loop follows, and what the cache does with what it sees.
+pub(crate) trait Watched:
+    kube::Resource<DynamicType = ()>
+    + Clone
+    + DeserializeOwned
+    + std::fmt::Debug
+    + Send
+    + Sync
+    + 'static
+{
+    /// The full list, on the first sync and on every relist.
+    fn listed(shared: &Shared, items: Vec<Self>);
+    /// One watch event: added or modified, or deleted.
+    fn changed(shared: &Shared, object: Self, deleted: bool);
 }
 
-/// Runs one list-and-watch loop until `stop`; `synced` is told after the first list.
-pub(crate) async fn run(
+impl Watched for Pod {
+    fn listed(shared: &Shared, items: Vec<Self>) {
+        shared.pods_listed(items);
+    }
+    fn changed(shared: &Shared, pod: Self, deleted: bool) {
+        if deleted {
+            shared.pod_deleted(&crate::runtime::key_of(&pod.metadata));
+        } else {
+            shared.pod_changed(pod);
+        }
+    }
+}
+
+impl Watched for Node {
+    fn listed(shared: &Shared, items: Vec<Self>) {
+        shared.nodes_listed(items);
+    }
+    fn changed(shared: &Shared, node: Self, deleted: bool) {
+        shared.node_changed(node, deleted);
+    }
+}
+
+/// Runs the list-and-watch loop of kind `K` until `stop`; `synced` is told after the
+/// first list.
+pub(crate) async fn run<K: Watched>(
     shared: Arc<Shared>,
     client: kube::Client,
-    kind: Kind,
     synced: tokio::sync::oneshot::Sender<()>,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -39,11 +70,11 @@ pub(crate) async fn run(
             return;
         }
         let r = tokio::select! {
-            r = list_and_watch(&shared, &client, kind, &mut synced) => r,
+            r = list_and_watch::<K>(&shared, &client, &mut synced) => r,
             _ = stop.changed() => return,
         };
         if let Err(e) = r {
-            tracing::warn!(?kind, error = %e, "watch failed; relisting");
+            tracing::warn!(kind = %K::kind(&()), error = %e, "watch failed; relisting");
         }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(100)) => {}
@@ -52,71 +83,33 @@ pub(crate) async fn run(
     }
 }
 
-async fn list_and_watch(
+async fn list_and_watch<K: Watched>(
     shared: &Arc<Shared>,
     client: &kube::Client,
-    kind: Kind,
     synced: &mut Option<tokio::sync::oneshot::Sender<()>>,
 ) -> Result<(), kube::Error> {
-    match kind {
-        Kind::Pods => {
-            let api: Api<Pod> = Api::all(client.clone());
-            let list = api.list(&ListParams::default()).await?;
-            let mut rv = list.metadata.resource_version.clone().unwrap_or_default();
-            shared.pods_listed(list.items);
-            if let Some(s) = synced.take() {
-                let _ = s.send(());
-            }
-            loop {
-                let wp = WatchParams::default().timeout(290);
-                let mut stream = api.watch(&wp, &rv).await?.boxed();
-                while let Some(ev) = stream.try_next().await? {
-                    match ev {
-                        WatchEvent::Added(p) | WatchEvent::Modified(p) => {
-                            rv = p.metadata.resource_version.clone().unwrap_or(rv);
-                            shared.pod_changed(p);
-                        }
-                        WatchEvent::Deleted(p) => {
-                            rv = p.metadata.resource_version.clone().unwrap_or(rv);
-                            let key = format!(
-                                "{}/{}",
-                                p.metadata.namespace.as_deref().unwrap_or("default"),
-                                p.metadata.name.as_deref().unwrap_or("")
-                            );
-                            shared.pod_deleted(&key);
-                        }
-                        WatchEvent::Bookmark(b) => rv = b.metadata.resource_version,
-                        WatchEvent::Error(s) => return Err(kube::Error::Api(s)),
-                    }
+    let api: Api<K> = Api::all(client.clone());
+    let list = api.list(&ListParams::default()).await?;
+    let mut rv = list.metadata.resource_version.clone().unwrap_or_default();
+    K::listed(shared, list.items);
+    if let Some(s) = synced.take() {
+        let _ = s.send(());
+    }
+    loop {
+        let wp = WatchParams::default().timeout(290);
+        let mut stream = api.watch(&wp, &rv).await?.boxed();
+        while let Some(ev) = stream.try_next().await? {
+            let (object, deleted) = match ev {
+                WatchEvent::Added(o) | WatchEvent::Modified(o) => (o, false),
+                WatchEvent::Deleted(o) => (o, true),
+                WatchEvent::Bookmark(b) => {
+                    rv = b.metadata.resource_version;
+                    continue;
                 }
-            }
-        }
-        Kind::Nodes => {
-            let api: Api<Node> = Api::all(client.clone());
-            let list = api.list(&ListParams::default()).await?;
-            let mut rv = list.metadata.resource_version.clone().unwrap_or_default();
-            shared.nodes_listed(list.items);
-            if let Some(s) = synced.take() {
-                let _ = s.send(());
-            }
-            loop {
-                let wp = WatchParams::default().timeout(290);
-                let mut stream = api.watch(&wp, &rv).await?.boxed();
-                while let Some(ev) = stream.try_next().await? {
-                    match ev {
-                        WatchEvent::Added(n) | WatchEvent::Modified(n) => {
-                            rv = n.metadata.resource_version.clone().unwrap_or(rv);
-                            shared.node_changed(n, false);
-                        }
-                        WatchEvent::Deleted(n) => {
-                            rv = n.metadata.resource_version.clone().unwrap_or(rv);
-                            shared.node_changed(n, true);
-                        }
-                        WatchEvent::Bookmark(b) => rv = b.metadata.resource_version,
-                        WatchEvent::Error(s) => return Err(kube::Error::Api(s)),
-                    }
-                }
-            }
+                WatchEvent::Error(s) => return Err(kube::Error::Api(s)),
+            };
+            rv = object.meta().resource_version.clone().unwrap_or(rv);
+            K::changed(shared, object, deleted);
         }
     }
 }
@@ -148,15 +141,7 @@ impl ObjectCache {
 }
 
 /// A kind of object kept in the [`ObjectCache`].
-pub(crate) trait Cached:
-    kube::Resource<DynamicType = ()>
-    + Clone
-    + DeserializeOwned
-    + std::fmt::Debug
-    + Send
-    + Sync
-    + 'static
-{
+pub(crate) trait Cached: Watched {
     /// Its map in the cache.
     fn slot(cache: &mut ObjectCache) -> &mut BTreeMap<String, Arc<Self>>;
 }
@@ -166,6 +151,14 @@ macro_rules! cached {
         impl Cached for $t {
             fn slot(cache: &mut ObjectCache) -> &mut BTreeMap<String, Arc<Self>> {
                 &mut cache.$field
+            }
+        }
+        impl Watched for $t {
+            fn listed(shared: &Shared, items: Vec<Self>) {
+                shared.objects_listed(items);
+            }
+            fn changed(shared: &Shared, object: Self, deleted: bool) {
+                shared.object_changed(object, deleted);
             }
         }
     };
@@ -183,64 +176,5 @@ pub(crate) fn object_key<K: kube::Resource>(o: &K) -> String {
     match &m.namespace {
         Some(ns) => format!("{ns}/{}", m.name.as_deref().unwrap_or("")),
         None => m.name.clone().unwrap_or_default(),
-    }
-}
-
-/// Runs the list-and-watch loop of one object kind until `stop`; `synced` is told
-/// after the first list.
-pub(crate) async fn run_objects<K: Cached>(
-    shared: Arc<Shared>,
-    client: kube::Client,
-    synced: tokio::sync::oneshot::Sender<()>,
-    mut stop: watch::Receiver<bool>,
-) {
-    let mut synced = Some(synced);
-    loop {
-        if *stop.borrow() {
-            return;
-        }
-        let r = tokio::select! {
-            r = list_and_watch_objects::<K>(&shared, &client, &mut synced) => r,
-            _ = stop.changed() => return,
-        };
-        if let Err(e) = r {
-            tracing::warn!(kind = %K::kind(&()), error = %e, "watch failed; relisting");
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(Duration::from_millis(100)) => {}
-            _ = stop.changed() => return,
-        }
-    }
-}
-
-async fn list_and_watch_objects<K: Cached>(
-    shared: &Arc<Shared>,
-    client: &kube::Client,
-    synced: &mut Option<tokio::sync::oneshot::Sender<()>>,
-) -> Result<(), kube::Error> {
-    let api: Api<K> = Api::all(client.clone());
-    let list = api.list(&ListParams::default()).await?;
-    let mut rv = list.metadata.resource_version.clone().unwrap_or_default();
-    shared.objects_listed(list.items);
-    if let Some(s) = synced.take() {
-        let _ = s.send(());
-    }
-    loop {
-        let wp = WatchParams::default().timeout(290);
-        let mut stream = api.watch(&wp, &rv).await?.boxed();
-        while let Some(ev) = stream.try_next().await? {
-            match ev {
-                WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-                    rv = o.meta().resource_version.clone().unwrap_or(rv);
-                    shared.object_changed(o, false);
-                }
-                WatchEvent::Deleted(o) => {
-                    rv = o.meta().resource_version.clone().unwrap_or(rv);
-                    shared.object_changed(o, true);
-                }
-                WatchEvent::Bookmark(b) => rv = b.metadata.resource_version,
-                WatchEvent::Error(s) => return Err(kube::Error::Api(s)),
-            }
-        }
     }
 }
