@@ -90,15 +90,9 @@ pub(crate) fn timed<T>(
     code: impl FnOnce(&T) -> Code,
     f: impl FnOnce() -> T,
 ) -> T {
-    match observer {
-        None => f(),
-        Some(o) => {
-            let start = Instant::now();
-            let r = f();
-            o.observe(plugin, extension_point, code(&r), start.elapsed());
-            r
-        }
-    }
+    time_for(observer, code, f, |o, code, took| {
+        o.observe(plugin, extension_point, code, took)
+    })
 }
 
 /// Runs `f`, one whole extension point, timing it for
@@ -112,12 +106,25 @@ pub(crate) fn timed_extension_point<T>(
     code: impl FnOnce(&T) -> Code,
     f: impl FnOnce() -> T,
 ) -> T {
+    time_for(observer, code, f, |o, code, took| {
+        o.observe_extension_point(profile, extension_point, code, took)
+    })
+}
+
+/// Runs `f`; with an observer, reports its code and duration through `report`.
+#[inline]
+fn time_for<T>(
+    observer: Option<&dyn PluginObserver>,
+    code: impl FnOnce(&T) -> Code,
+    f: impl FnOnce() -> T,
+    report: impl FnOnce(&dyn PluginObserver, Code, Duration),
+) -> T {
     match observer {
         None => f(),
         Some(o) => {
             let start = Instant::now();
             let r = f();
-            o.observe_extension_point(profile, extension_point, code(&r), start.elapsed());
+            report(o, code(&r), start.elapsed());
             r
         }
     }
