@@ -95,11 +95,10 @@ impl NodeResourcesFit {
         let req = pod.requests();
         let alloc = node.allocatable();
         let used = node.requested();
-        let room = |want: i64, have: i64, used: i64| want <= 0 || want <= have - used;
         (node.pods().len() as i64) < alloc.allowed_pod_number
-            && room(req.milli_cpu, alloc.milli_cpu, used.milli_cpu)
-            && room(req.memory, alloc.memory, used.memory)
-            && room(
+            && !is_short(req.milli_cpu, alloc.milli_cpu, used.milli_cpu)
+            && !is_short(req.memory, alloc.memory, used.memory)
+            && !is_short(
                 req.ephemeral_storage,
                 alloc.ephemeral_storage,
                 used.ephemeral_storage,
@@ -136,7 +135,7 @@ impl NodeResourcesFit {
             return out;
         }
         let mut check = |name: &str, want: i64, have: i64, used: i64| {
-            if want > 0 && want > have - used {
+            if is_short(want, have, used) {
                 out.push(InsufficientResource {
                     resource_name: name.to_string(),
                     reason: format!("Insufficient {name}"),
@@ -240,6 +239,12 @@ impl NodeResourcesFit {
         }
         if weights == 0 { 0 } else { score / weights }
     }
+}
+
+/// `true` when a node with `have` allocatable and `used` requested cannot give a pod
+/// `want` more (kube-scheduler's `fitsRequest` test; nothing requested always fits).
+fn is_short(want: i64, have: i64, used: i64) -> bool {
+    want > 0 && want > have - used
 }
 
 /// The shape with scores scaled from 0..=10 to 0..=100.
