@@ -1077,34 +1077,59 @@ impl Framework {
                 e.message()
             ))
         };
-        // Raw scores for a run of nodes, given each plugin's column for the run: one
-        // plugin at a time over the run (one call per plugin, not per node), or, in a
-        // sampled cycle, one call per node and plugin so that each is timed.
-        let score_run = |columns: &mut [&mut [i64]], run: &[(usize, &NodeInfo)]| {
-            let run_nodes: Vec<&NodeInfo> = run.iter().map(|&(_, node)| node).collect();
-            for (column, s) in columns.iter_mut().zip(&active) {
-                if obs.is_some() {
-                    for (cell, &(_, node)) in column.iter_mut().zip(run) {
-                        *cell = timed(
-                            obs,
-                            &s.wired.name,
-                            "Score",
-                            |r: &Result<i64, Status>| {
-                                r.as_ref().map_or_else(Status::code, |_| Code::Success)
-                            },
-                            || s.wired.plugin.score(state, pod, node),
-                        )
-                        .map_err(|e| failed(s, e))?;
-                    }
-                } else {
-                    s.wired
-                        .plugin
-                        .score_nodes(state, pod, &run_nodes, column)
-                        .map_err(|e| failed(s, e))?;
+        // Checks a plugin's final scores on a run of nodes, multiplies them by its
+        // weight and adds them to the nodes' totals.
+        let weigh = |s: &WeightedScore, column: &mut [i64], totals: &mut [i64]| {
+            for (cell, total) in column.iter_mut().zip(totals) {
+                if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(cell) {
+                    return Err(Status::error(format!(
+                        "plugin {:?} returns an invalid score {cell}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+                        &*s.wired.name
+                    )));
                 }
+                *cell *= s.weight;
+                *total += *cell;
             }
-            Ok::<(), Status>(())
+            Ok(())
         };
+        // Plugins whose scores are normalised over all nodes are weighed after that;
+        // the others are weighed in the run that scored them.
+        let normalizes: Vec<bool> = active
+            .iter()
+            .map(|s| s.wired.plugin.score_extensions().is_some())
+            .collect();
+        // Scores for a run of nodes, given each plugin's column and the totals for the
+        // run: one plugin at a time over the run (one call per plugin, not per node),
+        // or, in a sampled cycle, one call per node and plugin so that each is timed.
+        let score_run =
+            |columns: &mut [&mut [i64]], totals: &mut [i64], run: &[(usize, &NodeInfo)]| {
+                let run_nodes: Vec<&NodeInfo> = run.iter().map(|&(_, node)| node).collect();
+                for ((column, s), &normalizes) in columns.iter_mut().zip(&active).zip(&normalizes) {
+                    if obs.is_some() {
+                        for (cell, &(_, node)) in column.iter_mut().zip(run) {
+                            *cell = timed(
+                                obs,
+                                &s.wired.name,
+                                "Score",
+                                |r: &Result<i64, Status>| {
+                                    r.as_ref().map_or_else(Status::code, |_| Code::Success)
+                                },
+                                || s.wired.plugin.score(state, pod, node),
+                            )
+                            .map_err(|e| failed(s, e))?;
+                        }
+                    } else {
+                        s.wired
+                            .plugin
+                            .score_nodes(state, pod, &run_nodes, column)
+                            .map_err(|e| failed(s, e))?;
+                    }
+                    if !normalizes {
+                        weigh(s, column, totals)?;
+                    }
+                }
+                Ok::<(), Status>(())
+            };
         // A few contiguous runs per thread for large clusters (one rayon task per node
         // costs more than scoring the node), else one run.
         let piece = if rows >= PARALLEL_THRESHOLD {
@@ -1112,24 +1137,34 @@ impl Framework {
         } else {
             rows
         };
-        let mut runs: Vec<Vec<&mut [i64]>> = (0..rows.div_ceil(piece))
-            .map(|_| Vec::with_capacity(width))
+        let mut runs: Vec<(Vec<&mut [i64]>, &mut [i64])> = table
+            .totals
+            .chunks_mut(piece)
+            .map(|totals| (Vec::with_capacity(width), totals))
             .collect();
         for column in table.scores.chunks_mut(rows) {
-            for (run, part) in runs.iter_mut().zip(column.chunks_mut(piece)) {
+            for ((run, _), part) in runs.iter_mut().zip(column.chunks_mut(piece)) {
                 run.push(part);
             }
         }
         if runs.len() > 1 {
             runs.into_par_iter()
                 .zip(nodes.par_chunks(piece))
-                .try_for_each(|(mut columns, run)| score_run(&mut columns, run))?;
+                .try_for_each(|((mut columns, totals), run)| {
+                    score_run(&mut columns, totals, run)
+                })?;
         } else {
-            for (mut columns, run) in runs.into_iter().zip(nodes.chunks(piece)) {
-                score_run(&mut columns, run)?;
+            for ((mut columns, totals), run) in runs.into_iter().zip(nodes.chunks(piece)) {
+                score_run(&mut columns, totals, run)?;
             }
         }
-        for (column, s) in table.scores.chunks_mut(rows).zip(&active) {
+        for ((column, s), _) in table
+            .scores
+            .chunks_mut(rows)
+            .zip(&active)
+            .zip(&normalizes)
+            .filter(|(_, normalizes)| **normalizes)
+        {
             if let Some(ext) = s.wired.plugin.score_extensions() {
                 let mut normalized: Vec<NodeScore> = nodes
                     .iter()
@@ -1150,19 +1185,7 @@ impl Framework {
                     *cell = ns.score;
                 }
             }
-            if let Some(bad) = column
-                .iter()
-                .find(|cell| !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(*cell))
-            {
-                return Err(Status::error(format!(
-                    "plugin {:?} returns an invalid score {bad}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
-                    &*s.wired.name
-                )));
-            }
-            for (cell, total) in column.iter_mut().zip(table.totals.iter_mut()) {
-                *cell *= s.weight;
-                *total += *cell;
-            }
+            weigh(s, column, &mut table.totals)?;
         }
         Ok(table)
     }

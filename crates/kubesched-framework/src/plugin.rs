@@ -246,7 +246,8 @@ pub trait FilterPlugin: Plugin {
     /// nodes, so a plugin pays one dynamic call per run rather than per node. The
     /// default loops over `filter`, dispatched statically so it can be inlined;
     /// override it only to hoist per-pod work (such as reading the cycle state) out of
-    /// the loop, and keep the answer node for node the same as `filter`'s.
+    /// the loop or to skip, with [`filter_where`], nodes that surely pass, and keep the
+    /// answer node for node the same as `filter`'s.
     fn filter_nodes(
         &self,
         state: &CycleState,
@@ -254,10 +255,28 @@ pub trait FilterPlugin: Plugin {
         nodes: &[&NodeInfo],
         rejected: &mut Vec<(usize, Status)>,
     ) {
-        for (i, node) in nodes.iter().enumerate() {
-            if let Some(status) = self.filter(state, pod, node).into_failure() {
-                rejected.push((i, status));
-            }
+        filter_where(self, state, pod, nodes, rejected, |_| true);
+    }
+}
+
+/// [`FilterPlugin::filter_nodes`] for a plugin that can tell, with a test cheap enough
+/// to inline, which nodes it might reject: runs `plugin.filter` on the nodes for which
+/// `may_reject` is `true` and records the failures. Every other node must be one that
+/// `filter` passes.
+#[inline]
+pub fn filter_where<P: FilterPlugin + ?Sized>(
+    plugin: &P,
+    state: &CycleState,
+    pod: &PodInfo,
+    nodes: &[&NodeInfo],
+    rejected: &mut Vec<(usize, Status)>,
+    may_reject: impl Fn(&NodeInfo) -> bool,
+) {
+    for (i, node) in nodes.iter().enumerate() {
+        if may_reject(node)
+            && let Some(status) = plugin.filter(state, pod, node).into_failure()
+        {
+            rejected.push((i, status));
         }
     }
 }

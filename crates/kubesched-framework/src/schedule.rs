@@ -686,11 +686,14 @@ fn filter_nodes(
         (passed, failed)
     };
     let parallel = total >= PARALLEL_THRESHOLD && to_find >= PARALLEL_THRESHOLD;
-    // A parallel round covers at least half of what is wanted, split into a few
-    // pieces per thread (one rayon task per node costs more than filtering it); a
-    // sequential round is a short run, so an early stop wastes little.
-    let round = if parallel {
-        PARALLEL_THRESHOLD.max(to_find.min(total) / 2)
+    // A parallel round covers every candidate when all are wanted, else at least half
+    // of what is wanted, split into a few pieces per thread (one rayon task per node
+    // costs more than filtering it); a sequential round is a short run, so an early
+    // stop wastes little.
+    let round = if parallel && to_find >= total {
+        total
+    } else if parallel {
+        PARALLEL_THRESHOLD.max(to_find / 2)
     } else {
         SEQUENTIAL_RUN
     };

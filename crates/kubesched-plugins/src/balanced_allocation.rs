@@ -22,7 +22,7 @@ use kubesched_framework::{
 };
 
 use crate::resource_allocation::{
-    Requests, ResourceKind, allocatable_and_requested, pod_resource_requests,
+    Requests, ResourceColumn, ResourceKind, pod_resource_requests, resource_columns,
 };
 
 /// The plugin's name.
@@ -50,21 +50,27 @@ impl BalancedAllocation {
 
     /// The node's score for a pod with these requests (one per configured resource).
     pub fn score_node(&self, node: &NodeInfo, pod_requests: &[i64]) -> i64 {
-        // Fractions of the resources the node has, in configured order; at most a few
-        // resources are configured, so a small inline buffer avoids allocating.
-        let mut fractions: smallvec::SmallVec<[f64; 4]> = smallvec::SmallVec::new();
-        let mut total = 0f64;
-        for (r, &pod_request) in self.kinds.iter().zip(pod_requests) {
-            let (alloc, req) = allocatable_and_requested(node, r, pod_request, Requests::Actual);
-            if alloc == 0 {
-                continue;
-            }
-            let fraction = (req as f64 / alloc as f64).min(1.0);
-            total += fraction;
-            fractions.push(fraction);
-        }
-        balanced_score(&fractions, total)
+        let columns = resource_columns(&self.kinds, pod_requests, Requests::Actual);
+        score_columns(node, &columns)
     }
+}
+
+/// The node's score for the resolved resources.
+fn score_columns(node: &NodeInfo, columns: &[ResourceColumn<'_>]) -> i64 {
+    // Fractions of the resources the node has, in configured order; at most a few
+    // resources are configured, so a small inline buffer avoids allocating.
+    let mut fractions: smallvec::SmallVec<[f64; 4]> = smallvec::SmallVec::new();
+    let mut total = 0f64;
+    for column in columns {
+        let (alloc, req) = column.read(node);
+        if alloc == 0 {
+            continue;
+        }
+        let fraction = (req as f64 / alloc as f64).min(1.0);
+        total += fraction;
+        fractions.push(fraction);
+    }
+    balanced_score(&fractions, total)
 }
 
 /// `int64((1 - std) * 100)` over the fractions, as kube-scheduler computes it.
@@ -133,6 +139,27 @@ impl ScorePlugin for BalancedAllocation {
                 Ok(self.score_node(node, &requests))
             }
         }
+    }
+
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        out: &mut [i64],
+    ) -> Result<(), Status> {
+        let Some(PodRequests(requests)) = state.read::<PodRequests>() else {
+            // PreScore disabled: the per-node path computes the requests.
+            for (node, out) in nodes.iter().zip(out) {
+                *out = self.score(state, pod, node)?;
+            }
+            return Ok(());
+        };
+        let columns = resource_columns(&self.kinds, requests, Requests::Actual);
+        for (node, out) in nodes.iter().zip(out) {
+            *out = score_columns(node, &columns);
+        }
+        Ok(())
     }
 }
 

@@ -94,8 +94,14 @@ impl ScorePlugin for ImageLocality {
         out: &mut [i64],
     ) -> Result<(), Status> {
         let scores = prescored(state)?;
-        for (node, out) in nodes.iter().zip(out) {
-            *out = scores.score(node);
+        match &scores.sums {
+            // No node has any of the pod's images: one score for all.
+            None => out.fill(calculate_priority(0, scores.containers)),
+            Some(_) => {
+                for (node, out) in nodes.iter().zip(out) {
+                    *out = scores.score(node);
+                }
+            }
         }
         Ok(())
     }

@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use kubesched_framework::{Code, CycleState, FilterPlugin, NodeInfo, Plugin, PodInfo, Status};
+use kubesched_framework::{
+    Code, CycleState, FilterPlugin, NodeInfo, Plugin, PodInfo, Status, filter_where,
+};
 
 /// The plugin's name.
 pub const NAME: &str = "NodeName";
@@ -31,6 +33,19 @@ impl FilterPlugin for NodeName {
             None => Status::success(),
             Some(name) if name == node.name() => Status::success(),
             Some(_) => Status::new(Code::UnschedulableAndUnresolvable, ERR_REASON),
+        }
+    }
+
+    fn filter_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        rejected: &mut Vec<(usize, Status)>,
+    ) {
+        // A pod that names no node fits every node.
+        if pod.node_name().is_some() {
+            filter_where(self, state, pod, nodes, rejected, |_| true);
         }
     }
 }

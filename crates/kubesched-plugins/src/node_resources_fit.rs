@@ -12,11 +12,11 @@ use kubesched_config::args::{
 use kubesched_framework::resource::is_extended_resource_name;
 use kubesched_framework::{
     Code, CycleState, FilterPlugin, MAX_NODE_SCORE, NodeInfo, Plugin, PodInfo, PreScorePlugin,
-    ScorePlugin, Snapshot, Status,
+    ScorePlugin, Snapshot, Status, filter_where,
 };
 
 use crate::resource_allocation::{
-    Requests, ResourceKind, allocatable_and_requested, pod_resource_requests,
+    Requests, ResourceColumn, ResourceKind, pod_resource_requests, resource_columns,
 };
 
 /// The plugin's name.
@@ -180,36 +180,40 @@ impl NodeResourcesFit {
         out
     }
 
-    /// The node's score; `at(i)` gives (requested, allocatable) of the i-th configured
-    /// resource, computed as it is needed so no per-node buffer is filled.
-    fn score_resources(&self, at: impl Fn(usize) -> (i64, i64)) -> i64 {
+    /// The scores of `nodes` for a pod requesting `pod_requests` (one per scored
+    /// resource). The resources are resolved and the strategy chosen once for the run,
+    /// so the per-node loop is integer arithmetic.
+    fn score_run(&self, pod_requests: &[i64], nodes: &[&NodeInfo], out: &mut [i64]) {
+        let columns = resource_columns(&self.kinds, pod_requests, Requests::NonZero);
         match &self.strategy {
-            Strategy::LeastAllocated => self.weighted_mean(&at, |req, cap| {
-                if cap == 0 || req > cap {
-                    0
-                } else {
-                    (cap - req) * MAX_NODE_SCORE / cap
-                }
+            Strategy::LeastAllocated => fill_scores(nodes, out, |node| {
+                self.weighted_mean(&columns, node, |req, cap| {
+                    if req > cap {
+                        0
+                    } else {
+                        (cap - req).wrapping_mul(MAX_NODE_SCORE) / cap
+                    }
+                })
             }),
-            Strategy::MostAllocated => self.weighted_mean(&at, |req, cap| {
-                if cap == 0 {
-                    0
-                } else {
-                    req.min(cap) * MAX_NODE_SCORE / cap
-                }
+            Strategy::MostAllocated => fill_scores(nodes, out, |node| {
+                self.weighted_mean(&columns, node, |req, cap| {
+                    req.min(cap).wrapping_mul(MAX_NODE_SCORE).wrapping_div(cap)
+                })
             }),
-            Strategy::RequestedToCapacityRatio(shape) => {
+            Strategy::RequestedToCapacityRatio(shape) => fill_scores(nodes, out, |node| {
                 let mut score = 0f64;
                 let mut weights = 0i64;
-                for (i, r) in self.resources.iter().enumerate() {
-                    let (requested, allocatable) = at(i);
+                for (column, r) in columns.iter().zip(&self.resources) {
+                    let (allocatable, requested) = column.read(node);
                     if allocatable == 0 {
                         continue;
                     }
                     let utilization = if requested > allocatable {
                         MAX_UTILIZATION
                     } else {
-                        requested * MAX_UTILIZATION / allocatable
+                        requested
+                            .wrapping_mul(MAX_UTILIZATION)
+                            .wrapping_div(allocatable)
                     };
                     let s = broken_linear(shape, utilization);
                     if s > 0 {
@@ -222,22 +226,42 @@ impl NodeResourcesFit {
                 } else {
                     (score / weights as f64).round() as i64
                 }
-            }
+            }),
         }
     }
 
-    fn weighted_mean(&self, at: impl Fn(usize) -> (i64, i64), f: impl Fn(i64, i64) -> i64) -> i64 {
-        let mut score = 0;
-        let mut weights = 0;
-        for (i, r) in self.resources.iter().enumerate() {
-            let (requested, allocatable) = at(i);
+    /// The weighted mean of `f(requested, allocatable)` over the resources the node
+    /// has (`allocatable` > 0), truncated as kube-scheduler's integer division.
+    #[inline(always)]
+    fn weighted_mean(
+        &self,
+        columns: &[ResourceColumn<'_>],
+        node: &NodeInfo,
+        f: impl Fn(i64, i64) -> i64,
+    ) -> i64 {
+        let mut score = 0i64;
+        let mut weights = 0i64;
+        for (column, r) in columns.iter().zip(&self.resources) {
+            let (allocatable, requested) = column.read(node);
             if allocatable == 0 {
                 continue;
             }
-            score += f(requested, allocatable) * r.weight;
+            score = score.wrapping_add(f(requested, allocatable).wrapping_mul(r.weight));
             weights += r.weight;
         }
-        if weights == 0 { 0 } else { score / weights }
+        if weights == 0 {
+            0
+        } else {
+            score.wrapping_div(weights)
+        }
+    }
+}
+
+/// `out[i] = score(nodes[i])`, monomorphised per strategy so that the score inlines.
+#[inline(always)]
+fn fill_scores(nodes: &[&NodeInfo], out: &mut [i64], score: impl Fn(&NodeInfo) -> i64) {
+    for (node, out) in nodes.iter().zip(out) {
+        *out = score(node);
     }
 }
 
@@ -310,6 +334,18 @@ impl FilterPlugin for NodeResourcesFit {
         };
         Status::with_reasons(code, short.into_iter().map(|r| r.reason))
     }
+
+    fn filter_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        rejected: &mut Vec<(usize, Status)>,
+    ) {
+        filter_where(self, state, pod, nodes, rejected, |node| {
+            !Self::surely_fits(pod, node)
+        });
+    }
 }
 
 impl PreScorePlugin for NodeResourcesFit {
@@ -331,15 +367,6 @@ impl PreScorePlugin for NodeResourcesFit {
 }
 
 impl NodeResourcesFit {
-    /// The node's score for a pod requesting `pod_requests` (one per scored resource).
-    fn score_node(&self, pod_requests: &[i64], node: &NodeInfo) -> i64 {
-        self.score_resources(|i| {
-            let (alloc, req) =
-                allocatable_and_requested(node, &self.kinds[i], pod_requests[i], Requests::NonZero);
-            (req, alloc)
-        })
-    }
-
     /// Calls `f` with the pod's requests for scoring: PreScore's, or computed now when
     /// PreScore did not run.
     fn with_score_requests<T>(
@@ -361,7 +388,11 @@ impl NodeResourcesFit {
 
 impl ScorePlugin for NodeResourcesFit {
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        self.with_score_requests(state, pod, |requests| self.score_node(requests, node))
+        let mut score = [0];
+        self.with_score_requests(state, pod, |requests| {
+            self.score_run(requests, &[node], &mut score)
+        })?;
+        Ok(score[0])
     }
 
     fn score_nodes(
@@ -371,11 +402,7 @@ impl ScorePlugin for NodeResourcesFit {
         nodes: &[&NodeInfo],
         out: &mut [i64],
     ) -> Result<(), Status> {
-        self.with_score_requests(state, pod, |requests| {
-            for (node, out) in nodes.iter().zip(out) {
-                *out = self.score_node(requests, node);
-            }
-        })
+        self.with_score_requests(state, pod, |requests| self.score_run(requests, nodes, out))
     }
 }
 

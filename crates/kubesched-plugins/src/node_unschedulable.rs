@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Taint;
-use kubesched_framework::{Code, CycleState, FilterPlugin, NodeInfo, Plugin, PodInfo, Status};
+use kubesched_framework::{
+    Code, CycleState, FilterPlugin, NodeInfo, Plugin, PodInfo, Status, filter_where,
+};
 
 use crate::helper::tolerations_tolerate;
 
@@ -47,5 +49,15 @@ impl FilterPlugin for NodeUnschedulable {
         } else {
             Status::new(Code::UnschedulableAndUnresolvable, ERR_REASON_UNSCHEDULABLE)
         }
+    }
+
+    fn filter_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        rejected: &mut Vec<(usize, Status)>,
+    ) {
+        filter_where(self, state, pod, nodes, rejected, NodeInfo::unschedulable);
     }
 }

@@ -4,6 +4,7 @@
 
 use kubesched_config::args::ResourceSpec;
 use kubesched_framework::quantity::Quantity;
+use kubesched_framework::resource::Resource;
 use kubesched_framework::resource::{
     DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, PodRequestOptions, ResourceList,
     is_scalar_resource_name, pod_requests,
@@ -96,31 +97,87 @@ impl ResourceKind {
     }
 }
 
-/// The node's (allocatable, requested including the pod) for one resource; (0, 0) means
-/// "do not score this resource" (an extended resource the pod does not ask for, or
-/// one the node does not have).
-pub fn allocatable_and_requested(
-    node: &NodeInfo,
-    resource: &ResourceKind,
+/// Where one configured resource is read on a node, resolved once per run of nodes so
+/// that the per-node loop reads integers instead of matching on resource kinds.
+#[derive(Clone, Copy, Debug)]
+enum Reading<'a> {
+    /// cpu, memory or ephemeral-storage: the position in [`base`], and whether the
+    /// requested amount is the non-zero sum (cpu and memory when scoring with
+    /// [`Requests::NonZero`]).
+    Base { field: usize, non_zero: bool },
+    /// A scalar resource, by name.
+    Scalar(&'a str),
+    /// Not scored: an extended resource the pod does not ask for.
+    Skip,
+}
+
+/// cpu, memory and ephemeral-storage of a [`Resource`], by position.
+fn base(r: &Resource) -> [i64; 3] {
+    [r.milli_cpu, r.memory, r.ephemeral_storage]
+}
+
+/// One configured resource, resolved for a pod: how to read it on a node, and the
+/// pod's request of it.
+#[derive(Clone, Copy, Debug)]
+pub struct ResourceColumn<'a> {
+    reading: Reading<'a>,
     pod_request: i64,
-    requests: Requests,
-) -> (i64, i64) {
-    let requested = match requests {
-        Requests::Actual => node.requested(),
-        Requests::NonZero => node.non_zero_requested(),
-    };
-    let alloc = node.allocatable();
-    match resource {
-        ResourceKind::Cpu => (alloc.milli_cpu, requested.milli_cpu + pod_request),
-        ResourceKind::Memory => (alloc.memory, requested.memory + pod_request),
-        ResourceKind::EphemeralStorage => (
-            alloc.ephemeral_storage,
-            node.requested().ephemeral_storage + pod_request,
-        ),
-        ResourceKind::Other { scalar: true, .. } if pod_request == 0 => (0, 0),
-        ResourceKind::Other { name, .. } => match alloc.scalar_resources.get(name) {
-            Some(&a) => (a, node.requested().scalar(name) + pod_request),
-            None => (0, 0),
-        },
+}
+
+impl ResourceColumn<'_> {
+    /// The node's (allocatable, requested including the pod); (0, 0) means "do not
+    /// score this resource" (an extended resource the pod does not ask for, or one the
+    /// node does not have).
+    #[inline]
+    pub fn read(&self, node: &NodeInfo) -> (i64, i64) {
+        match self.reading {
+            Reading::Base { field, non_zero } => {
+                let requested = if non_zero {
+                    node.non_zero_requested()
+                } else {
+                    node.requested()
+                };
+                (
+                    base(node.allocatable())[field],
+                    base(requested)[field] + self.pod_request,
+                )
+            }
+            Reading::Scalar(name) => match node.allocatable().scalar_resources.get(name) {
+                Some(&a) => (a, node.requested().scalar(name) + self.pod_request),
+                None => (0, 0),
+            },
+            Reading::Skip => (0, 0),
+        }
     }
+}
+
+/// The configured resources resolved for a pod requesting `pod_requests` (one per
+/// kind, in order): kube-scheduler's `calculateResourceAllocatableRequest` for each.
+pub fn resource_columns<'a>(
+    kinds: &'a [ResourceKind],
+    pod_requests: &[i64],
+    requests: Requests,
+) -> smallvec::SmallVec<[ResourceColumn<'a>; 4]> {
+    let non_zero = requests == Requests::NonZero;
+    kinds
+        .iter()
+        .zip(pod_requests)
+        .map(|(kind, &pod_request)| {
+            let reading = match kind {
+                ResourceKind::Cpu => Reading::Base { field: 0, non_zero },
+                ResourceKind::Memory => Reading::Base { field: 1, non_zero },
+                // Scoring counts actual ephemeral-storage requests either way.
+                ResourceKind::EphemeralStorage => Reading::Base {
+                    field: 2,
+                    non_zero: false,
+                },
+                ResourceKind::Other { scalar: true, .. } if pod_request == 0 => Reading::Skip,
+                ResourceKind::Other { name, .. } => Reading::Scalar(name),
+            };
+            ResourceColumn {
+                reading,
+                pod_request,
+            }
+        })
+        .collect()
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Toleration;
 use kubesched_framework::{
     Code, CycleState, FilterPlugin, NodeInfo, NodeScore, Plugin, PodInfo, PreScorePlugin,
-    ScoreExtensions, ScorePlugin, Snapshot, Status,
+    ScoreExtensions, ScorePlugin, Snapshot, Status, filter_where,
 };
 
 use crate::helper::{find_untolerated_taint, normalize_to_max, tolerations_tolerate};
@@ -54,6 +54,18 @@ impl FilterPlugin for TaintToleration {
             None => Status::success(),
             Some(_) => Status::new(Code::UnschedulableAndUnresolvable, ERR_REASON_NOT_MATCH),
         }
+    }
+
+    fn filter_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        rejected: &mut Vec<(usize, Status)>,
+    ) {
+        filter_where(self, state, pod, nodes, rejected, |node| {
+            !node.taints().is_empty()
+        });
     }
 }
 

@@ -212,3 +212,92 @@ fn a_large_cluster_is_searched_as_a_node_by_node_scan_would() {
         .expect("some node");
     assert_eq!(result.suggested_host, best);
 }
+
+/// Scores every node 100, except node-4321, which it scores 101 (out of range).
+struct OutOfRangeOn4321;
+
+impl Plugin for OutOfRangeOn4321 {
+    fn name(&self) -> &str {
+        "OutOfRange"
+    }
+    fn as_score(self: Arc<Self>) -> Option<Arc<dyn ScorePlugin>> {
+        Some(self)
+    }
+}
+
+impl ScorePlugin for OutOfRangeOn4321 {
+    fn score(&self, _: &CycleState, _: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        Ok(if number(node) == 4321 { 101 } else { 100 })
+    }
+}
+
+/// A profile scoring with ByNumber (weight 2), TaintToleration (normalised, weight 3)
+/// and, when `out_of_range`, OutOfRange.
+fn scoring_framework(out_of_range: bool) -> Framework {
+    let mut registry = kubesched_plugins::in_tree_registry();
+    registry
+        .register("ByNumber", |_, _| Ok(Arc::new(ByNumber)))
+        .expect("a new name");
+    registry
+        .register("OutOfRange", |_, _| Ok(Arc::new(OutOfRangeOn4321)))
+        .expect("a new name");
+    let extra = if out_of_range {
+        ", {name: OutOfRange}"
+    } else {
+        ""
+    };
+    let config = format!(
+        "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+  plugins:
+    multiPoint:
+      enabled: [{{name: PrioritySort}}, {{name: ByNumber, weight: 2}},
+                {{name: TaintToleration, weight: 3}}, {{name: DefaultBinder}}{extra}]
+      disabled: [{{name: '*'}}]
+"
+    );
+    let loaded = KubeSchedulerConfiguration::from_yaml_str(&config, "test").expect("config");
+    Framework::new(&loaded.config.profiles[0], &registry, &Handle::default()).expect("framework")
+}
+
+#[test]
+fn scores_are_checked_and_weighed_the_same_in_parallel_runs() {
+    for count in [60, 5000] {
+        let (snapshot, _) = Snapshot::new(nodes(count), []).expect("snapshot");
+        let options = SchedulerOptions::default();
+        let mut scheduler =
+            Scheduler::new(vec![scoring_framework(false)], snapshot, options).expect("scheduler");
+        let mut state = CycleState::new();
+        let result = scheduler
+            .schedule_pod(0, &mut state, &pod())
+            .expect("feasible nodes");
+        let table = &result.scores;
+        assert_eq!(table.plugins.len(), 2);
+        for (row, &n) in table.node_indices.iter().enumerate() {
+            // ByNumber is weighed where it is scored, TaintToleration after it is
+            // normalised (no taints: 100 everywhere).
+            let by_number = 2 * (n % 101) as i64;
+            assert_eq!(table.column(0)[row], by_number, "node-{n}");
+            assert_eq!(table.column(1)[row], 300, "node-{n}");
+            assert_eq!(table.totals[row], by_number + 300, "node-{n}");
+        }
+    }
+    // A score out of range on one node fails the attempt, naming the plugin.
+    let (snapshot, _) = Snapshot::new(nodes(5000), []).expect("snapshot");
+    let mut scheduler = Scheduler::new(
+        vec![scoring_framework(true)],
+        snapshot,
+        SchedulerOptions::default(),
+    )
+    .expect("scheduler");
+    let mut state = CycleState::new();
+    let error = scheduler
+        .schedule_pod(0, &mut state, &pod())
+        .expect_err("an out-of-range score is an error");
+    assert_eq!(
+        error.to_string(),
+        "plugin \"OutOfRange\" returns an invalid score 101, it should in the range of [0, 100] after normalizing"
+    );
+}
