@@ -57,7 +57,7 @@ pub mod status;
 pub use cycle_state::{CycleState, StateData};
 pub use events::{ActionType, ClusterEvent, EventResource, QueueingHints};
 pub use framework::{Framework, FrameworkError, NominatedPods, ScoreTable};
-pub use node_info::{HostPortInfo, ImageStateSummary, NodeInfo};
+pub use node_info::{BaseResources, HostPortInfo, ImageStateSummary, NodeCounts, NodeInfo};
 pub use observer::{PluginObserver, RecordPluginMetrics};
 pub use plugin::*;
 pub use pod_info::{DEFAULT_SCHEDULER_NAME, HostPort, PodInfo};

@@ -81,17 +81,62 @@ pub struct NodeInfoError {
     pub source: QuantityError,
 }
 
+/// cpu, memory and ephemeral-storage: the resources every node and pod has as fields.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+pub struct BaseResources {
+    /// cpu, in milli cores.
+    pub milli_cpu: i64,
+    /// memory, in bytes.
+    pub memory: i64,
+    /// ephemeral-storage, in bytes.
+    pub ephemeral_storage: i64,
+}
+
+impl BaseResources {
+    fn of(r: &Resource) -> BaseResources {
+        BaseResources {
+            milli_cpu: r.milli_cpu,
+            memory: r.memory,
+            ephemeral_storage: r.ephemeral_storage,
+        }
+    }
+}
+
+/// The integers that every node's Filter and Score read, kept together at the start of
+/// a [`NodeInfo`] so that the per-node loop finds them in its first two cache lines.
+/// They are the numbers [`NodeInfo::allocatable`], [`NodeInfo::requested`],
+/// [`NodeInfo::non_zero_requested`] and [`NodeInfo::pods`] give, without the scalar
+/// resources.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+pub struct NodeCounts {
+    /// Allocatable.
+    pub allocatable: BaseResources,
+    /// How many pods the node allows.
+    pub allowed_pod_number: i64,
+    /// The sum of the pods' requests.
+    pub requested: BaseResources,
+    /// The sum of the pods' requests with the non-zero cpu/memory defaults, as scoring
+    /// reads them (ephemeral-storage as requested).
+    pub non_zero_requested: BaseResources,
+    /// How many pods are on the node.
+    pub pods: i64,
+}
+
 /// A node and the pods on it.
-// `repr(C)` and cache-line aligned so that the fields every node's Filter and Score read
-// (first, up to the resources) sit in the fewest cache lines: the per-node loop streams
-// through thousands of these.
+// `repr(C)` and cache-line aligned, with the fields every node's Filter and Score read
+// first (the counts, index, taints and `unschedulable`: two cache lines): the per-node
+// loop streams through thousands of these, and a line it does not touch is a cache
+// miss it does not take.
 #[derive(Clone, Debug)]
 #[repr(C, align(64))]
 pub struct NodeInfo {
+    counts: NodeCounts,
     index: usize,
-    pods: Vec<Arc<PodInfo>>,
-    unschedulable: bool,
     taints: Vec<Taint>,
+    unschedulable: bool,
+    pods: Vec<Arc<PodInfo>>,
     allocatable: Resource,
     requested: Resource,
     non_zero_requested: Resource,
@@ -120,6 +165,11 @@ impl NodeInfo {
             None => Resource::default(),
         };
         Ok(NodeInfo {
+            counts: NodeCounts {
+                allocatable: BaseResources::of(&allocatable),
+                allowed_pod_number: allocatable.allowed_pod_number,
+                ..Default::default()
+            },
             pods: Vec::new(),
             pods_with_affinity: Vec::new(),
             pods_with_required_anti_affinity: Vec::new(),
@@ -234,6 +284,14 @@ impl NodeInfo {
         &self.allocatable
     }
 
+    /// Allocatable, requested and non-zero requested cpu, memory and ephemeral-storage,
+    /// and the pod count and limit: what [`NodeInfo::allocatable`],
+    /// [`NodeInfo::requested`] and [`NodeInfo::non_zero_requested`] give, read from
+    /// the node's first cache lines. Per-node loops should read these.
+    pub fn counts(&self) -> &NodeCounts {
+        &self.counts
+    }
+
     /// The image states of the node, by image name as the node reports it.
     pub fn image_states(&self) -> &HashMap<String, ImageStateSummary> {
         &self.image_states
@@ -258,6 +316,7 @@ impl NodeInfo {
             self.pods_with_required_anti_affinity.push(pod.clone());
         }
         self.pods.push(pod);
+        self.counts.pods = self.pods.len() as i64;
     }
 
     /// Removes the pod with this key (`namespace/name`); returns it when it was there.
@@ -268,6 +327,7 @@ impl NodeInfo {
         self.pods_with_required_anti_affinity
             .retain(|p| p.key() != key);
         self.update(&pod, -1);
+        self.counts.pods = self.pods.len() as i64;
         Some(pod)
     }
 
@@ -286,6 +346,11 @@ impl NodeInfo {
         }
         self.non_zero_requested.milli_cpu += sign * res.non_zero_milli_cpu;
         self.non_zero_requested.memory += sign * res.non_zero_memory;
+        self.counts.requested = BaseResources::of(&self.requested);
+        self.counts.non_zero_requested = BaseResources {
+            ephemeral_storage: self.requested.ephemeral_storage,
+            ..BaseResources::of(&self.non_zero_requested)
+        };
         self.generation += 1;
     }
 }
@@ -293,6 +358,60 @@ impl NodeInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
+        serde_json::from_value(value).expect("a valid object")
+    }
+
+    fn pod(name: &str, requests: serde_json::Value) -> Arc<PodInfo> {
+        let pod = parse(serde_json::json!({
+            "metadata": {"name": name, "namespace": "default", "uid": name},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": requests}}]}
+        }));
+        Arc::new(PodInfo::new(Arc::new(pod)).expect("pod"))
+    }
+
+    /// What `counts()` must say: the full resources' numbers.
+    fn expected_counts(node: &NodeInfo) -> NodeCounts {
+        NodeCounts {
+            allocatable: BaseResources::of(node.allocatable()),
+            allowed_pod_number: node.allocatable().allowed_pod_number,
+            requested: BaseResources::of(node.requested()),
+            non_zero_requested: BaseResources {
+                ephemeral_storage: node.requested().ephemeral_storage,
+                ..BaseResources::of(node.non_zero_requested())
+            },
+            pods: node.pods().len() as i64,
+        }
+    }
+
+    #[test]
+    fn counts_follow_pods_added_and_removed() {
+        let node = parse(serde_json::json!({
+            "metadata": {"name": "n"},
+            "status": {"allocatable": {
+                "cpu": "4", "memory": "32Gi", "ephemeral-storage": "100Gi", "pods": "110"
+            }}
+        }));
+        let mut info = NodeInfo::new(Arc::new(node)).expect("node");
+        assert_eq!(info.counts().allocatable.milli_cpu, 4000);
+        assert_eq!(info.counts().allowed_pod_number, 110);
+        assert_eq!(*info.counts(), expected_counts(&info));
+        info.add_pod(pod(
+            "a",
+            serde_json::json!({"cpu": "500m", "memory": "1Gi", "ephemeral-storage": "1Gi"}),
+        ));
+        // No requests: the non-zero sums count 100m and 200Mi for it.
+        info.add_pod(pod("b", serde_json::json!({})));
+        assert_eq!(info.counts().pods, 2);
+        assert_eq!(info.counts().requested.milli_cpu, 500);
+        assert_eq!(info.counts().non_zero_requested.milli_cpu, 600);
+        assert_eq!(*info.counts(), expected_counts(&info));
+        info.remove_pod("default/a").expect("a was there");
+        assert_eq!(info.counts().pods, 1);
+        assert_eq!(info.counts().requested.ephemeral_storage, 0);
+        assert_eq!(*info.counts(), expected_counts(&info));
+    }
 
     fn port(ip: &str, proto: &str, p: i32) -> HostPort {
         HostPort::new(Some(ip), Some(proto), p)

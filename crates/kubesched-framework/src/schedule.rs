@@ -505,16 +505,16 @@ impl Scheduler {
     }
 
     fn select_host(&mut self, scores: &ScoreTable) -> usize {
-        let best = scores.totals.iter().copied().max().unwrap_or(0);
-        let ties = scores
-            .totals
-            .iter()
-            .zip(&scores.node_indices)
-            .filter(|(t, _)| **t == best)
-            .map(|(_, i)| *i);
+        let rows = scores.totals.iter().zip(&scores.node_indices);
         match self.options.host_selection {
-            HostSelection::FirstInNodeOrder => ties.min().unwrap_or(0),
+            // One pass: the highest total, the lowest node index among equals.
+            HostSelection::FirstInNodeOrder => rows
+                .map(|(&total, &index)| (total, std::cmp::Reverse(index)))
+                .max()
+                .map_or(0, |(_, std::cmp::Reverse(index))| index),
             HostSelection::Random { .. } => {
+                let best = scores.totals.iter().copied().max().unwrap_or(0);
+                let ties = rows.filter(|(t, _)| **t == best).map(|(_, i)| *i);
                 let mut chosen = 0;
                 for (seen, index) in ties.enumerate() {
                     if self.rng.next().is_multiple_of(seen as u64 + 1) {

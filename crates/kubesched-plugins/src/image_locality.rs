@@ -144,7 +144,8 @@ fn calculate_priority(sum: i64, num_containers: i64) -> i64 {
     } else {
         sum
     };
-    if max_threshold <= MIN_THRESHOLD {
+    // Most nodes have too little of the pod's images to score: skip the division.
+    if max_threshold <= MIN_THRESHOLD || sum == MIN_THRESHOLD {
         return 0;
     }
     MAX_NODE_SCORE * (sum - MIN_THRESHOLD) / (max_threshold - MIN_THRESHOLD)

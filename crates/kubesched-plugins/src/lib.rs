@@ -40,6 +40,7 @@ use serde::de::DeserializeOwned;
 pub mod balanced_allocation;
 pub mod default_binder;
 pub mod default_preemption;
+mod divisor;
 pub mod dynamic_resources;
 pub mod events;
 pub mod helper;

@@ -15,6 +15,7 @@ use kubesched_framework::{
     ScorePlugin, Snapshot, Status, filter_where,
 };
 
+use crate::divisor::RecentDivisor;
 use crate::resource_allocation::{
     Requests, ResourceColumn, ResourceKind, pod_resource_requests, resource_columns,
 };
@@ -93,9 +94,9 @@ impl NodeResourcesFit {
     /// requesting scalar resources always takes the full check.
     fn surely_fits(pod: &PodInfo, node: &NodeInfo) -> bool {
         let req = pod.requests();
-        let alloc = node.allocatable();
-        let used = node.requested();
-        (node.pods().len() as i64) < alloc.allowed_pod_number
+        let counts = node.counts();
+        let (alloc, used) = (&counts.allocatable, &counts.requested);
+        counts.pods < counts.allowed_pod_number
             && !is_short(req.milli_cpu, alloc.milli_cpu, used.milli_cpu)
             && !is_short(req.memory, alloc.memory, used.memory)
             && !is_short(
@@ -185,19 +186,23 @@ impl NodeResourcesFit {
     /// so the per-node loop is integer arithmetic.
     fn score_run(&self, pod_requests: &[i64], nodes: &[&NodeInfo], out: &mut [i64]) {
         let columns = resource_columns(&self.kinds, pod_requests, Requests::NonZero);
+        let mut divisors = RunDivisors {
+            per_resource: smallvec::smallvec![RecentDivisor::default(); columns.len()],
+            weights: RecentDivisor::default(),
+        };
         match &self.strategy {
             Strategy::LeastAllocated => fill_scores(nodes, out, |node| {
-                self.weighted_mean(&columns, node, |req, cap| {
+                self.weighted_mean(&columns, &mut divisors, node, |req, cap, by| {
                     if req > cap {
                         0
                     } else {
-                        (cap - req).wrapping_mul(MAX_NODE_SCORE) / cap
+                        by.divide((cap - req).wrapping_mul(MAX_NODE_SCORE), cap)
                     }
                 })
             }),
             Strategy::MostAllocated => fill_scores(nodes, out, |node| {
-                self.weighted_mean(&columns, node, |req, cap| {
-                    req.min(cap).wrapping_mul(MAX_NODE_SCORE).wrapping_div(cap)
+                self.weighted_mean(&columns, &mut divisors, node, |req, cap, by| {
+                    by.divide(req.min(cap).wrapping_mul(MAX_NODE_SCORE), cap)
                 })
             }),
             Strategy::RequestedToCapacityRatio(shape) => fill_scores(nodes, out, |node| {
@@ -230,36 +235,49 @@ impl NodeResourcesFit {
         }
     }
 
-    /// The weighted mean of `f(requested, allocatable)` over the resources the node
-    /// has (`allocatable` > 0), truncated as kube-scheduler's integer division.
+    /// The weighted mean of `f(requested, allocatable, divisor)` over the resources the
+    /// node has (`allocatable` > 0), truncated as kube-scheduler's integer division.
     #[inline(always)]
     fn weighted_mean(
         &self,
         columns: &[ResourceColumn<'_>],
+        divisors: &mut RunDivisors,
         node: &NodeInfo,
-        f: impl Fn(i64, i64) -> i64,
+        f: impl Fn(i64, i64, &mut RecentDivisor) -> i64,
     ) -> i64 {
         let mut score = 0i64;
         let mut weights = 0i64;
-        for (column, r) in columns.iter().zip(&self.resources) {
+        for ((column, r), by) in columns
+            .iter()
+            .zip(&self.resources)
+            .zip(divisors.per_resource.iter_mut())
+        {
             let (allocatable, requested) = column.read(node);
             if allocatable == 0 {
                 continue;
             }
-            score = score.wrapping_add(f(requested, allocatable).wrapping_mul(r.weight));
+            score = score.wrapping_add(f(requested, allocatable, by).wrapping_mul(r.weight));
             weights += r.weight;
         }
         if weights == 0 {
             0
         } else {
-            score.wrapping_div(weights)
+            divisors.weights.divide(score, weights)
         }
     }
 }
 
+/// The divisions of a scoring run: by each resource's allocatable, which nodes of one
+/// pool share, and by the sum of weights, which changes only when a node lacks a
+/// resource.
+struct RunDivisors {
+    per_resource: smallvec::SmallVec<[RecentDivisor; 4]>,
+    weights: RecentDivisor,
+}
+
 /// `out[i] = score(nodes[i])`, monomorphised per strategy so that the score inlines.
 #[inline(always)]
-fn fill_scores(nodes: &[&NodeInfo], out: &mut [i64], score: impl Fn(&NodeInfo) -> i64) {
+fn fill_scores(nodes: &[&NodeInfo], out: &mut [i64], mut score: impl FnMut(&NodeInfo) -> i64) {
     for (node, out) in nodes.iter().zip(out) {
         *out = score(node);
     }

@@ -4,12 +4,11 @@
 
 use kubesched_config::args::ResourceSpec;
 use kubesched_framework::quantity::Quantity;
-use kubesched_framework::resource::Resource;
 use kubesched_framework::resource::{
     DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, PodRequestOptions, ResourceList,
     is_scalar_resource_name, pod_requests,
 };
-use kubesched_framework::{NodeInfo, PodInfo, Status};
+use kubesched_framework::{BaseResources, NodeInfo, PodInfo, Status};
 
 /// Which requests a scorer counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,19 +100,32 @@ impl ResourceKind {
 /// that the per-node loop reads integers instead of matching on resource kinds.
 #[derive(Clone, Copy, Debug)]
 enum Reading<'a> {
-    /// cpu, memory or ephemeral-storage: the position in [`base`], and whether the
-    /// requested amount is the non-zero sum (cpu and memory when scoring with
-    /// [`Requests::NonZero`]).
-    Base { field: usize, non_zero: bool },
+    /// cpu, memory or ephemeral-storage; the requested amount is the non-zero sum when
+    /// `non_zero` (cpu and memory when scoring with [`Requests::NonZero`]).
+    Base { field: BaseField, non_zero: bool },
     /// A scalar resource, by name.
     Scalar(&'a str),
     /// Not scored: an extended resource the pod does not ask for.
     Skip,
 }
 
-/// cpu, memory and ephemeral-storage of a [`Resource`], by position.
-fn base(r: &Resource) -> [i64; 3] {
-    [r.milli_cpu, r.memory, r.ephemeral_storage]
+/// One of the resources a [`BaseResources`] holds.
+#[derive(Clone, Copy, Debug)]
+enum BaseField {
+    Cpu,
+    Memory,
+    EphemeralStorage,
+}
+
+impl BaseField {
+    #[inline(always)]
+    fn of(self, r: &BaseResources) -> i64 {
+        match self {
+            BaseField::Cpu => r.milli_cpu,
+            BaseField::Memory => r.memory,
+            BaseField::EphemeralStorage => r.ephemeral_storage,
+        }
+    }
 }
 
 /// One configured resource, resolved for a pod: how to read it on a node, and the
@@ -132,14 +144,15 @@ impl ResourceColumn<'_> {
     pub fn read(&self, node: &NodeInfo) -> (i64, i64) {
         match self.reading {
             Reading::Base { field, non_zero } => {
+                let counts = node.counts();
                 let requested = if non_zero {
-                    node.non_zero_requested()
+                    &counts.non_zero_requested
                 } else {
-                    node.requested()
+                    &counts.requested
                 };
                 (
-                    base(node.allocatable())[field],
-                    base(requested)[field] + self.pod_request,
+                    field.of(&counts.allocatable),
+                    field.of(requested) + self.pod_request,
                 )
             }
             Reading::Scalar(name) => match node.allocatable().scalar_resources.get(name) {
@@ -164,11 +177,17 @@ pub fn resource_columns<'a>(
         .zip(pod_requests)
         .map(|(kind, &pod_request)| {
             let reading = match kind {
-                ResourceKind::Cpu => Reading::Base { field: 0, non_zero },
-                ResourceKind::Memory => Reading::Base { field: 1, non_zero },
+                ResourceKind::Cpu => Reading::Base {
+                    field: BaseField::Cpu,
+                    non_zero,
+                },
+                ResourceKind::Memory => Reading::Base {
+                    field: BaseField::Memory,
+                    non_zero,
+                },
                 // Scoring counts actual ephemeral-storage requests either way.
                 ResourceKind::EphemeralStorage => Reading::Base {
-                    field: 2,
+                    field: BaseField::EphemeralStorage,
                     non_zero: false,
                 },
                 ResourceKind::Other { scalar: true, .. } if pod_request == 0 => Reading::Skip,
