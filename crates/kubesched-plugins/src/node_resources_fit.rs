@@ -185,14 +185,20 @@ impl NodeResourcesFit {
     /// resource). The resources are resolved and the strategy chosen once for the run,
     /// so the per-node loop is integer arithmetic.
     fn score_run(&self, pod_requests: &[i64], nodes: &[&NodeInfo], out: &mut [i64]) {
-        let columns = resource_columns(&self.kinds, pod_requests, Requests::NonZero);
-        let mut divisors = RunDivisors {
-            per_resource: smallvec::smallvec![RecentDivisor::default(); columns.len()],
-            weights: RecentDivisor::default(),
-        };
+        let mut scored: smallvec::SmallVec<[Scored<'_>; 4]> =
+            resource_columns(&self.kinds, pod_requests, Requests::NonZero)
+                .into_iter()
+                .zip(&self.resources)
+                .map(|(column, r)| Scored {
+                    column,
+                    weight: r.weight,
+                    by: RecentDivisor::default(),
+                })
+                .collect();
+        let mut by_weights = RecentDivisor::default();
         match &self.strategy {
             Strategy::LeastAllocated => fill_scores(nodes, out, |node| {
-                self.weighted_mean(&columns, &mut divisors, node, |req, cap, by| {
+                weighted_mean(&mut scored, &mut by_weights, node, |req, cap, by| {
                     if req > cap {
                         0
                     } else {
@@ -201,15 +207,15 @@ impl NodeResourcesFit {
                 })
             }),
             Strategy::MostAllocated => fill_scores(nodes, out, |node| {
-                self.weighted_mean(&columns, &mut divisors, node, |req, cap, by| {
+                weighted_mean(&mut scored, &mut by_weights, node, |req, cap, by| {
                     by.divide(req.min(cap).wrapping_mul(MAX_NODE_SCORE), cap)
                 })
             }),
             Strategy::RequestedToCapacityRatio(shape) => fill_scores(nodes, out, |node| {
                 let mut score = 0f64;
                 let mut weights = 0i64;
-                for (column, r) in columns.iter().zip(&self.resources) {
-                    let (allocatable, requested) = column.read(node);
+                for s in &scored {
+                    let (allocatable, requested) = s.column.read(node);
                     if allocatable == 0 {
                         continue;
                     }
@@ -220,10 +226,10 @@ impl NodeResourcesFit {
                             .wrapping_mul(MAX_UTILIZATION)
                             .wrapping_div(allocatable)
                     };
-                    let s = broken_linear(shape, utilization);
-                    if s > 0 {
-                        score += (s * r.weight) as f64;
-                        weights += r.weight;
+                    let points = broken_linear(shape, utilization);
+                    if points > 0 {
+                        score += (points * s.weight) as f64;
+                        weights += s.weight;
                     }
                 }
                 if weights == 0 {
@@ -234,45 +240,41 @@ impl NodeResourcesFit {
             }),
         }
     }
-
-    /// The weighted mean of `f(requested, allocatable, divisor)` over the resources the
-    /// node has (`allocatable` > 0), truncated as kube-scheduler's integer division.
-    #[inline(always)]
-    fn weighted_mean(
-        &self,
-        columns: &[ResourceColumn<'_>],
-        divisors: &mut RunDivisors,
-        node: &NodeInfo,
-        f: impl Fn(i64, i64, &mut RecentDivisor) -> i64,
-    ) -> i64 {
-        let mut score = 0i64;
-        let mut weights = 0i64;
-        for ((column, r), by) in columns
-            .iter()
-            .zip(&self.resources)
-            .zip(divisors.per_resource.iter_mut())
-        {
-            let (allocatable, requested) = column.read(node);
-            if allocatable == 0 {
-                continue;
-            }
-            score = score.wrapping_add(f(requested, allocatable, by).wrapping_mul(r.weight));
-            weights += r.weight;
-        }
-        if weights == 0 {
-            0
-        } else {
-            divisors.weights.divide(score, weights)
-        }
-    }
 }
 
-/// The divisions of a scoring run: by each resource's allocatable, which nodes of one
-/// pool share, and by the sum of weights, which changes only when a node lacks a
-/// resource.
-struct RunDivisors {
-    per_resource: smallvec::SmallVec<[RecentDivisor; 4]>,
-    weights: RecentDivisor,
+/// A scored resource in a run: where to read it, its weight, and the divisions by its
+/// allocatable (which nodes of one pool share).
+struct Scored<'a> {
+    column: ResourceColumn<'a>,
+    weight: i64,
+    by: RecentDivisor,
+}
+
+/// The weighted mean of `f(requested, allocatable, divisor)` over the resources the
+/// node has (`allocatable` > 0), truncated as kube-scheduler's integer division; the
+/// sum of weights changes only when a node lacks a resource.
+#[inline(always)]
+fn weighted_mean(
+    scored: &mut [Scored<'_>],
+    by_weights: &mut RecentDivisor,
+    node: &NodeInfo,
+    f: impl Fn(i64, i64, &mut RecentDivisor) -> i64,
+) -> i64 {
+    let mut score = 0i64;
+    let mut weights = 0i64;
+    for s in scored {
+        let (allocatable, requested) = s.column.read(node);
+        if allocatable == 0 {
+            continue;
+        }
+        score = score.wrapping_add(f(requested, allocatable, &mut s.by).wrapping_mul(s.weight));
+        weights += s.weight;
+    }
+    if weights == 0 {
+        0
+    } else {
+        by_weights.divide(score, weights)
+    }
 }
 
 /// `out[i] = score(nodes[i])`, monomorphised per strategy so that the score inlines.
