@@ -1092,19 +1092,13 @@ impl Framework {
             }
             Ok(())
         };
-        // Plugins whose scores are normalised over all nodes are weighed after that;
-        // the others are weighed in the run that scored them.
-        let normalizes: Vec<bool> = active
-            .iter()
-            .map(|s| s.wired.plugin.score_extensions().is_some())
-            .collect();
         // Scores for a run of nodes, given each plugin's column and the totals for the
         // run: one plugin at a time over the run (one call per plugin, not per node),
         // or, in a sampled cycle, one call per node and plugin so that each is timed.
         let score_run =
             |columns: &mut [&mut [i64]], totals: &mut [i64], run: &[(usize, &NodeInfo)]| {
                 let run_nodes: Vec<&NodeInfo> = run.iter().map(|&(_, node)| node).collect();
-                for ((column, s), &normalizes) in columns.iter_mut().zip(&active).zip(&normalizes) {
+                for (column, s) in columns.iter_mut().zip(&active) {
                     if obs.is_some() {
                         for (cell, &(_, node)) in column.iter_mut().zip(run) {
                             *cell = timed(
@@ -1124,7 +1118,8 @@ impl Framework {
                             .score_nodes(state, pod, &run_nodes, column)
                             .map_err(|e| failed(s, e))?;
                     }
-                    if !normalizes {
+                    // Scores normalised over all nodes are weighed once normalised, below.
+                    if s.wired.plugin.score_extensions().is_none() {
                         weigh(s, column, totals)?;
                     }
                 }
@@ -1158,32 +1153,27 @@ impl Framework {
                 score_run(&mut columns, totals, run)?;
             }
         }
-        for ((column, s), _) in table
-            .scores
-            .chunks_mut(rows)
-            .zip(&active)
-            .zip(&normalizes)
-            .filter(|(_, normalizes)| **normalizes)
-        {
-            if let Some(ext) = s.wired.plugin.score_extensions() {
-                let mut normalized: Vec<NodeScore> = nodes
-                    .iter()
-                    .zip(column.iter())
-                    .map(|(&(node_index, _), &score)| NodeScore { node_index, score })
-                    .collect();
-                let status = timed(
-                    obs,
-                    &s.wired.name,
-                    "ScoreExtensionNormalize",
-                    Status::code,
-                    || ext.normalize_score(state, pod, &mut normalized),
-                );
-                if !status.is_success() {
-                    return Err(failed(s, status));
-                }
-                for (cell, ns) in column.iter_mut().zip(&normalized) {
-                    *cell = ns.score;
-                }
+        for (column, s) in table.scores.chunks_mut(rows).zip(&active) {
+            let Some(ext) = s.wired.plugin.score_extensions() else {
+                continue;
+            };
+            let mut normalized: Vec<NodeScore> = nodes
+                .iter()
+                .zip(column.iter())
+                .map(|(&(node_index, _), &score)| NodeScore { node_index, score })
+                .collect();
+            let status = timed(
+                obs,
+                &s.wired.name,
+                "ScoreExtensionNormalize",
+                Status::code,
+                || ext.normalize_score(state, pod, &mut normalized),
+            );
+            if !status.is_success() {
+                return Err(failed(s, status));
+            }
+            for (cell, ns) in column.iter_mut().zip(&normalized) {
+                *cell = ns.score;
             }
             weigh(s, column, &mut table.totals)?;
         }

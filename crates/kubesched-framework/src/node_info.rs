@@ -139,7 +139,6 @@ pub struct NodeInfo {
     pods: Vec<Arc<PodInfo>>,
     allocatable: Resource,
     requested: Resource,
-    non_zero_requested: Resource,
     node: Arc<Node>,
     pods_with_affinity: Vec<Arc<PodInfo>>,
     pods_with_required_anti_affinity: Vec<Arc<PodInfo>>,
@@ -175,7 +174,6 @@ impl NodeInfo {
             pods_with_required_anti_affinity: Vec::new(),
             used_ports: HostPortInfo::default(),
             requested: Resource::default(),
-            non_zero_requested: Resource::default(),
             allocatable,
             image_states: HashMap::new(),
             generation: 0,
@@ -273,10 +271,10 @@ impl NodeInfo {
         &self.requested
     }
 
-    /// The sum of the pods' requests with the non-zero cpu/memory defaults (only
-    /// `milli_cpu` and `memory` are meaningful), as scoring reads it.
-    pub fn non_zero_requested(&self) -> &Resource {
-        &self.non_zero_requested
+    /// The sum of the pods' requests with the non-zero cpu/memory defaults, as scoring
+    /// reads it (ephemeral-storage as requested).
+    pub fn non_zero_requested(&self) -> &BaseResources {
+        &self.counts.non_zero_requested
     }
 
     /// The node's allocatable resources.
@@ -344,13 +342,11 @@ impl NodeInfo {
                 self.used_ports.remove(port);
             }
         }
-        self.non_zero_requested.milli_cpu += sign * res.non_zero_milli_cpu;
-        self.non_zero_requested.memory += sign * res.non_zero_memory;
+        let non_zero = &mut self.counts.non_zero_requested;
+        non_zero.milli_cpu += sign * res.non_zero_milli_cpu;
+        non_zero.memory += sign * res.non_zero_memory;
+        non_zero.ephemeral_storage = self.requested.ephemeral_storage;
         self.counts.requested = BaseResources::of(&self.requested);
-        self.counts.non_zero_requested = BaseResources {
-            ephemeral_storage: self.requested.ephemeral_storage,
-            ..BaseResources::of(&self.non_zero_requested)
-        };
         self.generation += 1;
     }
 }
@@ -371,15 +367,18 @@ mod tests {
         Arc::new(PodInfo::new(Arc::new(pod)).expect("pod"))
     }
 
-    /// What `counts()` must say: the full resources' numbers.
+    /// What `counts()` must say: the full resources' numbers, and the non-zero sums
+    /// from the pods on the node.
     fn expected_counts(node: &NodeInfo) -> NodeCounts {
+        let non_zero = |each: fn(&PodInfo) -> i64| node.pods().iter().map(|p| each(p)).sum();
         NodeCounts {
             allocatable: BaseResources::of(node.allocatable()),
             allowed_pod_number: node.allocatable().allowed_pod_number,
             requested: BaseResources::of(node.requested()),
             non_zero_requested: BaseResources {
+                milli_cpu: non_zero(|p| p.resources().non_zero_milli_cpu),
+                memory: non_zero(|p| p.resources().non_zero_memory),
                 ephemeral_storage: node.requested().ephemeral_storage,
-                ..BaseResources::of(node.non_zero_requested())
             },
             pods: node.pods().len() as i64,
         }

@@ -128,17 +128,9 @@ impl PreScorePlugin for BalancedAllocation {
 
 impl ScorePlugin for BalancedAllocation {
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        match state.read::<PodRequests>() {
-            Some(r) => Ok(self.score_node(node, &r.0)),
-            // PreScore disabled: compute here, scoring best-effort pods 0.
-            None => {
-                let requests = pod_resource_requests(pod, &self.resources, Requests::Actual)?;
-                if requests.iter().all(|&r| r == 0) {
-                    return Ok(0);
-                }
-                Ok(self.score_node(node, &requests))
-            }
-        }
+        let mut score = [0];
+        self.score_nodes(state, pod, &[node], &mut score)?;
+        Ok(score[0])
     }
 
     fn score_nodes(
@@ -148,12 +140,18 @@ impl ScorePlugin for BalancedAllocation {
         nodes: &[&NodeInfo],
         out: &mut [i64],
     ) -> Result<(), Status> {
-        let Some(PodRequests(requests)) = state.read::<PodRequests>() else {
-            // PreScore disabled: the per-node path computes the requests.
-            for (node, out) in nodes.iter().zip(out) {
-                *out = self.score(state, pod, node)?;
+        let computed;
+        let requests: &[i64] = match state.read::<PodRequests>() {
+            Some(r) => &r.0,
+            // PreScore disabled: compute the requests here, scoring best-effort pods 0.
+            None => {
+                computed = pod_resource_requests(pod, &self.resources, Requests::Actual)?;
+                if computed.iter().all(|&r| r == 0) {
+                    out.fill(0);
+                    return Ok(());
+                }
+                &computed
             }
-            return Ok(());
         };
         let columns = resource_columns(&self.kinds, requests, Requests::Actual);
         for (node, out) in nodes.iter().zip(out) {
