@@ -596,6 +596,10 @@ impl Scheduler {
             }
         };
         let total = candidates.len();
+        // The round-robin index counts every node of the snapshot, but a PreFilter
+        // result can leave fewer candidates: like kube-scheduler's
+        // findNodesThatPassFilters, start at the index modulo the candidates searched.
+        let start = if total == 0 { 0 } else { start % total };
         let state: &CycleState = state;
         let (feasible, mut rejected) = if !fwk.has_filter_plugins() {
             let feasible = (0..to_find.min(total))
