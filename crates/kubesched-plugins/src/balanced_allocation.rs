@@ -22,7 +22,8 @@ use kubesched_framework::{
 };
 
 use crate::resource_allocation::{
-    Requests, ResourceColumn, ResourceKind, pod_resource_requests, resource_columns,
+    PodLevelResources, Requests, ResourceColumn, ResourceKind, pod_resource_requests,
+    resource_columns,
 };
 
 /// The plugin's name.
@@ -114,7 +115,12 @@ impl PreScorePlugin for BalancedAllocation {
         _: &[&NodeInfo],
         _: &Snapshot,
     ) -> Status {
-        let requests = match pod_resource_requests(pod, &self.resources, Requests::Actual) {
+        let requests = match pod_resource_requests(
+            pod,
+            &self.resources,
+            Requests::Actual,
+            PodLevelResources::Honoured,
+        ) {
             Ok(r) => r,
             Err(s) => return s,
         };
@@ -145,7 +151,12 @@ impl ScorePlugin for BalancedAllocation {
             Some(r) => &r.0,
             // PreScore disabled: compute the requests here, scoring best-effort pods 0.
             None => {
-                computed = pod_resource_requests(pod, &self.resources, Requests::Actual)?;
+                computed = pod_resource_requests(
+                    pod,
+                    &self.resources,
+                    Requests::Actual,
+                    PodLevelResources::Honoured,
+                )?;
                 if computed.iter().all(|&r| r == 0) {
                     out.fill(0);
                     return Ok(());

@@ -17,7 +17,8 @@ use kubesched_framework::{
 
 use crate::divisor::RecentDivisor;
 use crate::resource_allocation::{
-    Requests, ResourceColumn, ResourceKind, pod_resource_requests, resource_columns,
+    PodLevelResources, Requests, ResourceColumn, ResourceKind, pod_resource_requests,
+    resource_columns,
 };
 
 /// The plugin's name.
@@ -376,7 +377,12 @@ impl PreScorePlugin for NodeResourcesFit {
         _: &[&NodeInfo],
         _: &Snapshot,
     ) -> Status {
-        match pod_resource_requests(pod, &self.resources, Requests::NonZero) {
+        match pod_resource_requests(
+            pod,
+            &self.resources,
+            Requests::NonZero,
+            PodLevelResources::Ignored,
+        ) {
             Ok(r) => {
                 state.write(PodScoreRequests(r));
                 Status::success()
@@ -401,6 +407,7 @@ impl NodeResourcesFit {
                 pod,
                 &self.resources,
                 Requests::NonZero,
+                PodLevelResources::Ignored,
             )?)),
         }
     }

@@ -20,14 +20,32 @@ pub enum Requests {
     NonZero,
 }
 
+/// Whether a scorer reads the pod-level `spec.resources` of the pod being scheduled
+/// (kube-scheduler's `resourceAllocationScorer.enablePodLevelResources`).
+///
+/// BalancedAllocation's scorer is built with the PodLevelResources feature gate;
+/// NodeResourcesFit's strategies build theirs without it (v1.35 and v1.36), so its
+/// score sums the containers' requests even when `spec.resources` is set. Pods
+/// already on the node count with their pod-level requests either way: the node's
+/// totals come from `NodeInfo`, not from the scorer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PodLevelResources {
+    /// `spec.resources.requests` replaces the containers' sum where it is set.
+    Honoured,
+    /// The containers (and overhead) only.
+    Ignored,
+}
+
 /// The pod's request of each configured resource, in the configured order: cpu in
 /// milli units, everything else in units.
 pub fn pod_resource_requests(
     pod: &PodInfo,
     resources: &[ResourceSpec],
     requests: Requests,
+    pod_level: PodLevelResources,
 ) -> Result<Vec<i64>, Status> {
     let opts = PodRequestOptions {
+        skip_pod_level_resources: pod_level == PodLevelResources::Ignored,
         non_missing_container_requests: (requests == Requests::NonZero).then(|| {
             ResourceList::from([
                 (
