@@ -19,10 +19,7 @@ pub(super) fn decode<T: DeserializeOwned>(
     object: &str,
 ) -> Result<T, ScenarioError> {
     serde_path_to_error::deserialize(Strict { value }).map_err(|error| {
-        let field = match error.path().to_string() {
-            root if root == "." => String::new(),
-            path => path,
-        };
+        let field = render_path(error.path());
         let (file, object) = (file.to_owned(), object.to_owned());
         match error.into_inner() {
             StrictError::UnknownField { suggestion } => ScenarioError::UnknownField {
@@ -46,6 +43,36 @@ pub(super) fn decode<T: DeserializeOwned>(
             },
         }
     })
+}
+
+/// A decoding path as the loader's messages show it (`spec.containers[0].name`), keys
+/// quoted when they are not plain; empty for the object itself.
+fn render_path(path: &serde_path_to_error::Path) -> String {
+    let mut out = String::new();
+    for segment in path.iter() {
+        match segment {
+            serde_path_to_error::Segment::Seq { index } => out.push_str(&format!("[{index}]")),
+            serde_path_to_error::Segment::Map { key } => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(&kubesched_config::echo(key));
+            }
+            serde_path_to_error::Segment::Enum { variant } => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(variant);
+            }
+            serde_path_to_error::Segment::Unknown => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push('?');
+            }
+        }
+    }
+    out
 }
 
 /// The error of [`Strict`]; serde_path_to_error adds the path.

@@ -1,5 +1,7 @@
 //! [`ScenarioError`]: every way loading a scenario can fail, each displayed as one line.
 
+use kubesched_config::echo;
+
 /// Why a scenario could not be loaded. Every variant displays as one line that starts with
 /// the file (with the document number when the object has no name to identify it).
 #[derive(Debug, thiserror::Error)]
@@ -44,7 +46,7 @@ pub enum ScenarioError {
         problem: &'static str,
     },
     /// An object has no `metadata.name` (or an empty one).
-    #[error("{document}: {kind}: metadata.name: missing")]
+    #[error("{document}: {}: metadata.name: missing", echo(kind))]
     MissingName {
         /// The file and document.
         document: String,
@@ -64,7 +66,7 @@ pub enum ScenarioError {
         suggestion: Option<String>,
     },
     /// A resource quantity of a Pod or Node does not parse.
-    #[error("{file}: {object}: {field}: invalid quantity \"{value}\": {reason}")]
+    #[error("{file}: {object}: {field}: invalid quantity {value:?}: {reason}")]
     InvalidQuantity {
         /// The file (and document, when the object has no name).
         file: String,
@@ -90,8 +92,24 @@ pub enum ScenarioError {
         /// The decoder's message.
         message: String,
     },
+    /// A `kind` that is not one kubesched knows but looks like a typo of one (another
+    /// case, a truncation, a letter or two off): kept silently it would be ignored.
+    #[error(
+        "{file}: kind: unknown kind {kind:?}, did you mean {suggestion}? (kinds kubesched does not read are ignored, so a typo would drop the object)"
+    )]
+    UnknownKind {
+        /// The file (and document, when the object has no name).
+        file: String,
+        /// The kind as written.
+        kind: String,
+        /// The known kind it most likely stands for.
+        suggestion: &'static str,
+    },
     /// Two nodes have the same name.
-    #[error("{file}: Node {name}: metadata.name: duplicate node name (first defined in {first})")]
+    #[error(
+        "{file}: Node {}: metadata.name: duplicate node name (first defined in {first})",
+        echo(name)
+    )]
     DuplicateNode {
         /// The file of the second node.
         file: String,
@@ -102,7 +120,9 @@ pub enum ScenarioError {
     },
     /// Two pods have the same namespace and name.
     #[error(
-        "{file}: Pod {namespace}/{name}: metadata.name: duplicate pod (first defined in {first})"
+        "{file}: Pod {}/{}: metadata.name: duplicate pod (first defined in {first})",
+        echo(namespace),
+        echo(name)
     )]
     DuplicatePod {
         /// The file of the second pod.
@@ -125,7 +145,7 @@ pub enum ScenarioError {
         first: String,
     },
     /// A `List` whose `items` is not a sequence, or lists nested too deeply.
-    #[error("{document}: {kind}: items: {message}")]
+    #[error("{document}: {}: items: {message}", echo(kind))]
     InvalidList {
         /// The file and document.
         document: String,

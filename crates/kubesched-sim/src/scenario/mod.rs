@@ -62,9 +62,14 @@ use serde_json::{Map, Value};
 
 pub use error::ScenarioError;
 
+use kubesched_config::echo;
+
 use decode::decode;
-use parse::parse_documents;
-use validate::{describe, is_known_kind, raw_str, type_field};
+use parse::{BadNumber, Segment, parse_documents, render};
+use validate::{
+    describe, is_known_kind, namespace_problem, near_miss_kind, raw_str, subdomain_name_problem,
+    type_field,
+};
 
 /// One input file of a scenario.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -134,14 +139,14 @@ pub fn load(sources: &[Source]) -> Result<Scenario, ScenarioError> {
     for source in sources {
         let documents = parse_documents(source)?;
         let single = documents.len() == 1;
-        for (number, value) in documents {
+        for document in documents {
             let origin = Origin {
                 file: &source.name,
-                document: number,
+                document: document.number,
                 single,
                 items: Vec::new(),
             };
-            builder.add(&origin, value)?;
+            builder.add(&origin, document.value, document.bad_number)?;
         }
     }
     Ok(builder.finish())
@@ -196,19 +201,50 @@ struct Builder {
 }
 
 impl Builder {
-    fn add(&mut self, origin: &Origin<'_>, value: Value) -> Result<(), ScenarioError> {
+    fn add(
+        &mut self,
+        origin: &Origin<'_>,
+        value: Value,
+        bad_number: Option<BadNumber>,
+    ) -> Result<(), ScenarioError> {
         let Value::Object(object) = value else {
             return Err(ScenarioError::NotAnObject {
                 document: origin.document(),
                 found: describe(&value),
             });
         };
+        let is_list = matches!(object.get("kind"), Some(Value::String(k)) if k.ends_with("List"));
+        // A number JSON cannot hold is reported on the object (the list item) holding it.
+        if let Some(bad) = bad_number {
+            match (is_list, bad.path.as_slice()) {
+                (true, [Segment::Key(items), Segment::Index(i), ..]) if items == "items" => {
+                    let api_version = type_field(&object, "apiVersion", origin)?.to_owned();
+                    let kind = type_field(&object, "kind", origin)?.to_owned();
+                    let item = BadNumber {
+                        path: bad.path[2..].to_vec(),
+                        written: bad.written,
+                    };
+                    return self.add_list(origin, object, &api_version, &kind, Some((*i, item)));
+                }
+                _ => {
+                    let value = Value::Object(object);
+                    let kind = raw_str(&value, "/kind").unwrap_or("object");
+                    let (file, object) = object_label(origin, kind, &value);
+                    return Err(ScenarioError::Decode {
+                        file,
+                        object,
+                        field: render(&bad.path),
+                        message: bad.message(),
+                    });
+                }
+            }
+        }
         let api_version = type_field(&object, "apiVersion", origin)?.to_owned();
         let kind = type_field(&object, "kind", origin)?.to_owned();
 
         // Kinds ending in "List" are reserved for lists in Kubernetes.
-        if kind.ends_with("List") {
-            return self.add_list(origin, object, &api_version, &kind);
+        if is_list {
+            return self.add_list(origin, object, &api_version, &kind, None);
         }
         let value = Value::Object(object);
         match (api_version.as_str(), kind.as_str()) {
@@ -229,7 +265,17 @@ impl Builder {
                 });
                 Ok(())
             }
-            _ => self.add_other(origin, value, api_version, kind),
+            _ => {
+                if let Some(suggestion) = near_miss_kind(&kind) {
+                    let (file, _) = object_label(origin, &kind, &value);
+                    return Err(ScenarioError::UnknownKind {
+                        file,
+                        kind,
+                        suggestion,
+                    });
+                }
+                self.add_other(origin, value, api_version, kind)
+            }
         }
     }
 
@@ -239,6 +285,7 @@ impl Builder {
         mut object: Map<String, Value>,
         api_version: &str,
         kind: &str,
+        mut bad_item: Option<(usize, BadNumber)>,
     ) -> Result<(), ScenarioError> {
         let items = match object.remove("items") {
             Some(Value::Null) => Vec::new(),
@@ -279,24 +326,35 @@ impl Builder {
             let mut items = origin.items.clone();
             items.push(index);
             let item_origin = Origin { items, ..*origin };
-            self.add(&item_origin, item)?;
+            let bad = match bad_item.take() {
+                Some((i, bad)) if i == index => Some(bad),
+                other => {
+                    bad_item = other;
+                    None
+                }
+            };
+            self.add(&item_origin, item, bad)?;
         }
         Ok(())
     }
 
     fn add_node(&mut self, origin: &Origin<'_>, value: &Value) -> Result<(), ScenarioError> {
-        let name = raw_str(value, "/metadata/name");
-        let (file, object) = match name {
-            Some(name) => (origin.file.to_owned(), format!("Node {name}")),
-            None => (origin.document(), "Node".to_owned()),
-        };
-        let node: Node = decode(value, &file, &object)?;
+        let (file, object) = object_label(origin, "Node", value);
+        let mut node: Node = decode(value, &file, &object)?;
         let Some(name) = node.metadata.name.clone().filter(|n| !n.is_empty()) else {
             return Err(ScenarioError::MissingName {
                 document: origin.document(),
                 kind: "Node".into(),
             });
         };
+        if let Some(message) = subdomain_name_problem(&name) {
+            return Err(ScenarioError::Decode {
+                file,
+                object,
+                field: "metadata.name".into(),
+                message,
+            });
+        }
         if let Some(first) = self.nodes.get(&name) {
             return Err(ScenarioError::DuplicateNode {
                 file,
@@ -304,17 +362,14 @@ impl Builder {
                 first: first.clone(),
             });
         }
+        defaults::default_node(&mut node);
         self.nodes.insert(name, origin.source());
         self.scenario.nodes.push(Arc::new(node));
         Ok(())
     }
 
     fn add_pod(&mut self, origin: &Origin<'_>, value: &Value) -> Result<(), ScenarioError> {
-        let namespace = raw_str(value, "/metadata/namespace").unwrap_or("default");
-        let (file, object) = match raw_str(value, "/metadata/name") {
-            Some(name) => (origin.file.to_owned(), format!("Pod {namespace}/{name}")),
-            None => (origin.document(), "Pod".to_owned()),
-        };
+        let (file, object) = object_label(origin, "Pod", value);
         let mut pod: Pod = decode(value, &file, &object)?;
         let Some(name) = pod.metadata.name.clone().filter(|n| !n.is_empty()) else {
             return Err(ScenarioError::MissingName {
@@ -322,6 +377,31 @@ impl Builder {
                 kind: "Pod".into(),
             });
         };
+        let problem = |field: &str, message: String| ScenarioError::Decode {
+            file: file.clone(),
+            object: object.clone(),
+            field: field.into(),
+            message,
+        };
+        if let Some(message) = subdomain_name_problem(&name) {
+            return Err(problem("metadata.name", message));
+        }
+        if let Some(message) = pod
+            .metadata
+            .namespace
+            .as_deref()
+            .filter(|ns| !ns.is_empty())
+            .and_then(namespace_problem)
+        {
+            return Err(problem("metadata.namespace", message));
+        }
+        if pod
+            .spec
+            .as_ref()
+            .is_none_or(|spec| spec.containers.is_empty())
+        {
+            return Err(problem("spec.containers", "Required value".into()));
+        }
 
         defaults::default_pod(&mut pod);
         let namespace = pod.metadata.namespace.clone().unwrap_or_default();
@@ -362,12 +442,16 @@ impl Builder {
         let namespace = raw_str(&value, "/metadata/namespace").map(str::to_owned);
         if matches!(kind.as_str(), "Pod" | "Node" | "KubeSchedulerConfiguration") {
             self.scenario.warnings.push(format!(
-                "{}: {kind} {name}: apiVersion: {api_version:?} is not a version the scheduler reads; kept as an other object, not as a {kind}",
-                origin.document()
+                "{}: {kind} {}: apiVersion: {api_version:?} is not a version the scheduler reads; kept as an other object, not as a {kind}",
+                origin.document(),
+                echo(&name),
             ));
         }
         if !is_known_kind(&api_version, &kind) {
-            let key = (origin.file.to_owned(), format!("{api_version} {kind}"));
+            let key = (
+                origin.file.to_owned(),
+                format!("{} {}", echo(&api_version), echo(&kind)),
+            );
             match self.unknown_kinds.iter_mut().find(|(k, _)| *k == key) {
                 Some((_, n)) => *n += 1,
                 None => self.unknown_kinds.push((key, 1)),
@@ -405,4 +489,25 @@ impl Builder {
         }
         self.scenario
     }
+}
+
+/// The file (with the document number when the object has no name) and the object as
+/// messages name them: `Pod default/web-1` (a pod's namespace defaults to `default`),
+/// `Node n1`, `Service team/web`, or the kind alone. Names and namespaces that are not
+/// plain are quoted.
+fn object_label(origin: &Origin<'_>, kind: &str, value: &Value) -> (String, String) {
+    let kind = echo(kind);
+    let Some(name) = raw_str(value, "/metadata/name") else {
+        return (origin.document(), kind.into_owned());
+    };
+    let namespace = match raw_str(value, "/metadata/namespace") {
+        _ if kind == "Node" => None,
+        None if kind == "Pod" => Some("default"),
+        namespace => namespace,
+    };
+    let object = match namespace {
+        Some(namespace) => format!("{kind} {}/{}", echo(namespace), echo(name)),
+        None => format!("{kind} {}", echo(name)),
+    };
+    (origin.file.to_owned(), object)
 }

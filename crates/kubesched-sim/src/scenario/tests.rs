@@ -32,8 +32,15 @@ fn error(text: &str) -> String {
     }
 }
 
+/// A Pod document; without a `spec` in `body`, one with a single container is added (the
+/// API server requires a container).
 fn pod(name: &str, body: &str) -> String {
-    format!("---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n{body}")
+    let spec = if body.contains("spec:") {
+        ""
+    } else {
+        "spec:\n  containers:\n  - name: c\n"
+    };
+    format!("---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n{body}{spec}")
 }
 
 fn node(name: &str, body: &str) -> String {
@@ -181,13 +188,13 @@ fn pod_defaulting() {
     let text = pod("a", CONTAINER)
         + &pod(
             "b",
-            "  namespace: ''\nspec:\n  schedulerName: ''\n  containers: []\n",
+            "  namespace: ''\nspec:\n  schedulerName: ''\n  containers: [{name: c}]\n",
         )
         + &pod(
             "c",
-            "  namespace: team\nspec:\n  schedulerName: mine\n  containers: []\n",
+            "  namespace: team\nspec:\n  schedulerName: mine\n  containers: [{name: c}]\n",
         )
-        + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: d}\n";
+        + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: d}\nspec: {containers: [{name: c}]}\n";
     let scenario = load_one(&text).unwrap();
     let got: Vec<_> = scenario
         .pods
@@ -252,13 +259,14 @@ items:
 - apiVersion: v1
   kind: Pod
   metadata: {name: p1, namespace: ns}
-  spec: {nodeName: n1, containers: []}
+  spec: {nodeName: n1, containers: [{name: c}]}
 - apiVersion: v1
   kind: PodList
   items:
   - metadata: {name: p2}
-    spec: {containers: []}
+    spec: {containers: [{name: c}]}
   - metadata: {name: p3}
+    spec: {containers: [{name: c}]}
 - apiVersion: v1
   kind: Service
   metadata: {name: svc, namespace: ns}
@@ -321,9 +329,9 @@ fn json_files_are_accepted() {
 #[test]
 fn bound_pod_on_missing_node_is_a_warning() {
     let text = node("n1", "")
-        + &pod("on-n1", "spec: {nodeName: n1, containers: []}\n")
-        + &pod("on-n9", "spec: {nodeName: n9, containers: []}\n")
-        + &pod("late", "spec: {nodeName: n2, containers: []}\n")
+        + &pod("on-n1", "spec: {nodeName: n1, containers: [{name: c}]}\n")
+        + &pod("on-n9", "spec: {nodeName: n9, containers: [{name: c}]}\n")
+        + &pod("late", "spec: {nodeName: n2, containers: [{name: c}]}\n")
         + &node("n2", "");
     let scenario = load_one(&text).unwrap();
     assert_eq!(scenario.pods.len(), 3);
@@ -374,7 +382,10 @@ fn other_objects_and_config() {
 #[test]
 fn unknown_fields_suggest_the_closest_known_field() {
     assert_eq!(
-        error(&pod("p", "spec:\n  schdulerName: x\n  containers: []\n")),
+        error(&pod(
+            "p",
+            "spec:\n  schdulerName: x\n  containers: [{name: c}]\n"
+        )),
         "x.yaml: Pod default/p: spec.schdulerName: unknown field, did you mean schedulerName?"
     );
     assert_eq!(
@@ -650,4 +661,342 @@ fn never_panics() {
     let _ = load_one(&deep);
     let nested = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
     let _ = load_one(&nested);
+}
+
+/// Numbers JSON cannot hold are refused on the object and field that hold them, in Pods,
+/// Nodes, list items and other kinds alike (issue 14, item 5).
+#[test]
+fn numbers_without_a_json_form_are_errors() {
+    let c = "  containers: [{name: c}]\n";
+    assert_eq!(
+        error(&pod("p", &format!("spec:\n  priority: .inf\n{c}"))),
+        "x.yaml: Pod default/p: spec.priority: Invalid value: .inf: not a finite number; JSON, and so the API server, has no infinity or NaN"
+    );
+    let err = error(&pod(
+        "p",
+        &format!("spec:\n  nodeSelector: {{a: .nan}}\n{c}"),
+    ));
+    assert!(
+        err.starts_with("x.yaml: Pod default/p: spec.nodeSelector.a: Invalid value: .nan: "),
+        "{err}"
+    );
+    let err = error(&pod("p", &format!("spec:\n  nodeSelector: -.inf\n{c}")));
+    assert!(
+        err.starts_with("x.yaml: Pod default/p: spec.nodeSelector: Invalid value: -.inf: "),
+        "{err}"
+    );
+    let err = error(&pod(
+        "p",
+        "spec:\n  overhead: {memory: 1}\n  containers:\n  - name: c\n    resources: {requests: {cpu: .inf}}\n",
+    ));
+    assert!(
+        err.starts_with(
+            "x.yaml: Pod default/p: spec.containers[0].resources.requests.cpu: Invalid value: .inf: "
+        ),
+        "{err}"
+    );
+    for field in ["capacity", "allocatable"] {
+        let err = error(&node("n1", &format!("status:\n  {field}: {{cpu: .inf}}\n")));
+        assert!(
+            err.starts_with(&format!(
+                "x.yaml: Node n1: status.{field}.cpu: Invalid value: .inf"
+            )),
+            "{err}"
+        );
+    }
+    assert_eq!(
+        error(&pod(
+            "p",
+            &format!("spec:\n  priority: 18446744073709551616\n{c}")
+        )),
+        "x.yaml: Pod default/p: spec.priority: Invalid value: 18446744073709551616: integer out of range; numbers are read as 64-bit integers (quote a larger quantity: \"18446744073709551616\")"
+    );
+    let err = error(&pod(
+        "p",
+        "  namespace: ns\nspec:\n  priority: -99999999999999999999\n  containers: [{name: c}]\n",
+    ));
+    assert!(
+        err.starts_with("x.yaml: Pod ns/p: spec.priority: Invalid value: -99999999999999999999: "),
+        "{err}"
+    );
+    // In a list item: the item is the object.
+    let err = error(
+        "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Node, metadata: {name: n0}}\n- apiVersion: v1\n  kind: PodList\n  items:\n  - metadata: {name: q}\n    spec: {priority: .nan, containers: [{name: c}]}\n",
+    );
+    assert!(
+        err.starts_with("x.yaml: Pod default/q: spec.priority: Invalid value: .nan"),
+        "{err}"
+    );
+    // Other kinds and nameless objects too.
+    let err = error(
+        "apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: rs}\nspec: {replicas: .inf}\n",
+    );
+    assert!(
+        err.starts_with("x.yaml: ReplicaSet rs: spec.replicas: Invalid value: .inf"),
+        "{err}"
+    );
+    let err = error("apiVersion: v1\nkind: Pod\nspec: {priority: .inf}\n");
+    assert!(
+        err.starts_with("x.yaml (document 1): Pod: spec.priority: Invalid value: .inf"),
+        "{err}"
+    );
+    // Non-integer floats in integer fields were refused already; they still are.
+    let err = error(&pod("p", &format!("spec:\n  priority: 1.5\n{c}")));
+    assert!(
+        err.starts_with("x.yaml: Pod default/p: spec.priority: "),
+        "{err}"
+    );
+    // A large quantity written as a string is a quantity.
+    load_one(&node(
+        "n1",
+        "status:\n  capacity: {memory: \"18446744073709551616\"}\n",
+    ))
+    .unwrap();
+}
+
+/// Names, namespaces and containers are checked as the API server checks them.
+#[test]
+fn names_namespaces_and_containers_are_validated() {
+    let err = error(&pod("Web_1", ""));
+    assert!(
+        err.starts_with("x.yaml: Pod default/Web_1: metadata.name: Invalid value: \"Web_1\": a lowercase RFC 1123 subdomain must consist of"),
+        "{err}"
+    );
+    let err = error(&pod("p", "  namespace: \"a\\nb\"\n"));
+    assert!(
+        err.starts_with("x.yaml: Pod \"a\\nb\"/p: metadata.namespace: Invalid value: \"a\\nb\": a lowercase RFC 1123 label must consist of"),
+        "{err}"
+    );
+    let err = error(&pod("p", "  namespace: a.b\n"));
+    assert!(
+        err.contains("metadata.namespace: Invalid value: \"a.b\""),
+        "{err}"
+    );
+    let err = error(&node("N1", ""));
+    assert!(
+        err.starts_with("x.yaml: Node N1: metadata.name: Invalid value: \"N1\": "),
+        "{err}"
+    );
+    let err = error(&node(&"a".repeat(254), ""));
+    assert!(err.contains("must be no more than 253 characters"), "{err}");
+    assert_eq!(
+        error(&pod("p", "spec:\n  containers: []\n")),
+        "x.yaml: Pod default/p: spec.containers: Required value"
+    );
+    assert_eq!(
+        error("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"),
+        "x.yaml: Pod default/p: spec.containers: Required value"
+    );
+    assert_eq!(
+        error("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: null\n"),
+        "x.yaml: Pod default/p: spec.containers: Required value"
+    );
+    // Valid names of every shape load.
+    load_one(&(node("ip-10-0-0-1.ec2.internal", "") + &pod("web-1.x", "  namespace: team-a\n")))
+        .unwrap();
+}
+
+/// Input strings are quoted in messages, so that each stays one line (item 4).
+#[test]
+fn echoed_input_is_quoted_on_one_line() {
+    let cases = [
+        "apiVersion: v1\nkind: \"Po\\nd\"\nmetadata: {name: p}\n",
+        "apiVersion: v1\nkind: \"Pod\\u0007\"\n",
+        "apiVersion: v1\nkind: \"X\\nList\"\nitems: 3\n",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: \"a\\nb\"}\nspec: {containers: [{name: c}]}\n",
+        "apiVersion: v1\nkind: Node\nmetadata: {name: \"a\\rb\"}\n",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {\"bad\\nkey\": 1}\n",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, resources: {requests: {cpu: \"1\\n2\"}}}]}\n",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {priority: \"a\\nb\"}\n",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {nodeSelector: {\"a\\nb\": .inf}}\n",
+        "apiVersion: v1\nkind: Service\nmetadata: {namespace: \"x\\ny\"}\n",
+    ];
+    for text in cases {
+        let err = error(text);
+        assert!(
+            !err.contains(['\n', '\r', '\u{7}']),
+            "{text:?} gave a message on several lines: {err}"
+        );
+    }
+    assert_eq!(
+        error(
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {\"bad\\nkey\": 1, containers: [{name: c}]}\n"
+        ),
+        "x.yaml: Pod default/p: spec.\"bad\\nkey\": unknown field"
+    );
+    let err = error(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, resources: {requests: {cpu: \"1\\n2\"}}}]}\n",
+    );
+    assert!(
+        err.starts_with("x.yaml: Pod default/p: spec.containers[0].resources.requests.cpu: invalid quantity \"1\\n2\": "),
+        "{err}"
+    );
+    // Warnings too.
+    let scenario =
+        load_one("apiVersion: \"x\\ny/v1\"\nkind: \"Thing\\nA\"\nmetadata: {name: t}\n").unwrap();
+    assert_eq!(scenario.warnings.len(), 1);
+    assert!(
+        !scenario.warnings[0].contains('\n'),
+        "{:?}",
+        scenario.warnings
+    );
+}
+
+/// A kind that is a typo of a known one is an error that names it (item 7).
+#[test]
+fn near_miss_kinds_suggest_the_known_kind() {
+    assert_eq!(
+        error("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfig\n"),
+        "x.yaml (document 1): kind: unknown kind \"KubeSchedulerConfig\", did you mean KubeSchedulerConfiguration? (kinds kubesched does not read are ignored, so a typo would drop the object)"
+    );
+    let err = error("apiVersion: apps/v1\nkind: Deploymnet\nmetadata: {name: web}\n");
+    assert!(
+        err.starts_with("x.yaml: kind: unknown kind \"Deploymnet\", did you mean Deployment?"),
+        "{err}"
+    );
+    for (kind, known) in [
+        ("pod", "Pod"),
+        ("Nodes", "Node"),
+        ("ReplicaSets", "ReplicaSet"),
+    ] {
+        let err = error(&format!(
+            "apiVersion: v1\nkind: {kind}\nmetadata: {{name: x}}\n"
+        ));
+        assert!(err.contains(&format!("did you mean {known}?")), "{err}");
+    }
+    // Real kinds kubesched does not read are still ignored with a note.
+    for kind in [
+        "Role",
+        "ConfigMap",
+        "Secret",
+        "Lease",
+        "Event",
+        "CronJob",
+        "DaemonSet",
+    ] {
+        let scenario = load_one(&format!(
+            "apiVersion: v1\nkind: {kind}\nmetadata: {{name: x}}\n"
+        ))
+        .unwrap();
+        assert_eq!(scenario.warnings.len(), 1, "{kind}");
+    }
+}
+
+/// The API server's v1 defaults that change scheduling decisions (item 6).
+#[test]
+fn api_server_defaults() {
+    let scenario = load_one(
+        &(node("n1", "status:\n  capacity: {cpu: 4, memory: 8Gi}\n")
+            + &node(
+                "n2",
+                "status:\n  capacity: {cpu: 4}\n  allocatable: {cpu: 3}\n",
+            )
+            + &node("n3", "status:\n  capacity: {cpu: 4}\n  allocatable: {}\n")),
+    )
+    .unwrap();
+    let allocatable = |i: usize| {
+        scenario.nodes[i]
+            .status
+            .as_ref()
+            .unwrap()
+            .allocatable
+            .clone()
+            .unwrap()
+    };
+    assert_eq!(allocatable(0)["cpu"].0, "4");
+    assert_eq!(allocatable(0)["memory"].0, "8Gi");
+    assert_eq!(allocatable(1)["cpu"].0, "3");
+    assert!(allocatable(2).is_empty());
+
+    let scenario = load_one(&pod(
+        "p",
+        "spec:\n  hostNetwork: true\n  initContainers:\n  - name: i\n    resources: {limits: {cpu: 1}}\n  containers:\n  - name: c\n    ports: [{containerPort: 80}, {containerPort: 81, hostPort: 9000}]\n    resources:\n      requests: {memory: 1Gi}\n      limits: {cpu: 2, memory: 2Gi, example.com/gpu: 1}\n",
+    ))
+    .unwrap();
+    let spec = scenario.pods[0].spec.as_ref().unwrap();
+    let requests = spec.containers[0]
+        .resources
+        .as_ref()
+        .unwrap()
+        .requests
+        .clone()
+        .unwrap();
+    let got: Vec<_> = requests
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.0.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [("cpu", "2"), ("example.com/gpu", "1"), ("memory", "1Gi")]
+    );
+    let init = spec.init_containers.as_ref().unwrap()[0]
+        .resources
+        .as_ref()
+        .unwrap();
+    assert_eq!(init.requests.as_ref().unwrap()["cpu"].0, "1");
+    let ports: Vec<_> = spec.containers[0]
+        .ports
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|p| p.host_port)
+        .collect();
+    assert_eq!(ports, [Some(80), Some(9000)]);
+    // Without hostNetwork, ports stay as written.
+    let scenario = load_one(&pod(
+        "p",
+        "spec:\n  containers:\n  - name: c\n    ports: [{containerPort: 80}]\n",
+    ))
+    .unwrap();
+    assert_eq!(
+        scenario.pods[0].spec.as_ref().unwrap().containers[0]
+            .ports
+            .as_ref()
+            .unwrap()[0]
+            .host_port,
+        None
+    );
+
+    // Pod-level requests: from the containers' aggregate (cpu, memory), else the limits.
+    let scenario = load_one(&pod(
+        "p",
+        "spec:\n  resources:\n    limits: {cpu: 4, memory: 4Gi, hugepages-2Mi: 2Mi}\n  containers:\n  - name: a\n    resources: {requests: {cpu: 500m}}\n  - name: b\n    resources: {requests: {cpu: 1}}\n",
+    ))
+    .unwrap();
+    let requests = scenario.pods[0]
+        .spec
+        .as_ref()
+        .unwrap()
+        .resources
+        .as_ref()
+        .unwrap()
+        .requests
+        .clone()
+        .unwrap();
+    let got: Vec<_> = requests
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.0.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("cpu", "1500m"),
+            ("hugepages-2Mi", "2Mi"),
+            ("memory", "4Gi")
+        ]
+    );
+    // No pod-level limits: nothing is added.
+    let scenario = load_one(&pod(
+        "p",
+        "spec:\n  resources: {requests: {cpu: 1}}\n  containers: [{name: c}]\n",
+    ))
+    .unwrap();
+    let resources = scenario.pods[0]
+        .spec
+        .as_ref()
+        .unwrap()
+        .resources
+        .clone()
+        .unwrap();
+    assert_eq!(resources.requests.unwrap().len(), 1);
 }
