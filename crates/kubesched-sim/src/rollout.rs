@@ -169,7 +169,8 @@ pub fn rollout(
             file: deployment.source.clone(),
             problem: format!(
                 "Deployment {}/{}: {field}: {problem}",
-                deployment.namespace, deployment.name
+                kubesched_config::echo(&deployment.namespace),
+                kubesched_config::echo(&deployment.name)
             ),
         })
     };

@@ -195,7 +195,7 @@ fn decode<T: serde::de::DeserializeOwned>(o: &OtherObject, ns: &str) -> Result<T
     serde_path_to_error::deserialize(&o.value).map_err(|e| WorkloadError {
         source_name: o.source.clone(),
         object: format!("{} {}/{}", echo(&o.kind), echo(ns), echo(&o.name)),
-        field: e.path().to_string(),
+        field: crate::scenario::render_path(e.path()),
         message: e.inner().to_string(),
     })
 }
@@ -314,8 +314,10 @@ impl Workload {
                     .is_some_and(|v| !v.is_empty())
                 {
                     warnings.push(format!(
-                        "{}: StatefulSet {namespace}/{}: spec.volumeClaimTemplates: not simulated (kubesched has no PersistentVolumeClaims); the pods are added without those volumes",
-                        object.source, object.name
+                        "{}: StatefulSet {}/{}: spec.volumeClaimTemplates: not simulated (kubesched has no PersistentVolumeClaims); the pods are added without those volumes",
+                        object.source,
+                        echo(&namespace),
+                        echo(&object.name)
                     ));
                 }
                 subdomain = spec.service_name.clone().filter(|s| !s.is_empty());
@@ -346,8 +348,10 @@ impl Workload {
                 }
                 let active = if spec.suspend == Some(true) {
                     warnings.push(format!(
-                        "{}: Job {namespace}/{}: spec.suspend: the Job is suspended; it creates no pods",
-                        object.source, object.name
+                        "{}: Job {}/{}: spec.suspend: the Job is suspended; it creates no pods",
+                        object.source,
+                        echo(&namespace),
+                        echo(&object.name)
                     ));
                     0
                 } else {
@@ -726,5 +730,20 @@ mod tests {
                 .to_string()
                 .contains("spec.template.metadata.labels")
         );
+        // Names and keys from the input are quoted: the message stays one line.
+        let d = object(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: \"we\\nb\", namespace: \"a\\tb\"}\nspec:\n  replicas: -1\n  selector: {matchLabels: {app: web}}\n  template: {metadata: {labels: {app: web}}}\n",
+        );
+        assert_eq!(
+            Workload::from_object(&d).unwrap_err().to_string(),
+            "w.yaml: Deployment \"a\\tb\"/\"we\\nb\": spec.replicas: must be 0 or more, found -1"
+        );
+        let d = object(
+            "apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: rs}\nspec:\n  \"x\\ny\": 1\n  selector: {matchLabels: {app: web}}\n  template: {metadata: {labels: {app: web}}}\n",
+        );
+        let text = Workload::from_object(&d)
+            .map(|_| String::new())
+            .unwrap_or_else(|e| e.to_string());
+        assert!(!text.contains('\n'), "{text}");
     }
 }

@@ -47,7 +47,7 @@ pub(super) fn decode<T: DeserializeOwned>(
 
 /// A decoding path as the loader's messages show it (`spec.containers[0].name`), keys
 /// quoted when they are not plain; empty for the object itself.
-fn render_path(path: &serde_path_to_error::Path) -> String {
+pub(crate) fn render_path(path: &serde_path_to_error::Path) -> String {
     let mut out = String::new();
     for segment in path.iter() {
         match segment {

@@ -62,6 +62,8 @@ use serde_json::{Map, Value};
 
 pub use error::ScenarioError;
 
+pub(crate) use decode::render_path;
+
 use kubesched_config::echo;
 
 use decode::decode;
