@@ -11,6 +11,8 @@ const DNS1123_SUBDOMAIN_FMT: &str =
     "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
 const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
+const DNS1035_LABEL_FMT: &str = "[a-z]([-a-z0-9]*[a-z0-9])?";
+const DNS1035_LABEL_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character";
 const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
 
 fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
@@ -67,6 +69,22 @@ pub fn dns1123_label_errors(value: &str) -> Vec<String> {
             DNS1123_LABEL_MSG,
             DNS1123_LABEL_FMT,
             &["my-name", "123-abc"],
+        ));
+    }
+    errs
+}
+
+/// apimachinery `IsDNS1035Label` (Service names): the messages, empty when valid.
+pub fn dns1035_label_errors(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > 63 {
+        errs.push(max_len_error(63));
+    }
+    if !(is_dns1123_label(value) && value.starts_with(|c: char| c.is_ascii_lowercase())) {
+        errs.push(regex_error(
+            DNS1035_LABEL_MSG,
+            DNS1035_LABEL_FMT,
+            &["my-name", "abc-123"],
         ));
     }
     errs
@@ -172,6 +190,8 @@ mod tests {
         assert!(!dns1123_label_errors("a\nb").is_empty());
         assert!(!dns1123_label_errors(&"a".repeat(64)).is_empty());
         assert!(dns1123_subdomain_errors("web-1.example").is_empty());
+        assert!(dns1035_label_errors("web-1").is_empty());
+        assert!(!dns1035_label_errors("1web").is_empty());
         assert!(!dns1123_subdomain_errors("Web").is_empty());
         assert!(!dns1123_subdomain_errors("").is_empty());
     }

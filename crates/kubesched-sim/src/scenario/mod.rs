@@ -69,8 +69,8 @@ use kubesched_config::echo;
 use decode::decode;
 use parse::{BadNumber, Segment, parse_documents, render};
 use validate::{
-    describe, is_known_kind, namespace_problem, near_miss_kind, raw_str, subdomain_name_problem,
-    type_field,
+    describe, is_known_kind, known_kind_name_problem, namespace_problem, near_miss_kind, raw_str,
+    subdomain_name_problem, type_field,
 };
 
 /// One input file of a scenario.
@@ -442,6 +442,21 @@ impl Builder {
             });
         };
         let namespace = raw_str(&value, "/metadata/namespace").map(str::to_owned);
+        let problem = |field: &str, message: String| {
+            let (file, object) = object_label(origin, &kind, &value);
+            ScenarioError::Decode {
+                file,
+                object,
+                field: field.into(),
+                message,
+            }
+        };
+        if let Some(message) = known_kind_name_problem(&api_version, &kind, &name) {
+            return Err(problem("metadata.name", message));
+        }
+        if let Some(message) = namespace.as_deref().and_then(namespace_problem) {
+            return Err(problem("metadata.namespace", message));
+        }
         if matches!(kind.as_str(), "Pod" | "Node" | "KubeSchedulerConfiguration") {
             self.scenario.warnings.push(format!(
                 "{}: {kind} {}: apiVersion: {api_version:?} is not a version the scheduler reads; kept as an other object, not as a {kind}",

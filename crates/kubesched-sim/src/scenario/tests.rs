@@ -1000,3 +1000,33 @@ fn api_server_defaults() {
         .unwrap();
     assert_eq!(resources.requests.unwrap().len(), 1);
 }
+
+/// Objects of the other kinds kubesched reads have their names and namespaces checked too.
+#[test]
+fn other_known_kinds_names_and_namespaces_are_validated() {
+    let err = error("apiVersion: v1\nkind: Service\nmetadata: {name: 1web}\n");
+    assert!(
+        err.starts_with(
+            "x.yaml: Service 1web: metadata.name: Invalid value: \"1web\": a DNS-1035 label"
+        ),
+        "{err}"
+    );
+    let err = error("apiVersion: v1\nkind: Namespace\nmetadata: {name: a.b}\n");
+    assert!(
+        err.contains("metadata.name: Invalid value: \"a.b\": a lowercase RFC 1123 label"),
+        "{err}"
+    );
+    let err = error("apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: Web}\n");
+    assert!(err.contains("a lowercase RFC 1123 subdomain"), "{err}");
+    let err = error("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: \"a\\nb\"}\n");
+    assert!(
+        err.starts_with(
+            "x.yaml: ConfigMap \"a\\nb\"/c: metadata.namespace: Invalid value: \"a\\nb\""
+        ),
+        "{err}"
+    );
+    // Names of kinds kubesched does not read follow their own rules.
+    load_one("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: \"system:node\"}\n")
+        .unwrap();
+    load_one("apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: team-a}\n").unwrap();
+}

@@ -66,6 +66,24 @@ pub(super) fn subdomain_name_problem(name: &str) -> Option<String> {
         .then(|| format!("Invalid value: {}: {}", quote_go(name), problems.join(", ")))
 }
 
+/// The problems of the name of an object of a known kind other than Pod and Node, in the
+/// API server's words: a DNS-1123 label for a Namespace, a DNS-1035 label for a Service,
+/// a DNS-1123 subdomain for the others. `None` when valid, and for kinds kubesched does
+/// not read (their rules vary: a ClusterRole may be named `system:node`).
+pub(super) fn known_kind_name_problem(api_version: &str, kind: &str, name: &str) -> Option<String> {
+    use kubesched_config::k8s_names::{dns1035_label_errors, dns1123_label_errors};
+    if !is_known_kind(api_version, kind) || kind == "KubeSchedulerConfiguration" {
+        return None;
+    }
+    let problems = match kind {
+        "Namespace" => dns1123_label_errors(name),
+        "Service" => dns1035_label_errors(name),
+        _ => kubesched_config::k8s_names::dns1123_subdomain_errors(name),
+    };
+    (!problems.is_empty())
+        .then(|| format!("Invalid value: {}: {}", quote_go(name), problems.join(", ")))
+}
+
 /// The problems of a namespace, which must be a DNS-1123 label, or `None`.
 pub(super) fn namespace_problem(namespace: &str) -> Option<String> {
     let problems = kubesched_config::k8s_names::dns1123_label_errors(namespace);
