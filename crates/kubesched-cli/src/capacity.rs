@@ -20,7 +20,9 @@ pub struct CapacityArgs {
     /// --from-cluster, which reads the cluster itself (files then come after it).
     #[arg(required_unless_present = "from_cluster")]
     pub files: Vec<String>,
-    /// Stop after this many copies (cluster-capacity's --max-limit); 0 means no limit.
+    /// Stop after this many copies (cluster-capacity's --max-limit). 0, the default, stops
+    /// at 100000 copies so that no input runs for long (a node may allow millions of
+    /// pods); give a larger N to go further.
     #[arg(long, default_value_t = 0)]
     pub max_limit: usize,
     /// `text` for people, `json` for scripts.
@@ -29,6 +31,9 @@ pub struct CapacityArgs {
     #[command(flatten)]
     pub whatif: WhatIfArgs,
 }
+
+/// Where `--max-limit 0` stops.
+pub const DEFAULT_MAX_LIMIT: usize = 100_000;
 
 /// Runs the command: exit 0 with the answer, 2 on bad input.
 pub fn run(args: &CapacityArgs) -> ExitCode {
@@ -51,11 +56,9 @@ fn answer(args: &CapacityArgs) -> Result<String, String> {
         eprintln!("kubesched: warning: {w}");
     }
     let (scenario, _) = load_scenario(&args.files, &args.whatif)?;
-    // Hard cap so that no input loops for long (a node may allow millions of pods).
-    const HARD_LIMIT: usize = 100_000;
     let limit = match args.max_limit {
-        0 => HARD_LIMIT,
-        n => n.min(HARD_LIMIT),
+        0 => DEFAULT_MAX_LIMIT,
+        n => n,
     };
     let answer = capacity(
         &scenario,

@@ -53,6 +53,7 @@ fn answer(args: &RolloutArgs) -> Result<(String, bool), String> {
         &deployment,
         &SimulationOptions::default(),
         &kubesched_plugins::in_tree_registry(),
+        args.whatif.max_pods,
     )
     .map_err(|e| e.to_string())?;
     for w in &answer.warnings {

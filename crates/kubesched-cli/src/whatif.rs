@@ -29,6 +29,10 @@ pub struct WhatIfArgs {
     /// Repeatable.
     #[arg(long, value_name = "FILE")]
     pub add: Vec<String>,
+    /// The most pods one workload (of --add, or the Deployment of `rollout`, at its
+    /// peak) may expand to; more is an error naming the workload's replicas field.
+    #[arg(long, value_name = "N", default_value_t = kubesched_sim::workloads::DEFAULT_MAX_PODS)]
+    pub max_pods: usize,
     /// Read the scenario from a live API server: its nodes, pods (the pending ones are
     /// simulated), namespaces, PodDisruptionBudgets, Services, ReplicationControllers,
     /// ReplicaSets and StatefulSets, with list requests only; nothing is written to the
@@ -60,7 +64,8 @@ pub fn load_scenario(
         sources = super::read_sources(files)?;
     }
     let additions = read_files(&args.add)?;
-    let mut scenario = whatif::with_additions(&sources, &additions).map_err(|e| e.to_string())?;
+    let mut scenario =
+        whatif::with_additions(&sources, &additions, args.max_pods).map_err(|e| e.to_string())?;
     for w in &scenario.warnings {
         eprintln!("kubesched: warning: {w}");
     }

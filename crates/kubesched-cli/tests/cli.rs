@@ -362,3 +362,92 @@ fn without_preemption_flag_nothing_is_evicted() {
         "{out}"
     );
 }
+
+/// Issue 14: each reproducer is refused with exit 2 and exactly one line on stderr that
+/// names the object and the field.
+#[test]
+fn issue_14_inputs_are_one_line_errors() {
+    let pod = |spec: &str| {
+        format!("{NODE}---\napiVersion: v1\nkind: Pod\nmetadata: {{name: p1}}\nspec: {spec}\n")
+    };
+    let cases = [
+        (
+            pod("{priority: .inf, containers: [{name: c}]}"),
+            vec!["Pod default/p1", "spec.priority", ".inf"],
+        ),
+        (
+            pod("{nodeSelector: {a: .nan}, containers: [{name: c}]}"),
+            vec!["spec.nodeSelector.a", ".nan"],
+        ),
+        (
+            pod("{containers: [{name: c, resources: {limits: {memory: .inf}}}]}"),
+            vec!["spec.containers[0].resources.limits.memory"],
+        ),
+        (
+            pod("{priority: 18446744073709551616, containers: [{name: c}]}"),
+            vec!["Pod default/p1", "spec.priority", "out of range"],
+        ),
+        (
+            pod("{containers: []}"),
+            vec!["Pod default/p1", "spec.containers: Required value"],
+        ),
+        (
+            format!("{NODE}---\napiVersion: v1\nkind: Pod\nmetadata: {{name: p1}}\n"),
+            vec!["spec.containers: Required value"],
+        ),
+        (
+            format!(
+                "{NODE}---\napiVersion: v1\nkind: Pod\nmetadata: {{name: p1, namespace: \"a\\nb\"}}\nspec: {{containers: [{{name: c}}]}}\n"
+            ),
+            vec!["metadata.namespace", "RFC 1123 label"],
+        ),
+        (
+            format!("{NODE}---\napiVersion: v1\nkind: \"Po\\nd\"\nmetadata: {{name: p1}}\n"),
+            vec!["kind"],
+        ),
+        (
+            format!(
+                "{NODE}---\napiVersion: v1\nkind: Pod\nmetadata: {{name: p1}}\nspec: {{\"x\\ny\": 1, containers: [{{name: c}}]}}\n"
+            ),
+            vec!["spec.\"x\\ny\": unknown field"],
+        ),
+        (
+            format!(
+                "{NODE}---\napiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfig\n"
+            ),
+            vec!["unknown kind \"KubeSchedulerConfig\", did you mean KubeSchedulerConfiguration?"],
+        ),
+        (
+            format!("{NODE}---\napiVersion: apps/v1\nkind: Deploymnet\nmetadata: {{name: web}}\n"),
+            vec!["did you mean Deployment?"],
+        ),
+    ];
+    for (input, needles) in cases {
+        let o = with_stdin(&["simulate", "-"], &input);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{input}\nstderr: {err}");
+        assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+        assert_eq!(err.lines().count(), 1, "{input}\nnot one line: {err}");
+        for n in needles {
+            assert!(err.contains(n), "{err:?} lacks {n:?}");
+        }
+    }
+}
+
+/// Issue 14, item 6: a node with capacity but no allocatable is read as the API server
+/// stores it (allocatable = capacity), and requests default to limits.
+#[test]
+fn objects_are_read_as_the_api_server_stores_them() {
+    let input = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {capacity: {cpu: '2', memory: 4Gi, pods: '110'}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: small}\nspec: {containers: [{name: c, resources: {requests: {cpu: 500m}}}]}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: big}\nspec: {containers: [{name: c, resources: {limits: {cpu: '3'}}}]}\n";
+    let o = with_stdin(&["simulate", "-", "--format", "jsonl"], input);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let lines: Vec<serde_json::Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["pod"], "default/small");
+    assert_eq!(lines[0]["node"], "n1");
+    // 3 CPUs of limits are 3 CPUs of requests: more than the node has.
+    assert_eq!(lines[1]["pod"], "default/big");
+    assert!(lines[1]["node"].is_null(), "{}", lines[1]);
+}

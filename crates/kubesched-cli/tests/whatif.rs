@@ -232,7 +232,7 @@ fn bad_inputs_are_one_line_errors() {
     );
     let not_config = write(
         "pod-as-config.yaml",
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\n",
     );
     assert_error(
         &kubesched(&["simulate", &cluster, "--config", &not_config]),
@@ -278,5 +278,113 @@ fn bad_inputs_are_one_line_errors() {
             "--from-cluster",
             "kubeconfig /nonexistent/kubeconfig: cannot read",
         ],
+    );
+}
+
+/// Issue 14, item 2: a huge workload is refused before any pod is built, naming the file,
+/// the workload and the field, with the cap and how to raise it.
+#[test]
+fn huge_workloads_are_refused_not_allocated() {
+    let cluster = data("whatif-cluster.yaml");
+    let template = "  selector: {matchLabels: {app: big}}\n  template:\n    metadata: {labels: {app: big}}\n    spec: {containers: [{name: c, image: x}]}\n";
+    for (kind, api, field) in [
+        ("ReplicaSet", "apps/v1", "spec.replicas"),
+        ("Deployment", "apps/v1", "spec.replicas"),
+        ("StatefulSet", "apps/v1", "spec.replicas"),
+    ] {
+        let file = write(
+            &format!("big-{kind}.yaml"),
+            &format!(
+                "apiVersion: {api}\nkind: {kind}\nmetadata: {{name: big}}\nspec:\n  replicas: 2147483647\n{template}"
+            ),
+        );
+        let o = kubesched(&["simulate", &cluster, "--add", &file]);
+        assert_error(
+            &o,
+            &[
+                &file,
+                &format!("{kind} default/big: {field}: 2147483647 pods"),
+                "at most 100000",
+                "--max-pods",
+            ],
+        );
+        assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    }
+    let job = write(
+        "big-job.yaml",
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec:\n  parallelism: 2147483647\n  completions: 2000000\n  template:\n    spec: {restartPolicy: Never, containers: [{name: c, image: x}]}\n",
+    );
+    assert_error(
+        &kubesched(&["simulate", &cluster, "--add", &job]),
+        &["Job default/j: spec.completions: 2000000 pods"],
+    );
+    let job = write(
+        "big-job2.yaml",
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec:\n  parallelism: 200001\n  template:\n    spec: {restartPolicy: Never, containers: [{name: c, image: x}]}\n",
+    );
+    assert_error(
+        &kubesched(&["simulate", &cluster, "--add", &job]),
+        &["Job default/j: spec.parallelism: 200001 pods"],
+    );
+    // The cap is the flag's.
+    let rs = write(
+        "rs-5.yaml",
+        &format!(
+            "apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {{name: big}}\nspec:\n  replicas: 5\n{template}"
+        ),
+    );
+    assert_error(
+        &kubesched(&["simulate", &cluster, "--add", &rs, "--max-pods", "4"]),
+        &["spec.replicas: 5 pods", "at most 4"],
+    );
+    let o = kubesched(&["simulate", &cluster, "--add", &rs, "--max-pods", "5"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+
+    // rollout: the Deployment itself, and its peak with maxSurge.
+    let dep = write(
+        "big-dep.yaml",
+        &format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: big}}\nspec:\n  replicas: 2147483647\n{template}"
+        ),
+    );
+    assert_error(
+        &kubesched(&["rollout", &dep, &cluster]),
+        &[
+            "Deployment default/big: spec.replicas: 2147483647 pods",
+            "--max-pods",
+        ],
+    );
+    let dep = write(
+        "surge-dep.yaml",
+        &format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: big}}\nspec:\n  replicas: 4\n  strategy: {{rollingUpdate: {{maxSurge: 2}}}}\n{template}"
+        ),
+    );
+    assert_error(
+        &kubesched(&["rollout", &dep, &cluster, "--max-pods", "5"]),
+        &[
+            "spec.strategy.rollingUpdate.maxSurge",
+            "peaks at 6 pods",
+            "at most 5",
+        ],
+    );
+}
+
+/// `--max-limit 0` says where it stopped and how to go further.
+#[test]
+fn capacity_default_limit_is_stated() {
+    let o = kubesched(&[
+        "capacity",
+        &data("whatif-worker-pod.yaml"),
+        &data("whatif-cluster.yaml"),
+        "--max-limit",
+        "2",
+    ]);
+    assert!(
+        stdout(&o).contains(
+            "Stopped at the limit of 2 copies (--max-limit N sets it; 0, the default, is 100000)"
+        ),
+        "{}",
+        stdout(&o)
     );
 }

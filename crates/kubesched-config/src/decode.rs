@@ -6,7 +6,7 @@ use std::fmt;
 use serde::de::{self, DeserializeOwned, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use crate::error::ConfigError;
+use crate::error::{ConfigError, echo};
 
 /// Parse YAML text into a JSON value as sigs.k8s.io/yaml would (merge keys applied,
 /// numeric and boolean mapping keys turned into strings).
@@ -94,7 +94,7 @@ fn yaml_to_json(
                         ));
                     }
                 };
-                let child = join(path, &key);
+                let child = join(path, &echo(&key));
                 let v = yaml_to_json(v, source, &child)?;
                 out.insert(key, v);
             }
@@ -219,7 +219,7 @@ fn render_path(prefix: &str, path: &serde_path_to_error::Path) -> String {
             serde_path_to_error::Segment::Seq { index } => {
                 out.push_str(&format!("[{index}]"));
             }
-            serde_path_to_error::Segment::Map { key } => out = join(&out, key),
+            serde_path_to_error::Segment::Map { key } => out = join(&out, &echo(key)),
             serde_path_to_error::Segment::Enum { variant } => out = join(&out, variant),
             serde_path_to_error::Segment::Unknown => out = join(&out, "?"),
         }
@@ -255,11 +255,12 @@ fn classify(source: &str, path: String, message: &str) -> ConfigError {
         let field = tokens.first().cloned().unwrap_or_default();
         let expected: Vec<String> = tokens.into_iter().skip(1).collect();
         // serde_path_to_error's path already ends with the unknown key.
-        let path = if path.ends_with(&field) || field.is_empty() {
+        let shown = echo(&field);
+        let path = if path.ends_with(shown.as_ref()) || field.is_empty() {
             path
         } else {
             let parent = path;
-            join(&parent, &field)
+            join(&parent, &shown)
         };
         return ConfigError::UnknownField {
             file: source.to_string(),
@@ -272,7 +273,7 @@ fn classify(source: &str, path: String, message: &str) -> ConfigError {
         let field = backticked(rest).into_iter().next().unwrap_or_default();
         return ConfigError::Decode {
             file: source.to_string(),
-            path: join(&path, &field),
+            path: join(&path, &echo(&field)),
             message: "Required value".to_string(),
         };
     }

@@ -49,6 +49,21 @@ pub struct FieldError {
     pub kind: FieldErrorKind,
 }
 
+/// An input string as it may be echoed in a one-line message: unchanged when every
+/// character is visible and not whitespace (`web-1`, `example.com/gpu`), else quoted and
+/// escaped as Rust's `{:?}` does (`"a\nb"`, `""`), so that a newline, a control character
+/// or an invisible one in a name, a kind or a key can neither split a message nor hide.
+pub fn echo(s: &str) -> std::borrow::Cow<'_, str> {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| !c.is_whitespace() && c != '"' && c.escape_debug().nth(1).is_none());
+    if plain {
+        std::borrow::Cow::Borrowed(s)
+    } else {
+        std::borrow::Cow::Owned(format!("{s:?}"))
+    }
+}
+
 /// Quote a string as Go's `%q` does (close enough for the values that appear in configs).
 pub(crate) fn go_quote(s: &str) -> String {
     // serde_json's string escaping matches %q for printable text.
@@ -152,18 +167,14 @@ impl fmt::Display for FieldError {
     }
 }
 
-/// Join field errors for display: one per line after the first when there are several.
+/// Join field errors for display, on one line: `N errors: first; second; ...`.
 fn join_errors(errors: &[FieldError]) -> String {
     match errors {
         [] => "invalid configuration".to_string(),
         [one] => one.to_string(),
         many => {
-            let mut out = format!("{} errors:", many.len());
-            for e in many {
-                out.push_str("\n  - ");
-                out.push_str(&e.to_string());
-            }
-            out
+            let all: Vec<String> = many.iter().map(FieldError::to_string).collect();
+            format!("{} errors: {}", many.len(), all.join("; "))
         }
     }
 }
@@ -292,7 +303,10 @@ pub enum ConfigError {
         message: String,
     },
     /// Plugin args carry a `kind` that is not `<PluginName>Args`.
-    #[error("{file}: {path}: args of kind {kind} given for plugin {plugin}")]
+    #[error(
+        "{file}: {path}: args of kind {} given for plugin {plugin}",
+        echo(kind)
+    )]
     ArgsKind {
         /// File name.
         file: String,

@@ -1,5 +1,7 @@
 //! apimachinery's name checks (`IsQualifiedName`, `IsValidLabelValue`,
-//! `IsDNS1123Subdomain`) with its exact messages, written without regular expressions.
+//! `IsDNS1123Subdomain`, `IsDNS1123Label`) with its exact messages, written without
+//! regular expressions. Public so the scenario loader validates object names and
+//! namespaces with the same words as the API server.
 
 const QUALIFIED_NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
 const QUALIFIED_NAME_MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
@@ -7,6 +9,10 @@ const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
 const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 const DNS1123_SUBDOMAIN_FMT: &str =
     "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
+const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
+const DNS1035_LABEL_FMT: &str = "[a-z]([-a-z0-9]*[a-z0-9])?";
+const DNS1035_LABEL_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character";
 const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
 
 fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
@@ -52,8 +58,40 @@ fn is_dns1123_label(s: &str) -> bool {
     }
 }
 
+/// apimachinery `IsDNS1123Label`: the messages, empty when valid.
+pub fn dns1123_label_errors(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > 63 {
+        errs.push(max_len_error(63));
+    }
+    if !is_dns1123_label(value) {
+        errs.push(regex_error(
+            DNS1123_LABEL_MSG,
+            DNS1123_LABEL_FMT,
+            &["my-name", "123-abc"],
+        ));
+    }
+    errs
+}
+
+/// apimachinery `IsDNS1035Label` (Service names): the messages, empty when valid.
+pub fn dns1035_label_errors(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > 63 {
+        errs.push(max_len_error(63));
+    }
+    if !(is_dns1123_label(value) && value.starts_with(|c: char| c.is_ascii_lowercase())) {
+        errs.push(regex_error(
+            DNS1035_LABEL_MSG,
+            DNS1035_LABEL_FMT,
+            &["my-name", "abc-123"],
+        ));
+    }
+    errs
+}
+
 /// apimachinery `IsDNS1123Subdomain`: the messages, empty when valid.
-pub(crate) fn dns1123_subdomain_errors(value: &str) -> Vec<String> {
+pub fn dns1123_subdomain_errors(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if value.len() > 253 {
         errs.push(max_len_error(253));
@@ -69,7 +107,7 @@ pub(crate) fn dns1123_subdomain_errors(value: &str) -> Vec<String> {
 }
 
 /// apimachinery `IsQualifiedName`: the messages, empty when valid.
-pub(crate) fn qualified_name_errors(value: &str) -> Vec<String> {
+pub fn qualified_name_errors(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
     let parts: Vec<&str> = value.split('/').collect();
     let name = match parts.as_slice() {
@@ -111,7 +149,7 @@ pub(crate) fn qualified_name_errors(value: &str) -> Vec<String> {
 }
 
 /// apimachinery `IsValidLabelValue`: the messages, empty when valid.
-pub(crate) fn label_value_errors(value: &str) -> Vec<String> {
+pub fn label_value_errors(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if value.len() > 63 {
         errs.push(max_len_error(63));
@@ -143,6 +181,19 @@ mod tests {
         assert!(!qualified_name_errors("-bad").is_empty());
         assert!(!qualified_name_errors("Example.com/x").is_empty());
         assert!(!qualified_name_errors("").is_empty());
+    }
+
+    #[test]
+    fn dns1123() {
+        assert!(dns1123_label_errors("team-a").is_empty());
+        assert!(!dns1123_label_errors("a.b").is_empty());
+        assert!(!dns1123_label_errors("a\nb").is_empty());
+        assert!(!dns1123_label_errors(&"a".repeat(64)).is_empty());
+        assert!(dns1123_subdomain_errors("web-1.example").is_empty());
+        assert!(dns1035_label_errors("web-1").is_empty());
+        assert!(!dns1035_label_errors("1web").is_empty());
+        assert!(!dns1123_subdomain_errors("Web").is_empty());
+        assert!(!dns1123_subdomain_errors("").is_empty());
     }
 
     #[test]

@@ -46,13 +46,13 @@ mod decode;
 mod defaults;
 mod duration;
 mod error;
-mod k8s_names;
+pub mod k8s_names;
 mod load;
 mod types;
 
 pub use defaults::{default_plugins, merge_plugin_set, merge_plugins};
 pub use duration::{format_go_duration, parse_go_duration};
-pub use error::{ConfigError, FieldError, FieldErrorKind};
+pub use error::{ConfigError, FieldError, FieldErrorKind, echo};
 pub use types::{
     ClientConnectionConfiguration, KubeSchedulerConfiguration, LeaderElectionConfiguration, Loaded,
     PluginConfig, PluginRef, PluginSet, Plugins, Profile,

@@ -613,7 +613,10 @@ fn validate_weights(path: &str, plugins: &Plugins, errs: &mut Vec<FieldError>) {
                 errs.push(FieldError::invalid_raw(
                     join(&index(&join(&join(path, point), "enabled"), j), "weight"),
                     w.to_string(),
-                    format!("weight of plugin {} must not be negative", p.name),
+                    format!(
+                        "weight of plugin {} must not be negative",
+                        crate::error::echo(&p.name)
+                    ),
                 ));
             }
         }

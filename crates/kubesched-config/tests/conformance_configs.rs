@@ -1,21 +1,26 @@
-//! Every `KubeSchedulerConfiguration` document in the shared conformance scenarios loads
-//! without error or warning (skipped when `../../../shared/conformance` is absent).
+//! Every `KubeSchedulerConfiguration` document in the repository's conformance scenarios
+//! (`conformance/cases*/`) loads without error or warning. A missing folder is a failure,
+//! not a skip.
 
 use std::path::{Path, PathBuf};
 
 use kubesched_config::KubeSchedulerConfiguration;
 use serde::Deserialize;
 
-fn conformance_dir() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance");
-    dir.is_dir().then_some(dir)
+fn conformance_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance");
+    assert!(
+        dir.is_dir(),
+        "{}: the repository's conformance folder is missing",
+        dir.display()
+    );
+    dir
 }
 
 fn configs_in(folder: &Path) -> Vec<(String, serde_json::Value)> {
     let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(folder) else {
-        return out;
-    };
+    let entries = std::fs::read_dir(folder)
+        .unwrap_or_else(|e| panic!("{}: cannot be read: {e}", folder.display()));
     let mut files: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
@@ -35,10 +40,7 @@ fn configs_in(folder: &Path) -> Vec<(String, serde_json::Value)> {
 
 #[test]
 fn every_case_config_loads() {
-    let Some(dir) = conformance_dir() else {
-        eprintln!("conformance folder not found; skipping");
-        return;
-    };
+    let dir = conformance_dir();
     let mut count = 0;
     for folder in ["cases", "cases-preemption", "cases-default"] {
         for (name, value) in configs_in(&dir.join(folder)) {

@@ -345,7 +345,7 @@ fn top_level_validation() {
     let e = err("parallelism: -1\npodInitialBackoffSeconds: -1\n");
     assert_eq!(e.field_errors().len(), 2);
     assert!(
-        e.to_string().starts_with("my-config.yaml: 2 errors:"),
+        e.to_string().starts_with("my-config.yaml: 2 errors: ") && !e.to_string().contains('\n'),
         "{e}"
     );
 }
@@ -558,4 +558,47 @@ fn fuzz_odd_values_never_panic() {
         let _ = KubeSchedulerConfiguration::from_json_str(weird, "w.json");
     }
     assert!(n > 100);
+}
+
+/// Input strings with newlines or control characters are quoted, so every error is one line.
+#[test]
+fn echoed_input_is_quoted_on_one_line() {
+    let cases = [
+        // A key with a newline (unknown field) at the top level and in plugin args.
+        "\"bad\\nkey\": 1\n",
+        "profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args: {\"sc\\u0007oring\": 1}\n",
+        // A kind with a newline.
+        "profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args: {kind: \"Node\\nArgs\"}\n",
+        // A value with a newline (validation error).
+        "leaderElection: {leaderElect: true, resourceLock: \"a\\nb\"}\n",
+        // A plugin name with a newline (weight validation) plus a second error.
+        "parallelism: -1\nprofiles:\n- plugins:\n    score:\n      enabled: [{name: \"x\\ny\", weight: -1}]\n",
+    ];
+    for body in cases {
+        let text = err(body).to_string();
+        assert!(
+            !text.contains('\n') && !text.contains('\u{7}'),
+            "{body}: {text}"
+        );
+    }
+    assert_eq!(
+        err("\"bad\\nkey\": 1\n").to_string().split(':').nth(1),
+        Some(" \"bad\\nkey\"")
+    );
+    let text = err(
+        "profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args: {kind: \"Node\\nArgs\"}\n",
+    )
+    .to_string();
+    assert!(
+        text.ends_with("args of kind \"Node\\nArgs\" given for plugin NodeResourcesFit"),
+        "{text}"
+    );
+    // A kind with a newline at the top level.
+    let e = KubeSchedulerConfiguration::from_yaml_str(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: \"Kube\\nSchedulerConfiguration\"\n",
+        "c.yaml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(!e.contains('\n'), "{e}");
 }

@@ -195,7 +195,10 @@ impl Capacity {
         }
         match &self.stop {
             Stop::LimitReached(l) => {
-                let _ = writeln!(out, "Stopped at the limit of {l} copies (--max-limit)");
+                let _ = writeln!(
+                    out,
+                    "Stopped at the limit of {l} copies (--max-limit N sets it; 0, the default, is 100000)"
+                );
             }
             Stop::NotOurs => {
                 let _ = writeln!(

@@ -154,18 +154,23 @@ pub fn read_deployment(source: &Source) -> Result<Workload, WhatIfError> {
 }
 
 /// Simulates the rollout of `deployment` over `scenario` (see the module doc).
+///
+/// A rollout whose peak (`replicas + maxSurge` pods) is more than `max_pods` is refused
+/// before anything is built (see [`crate::workloads::DEFAULT_MAX_PODS`]).
 pub fn rollout(
     scenario: &Scenario,
     deployment: &Workload,
     options: &SimulationOptions,
     registry: &Registry,
+    max_pods: usize,
 ) -> Result<Rollout, RolloutError> {
     let input_error = |field: &str, problem: String| {
         RolloutError::Input(WhatIfError::Input {
             file: deployment.source.clone(),
             problem: format!(
                 "Deployment {}/{}: {field}: {problem}",
-                deployment.namespace, deployment.name
+                kubesched_config::echo(&deployment.namespace),
+                kubesched_config::echo(&deployment.name)
             ),
         })
     };
@@ -194,6 +199,18 @@ pub fn rollout(
         _ => (0, desired, "Recreate".to_string()),
     };
     let recreate = matches!(deployment.strategy, Some(Strategy::Recreate));
+    deployment
+        .check_pod_count(desired, max_pods)
+        .map_err(|e| RolloutError::Input(e.into()))?;
+    let peak = desired.saturating_add(surge);
+    if peak > max_pods {
+        return Err(input_error(
+            "spec.strategy.rollingUpdate.maxSurge",
+            format!(
+                "the rollout peaks at {peak} pods, more than kubesched expands (at most {max_pods}); raise the cap with --max-pods N"
+            ),
+        ));
+    }
 
     // The new ReplicaSet exists for the scheduler's default spreading.
     let mut scenario = scenario.clone();

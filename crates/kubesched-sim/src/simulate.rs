@@ -97,13 +97,19 @@ pub fn cluster_objects(scenario: &Scenario) -> Result<ClusterObjects, Simulation
             .map(Arc::new)
             .map_err(|e| SimulationError::Object {
                 source_name: o.source.clone(),
-                kind: o.kind.clone(),
+                kind: kubesched_config::echo(&o.kind).into_owned(),
                 name: match &o.namespace {
-                    Some(ns) if namespaced => format!("{ns}/{}", o.name),
-                    _ if namespaced => format!("default/{}", o.name),
-                    _ => o.name.clone(),
+                    Some(ns) if namespaced => {
+                        format!(
+                            "{}/{}",
+                            kubesched_config::echo(ns),
+                            kubesched_config::echo(&o.name)
+                        )
+                    }
+                    _ if namespaced => format!("default/{}", kubesched_config::echo(&o.name)),
+                    _ => kubesched_config::echo(&o.name).into_owned(),
                 },
-                message: format!("{}: {}", e.path(), e.inner()),
+                message: format!("{}: {}", crate::scenario::render_path(e.path()), e.inner()),
             })
     }
     let mut objects = ClusterObjects::default();

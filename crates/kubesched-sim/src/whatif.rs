@@ -132,9 +132,13 @@ pub fn template_pod(
 /// The scenario of `scenario_sources` with the pods and workloads of each file of
 /// `additions` added (see the module doc). Each addition file must hold at least one
 /// Pod or workload; a KubeSchedulerConfiguration in it is refused (use `--config`).
+///
+/// A workload that would expand to more than `max_pods` pods is an error (see
+/// [`crate::workloads::DEFAULT_MAX_PODS`]).
 pub fn with_additions(
     scenario_sources: &[Source],
     additions: &[Source],
+    max_pods: usize,
 ) -> Result<Scenario, WhatIfError> {
     let mut sources = scenario_sources.to_vec();
     let base = scenario::load(scenario_sources)?;
@@ -161,6 +165,7 @@ pub fn with_additions(
                 continue;
             };
             workloads += 1;
+            w.check_pod_count(w.replicas, max_pods)?;
             warnings.extend(w.warnings.iter().cloned());
             let pods = w.pods(&taken);
             for p in &pods {

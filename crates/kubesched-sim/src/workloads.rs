@@ -32,6 +32,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::{Map, Value, json};
 
 use crate::scenario::OtherObject;
+use kubesched_config::echo;
 
 /// The alphabet of Kubernetes' generated names (`k8s.io/apimachinery/pkg/util/rand`).
 const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
@@ -50,6 +51,10 @@ pub struct WorkloadError {
     /// What is wrong.
     pub message: String,
 }
+
+/// The most pods kubesched stamps out of one workload unless told otherwise (`--max-pods`):
+/// a `replicas: 2147483647` would otherwise try to build two billion pods.
+pub const DEFAULT_MAX_PODS: usize = 100_000;
 
 /// Which controller owns the pods.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,6 +119,9 @@ pub struct Workload {
     pub source: String,
     /// How many pods the controller creates.
     pub replicas: usize,
+    /// The field `replicas` comes from (`spec.replicas`, or a Job's `spec.parallelism`
+    /// or `spec.completions`), for messages.
+    pub count_field: &'static str,
     /// `spec.selector` (Jobs: `None`, their selector is generated).
     pub selector: Option<LabelSelector>,
     /// The Deployment's strategy (`None` for other kinds).
@@ -186,13 +194,35 @@ pub fn uid_for(key: &str) -> String {
 fn decode<T: serde::de::DeserializeOwned>(o: &OtherObject, ns: &str) -> Result<T, WorkloadError> {
     serde_path_to_error::deserialize(&o.value).map_err(|e| WorkloadError {
         source_name: o.source.clone(),
-        object: format!("{} {ns}/{}", o.kind, o.name),
-        field: e.path().to_string(),
+        object: format!("{} {}/{}", echo(&o.kind), echo(ns), echo(&o.name)),
+        field: crate::scenario::render_path(e.path()),
         message: e.inner().to_string(),
     })
 }
 
 impl Workload {
+    /// Refuses to expand `pods` pods (this workload's, or a rollout's peak) when that is more
+    /// than `max_pods`; the error names the file, the workload and [`Workload::count_field`],
+    /// and says that `--max-pods` raises the cap.
+    pub fn check_pod_count(&self, pods: usize, max_pods: usize) -> Result<(), WorkloadError> {
+        if pods <= max_pods {
+            return Ok(());
+        }
+        Err(WorkloadError {
+            source_name: self.source.clone(),
+            object: format!(
+                "{} {}/{}",
+                self.kind.as_str(),
+                echo(&self.namespace),
+                echo(&self.name)
+            ),
+            field: self.count_field.to_string(),
+            message: format!(
+                "{pods} pods are more than kubesched expands (at most {max_pods}); raise the cap with --max-pods N"
+            ),
+        })
+    }
+
     /// Reads a workload object; `Ok(None)` when the object is not a workload kind.
     pub fn from_object(object: &OtherObject) -> Result<Option<Workload>, WorkloadError> {
         let Some(kind) = WorkloadKind::of(object) else {
@@ -204,7 +234,12 @@ impl Workload {
             .unwrap_or_else(|| "default".to_string());
         let err = |field: &str, message: String| WorkloadError {
             source_name: object.source.clone(),
-            object: format!("{} {namespace}/{}", object.kind, object.name),
+            object: format!(
+                "{} {}/{}",
+                echo(&object.kind),
+                echo(&namespace),
+                echo(&object.name)
+            ),
             field: field.to_string(),
             message,
         };
@@ -217,6 +252,10 @@ impl Workload {
         let mut indexed = false;
         let mut ordinal_start = 0;
         let mut subdomain = None;
+        let mut count_field = match kind {
+            WorkloadKind::Job => "spec.parallelism",
+            _ => "spec.replicas",
+        };
         let (replicas, selector) = match kind {
             WorkloadKind::Deployment => {
                 let d: Deployment = decode(object, &namespace)?;
@@ -275,8 +314,10 @@ impl Workload {
                     .is_some_and(|v| !v.is_empty())
                 {
                     warnings.push(format!(
-                        "{}: StatefulSet {namespace}/{}: spec.volumeClaimTemplates: not simulated (kubesched has no PersistentVolumeClaims); the pods are added without those volumes",
-                        object.source, object.name
+                        "{}: StatefulSet {}/{}: spec.volumeClaimTemplates: not simulated (kubesched has no PersistentVolumeClaims); the pods are added without those volumes",
+                        object.source,
+                        echo(&namespace),
+                        echo(&object.name)
                     ));
                 }
                 subdomain = spec.service_name.clone().filter(|s| !s.is_empty());
@@ -307,11 +348,16 @@ impl Workload {
                 }
                 let active = if spec.suspend == Some(true) {
                     warnings.push(format!(
-                        "{}: Job {namespace}/{}: spec.suspend: the Job is suspended; it creates no pods",
-                        object.source, object.name
+                        "{}: Job {}/{}: spec.suspend: the Job is suspended; it creates no pods",
+                        object.source,
+                        echo(&namespace),
+                        echo(&object.name)
                     ));
                     0
                 } else {
+                    if completions.is_some_and(|c| c < parallelism) {
+                        count_field = "spec.completions";
+                    }
                     completions.map_or(parallelism, |c| c.min(parallelism))
                 };
                 (active, None)
@@ -371,6 +417,7 @@ impl Workload {
             name: object.name.clone(),
             source: object.source.clone(),
             replicas,
+            count_field,
             selector,
             strategy,
             template_hash,
@@ -683,5 +730,20 @@ mod tests {
                 .to_string()
                 .contains("spec.template.metadata.labels")
         );
+        // Names and keys from the input are quoted: the message stays one line.
+        let d = object(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: \"we\\nb\", namespace: \"a\\tb\"}\nspec:\n  replicas: -1\n  selector: {matchLabels: {app: web}}\n  template: {metadata: {labels: {app: web}}}\n",
+        );
+        assert_eq!(
+            Workload::from_object(&d).unwrap_err().to_string(),
+            "w.yaml: Deployment \"a\\tb\"/\"we\\nb\": spec.replicas: must be 0 or more, found -1"
+        );
+        let d = object(
+            "apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: rs}\nspec:\n  \"x\\ny\": 1\n  selector: {matchLabels: {app: web}}\n  template: {metadata: {labels: {app: web}}}\n",
+        );
+        let text = Workload::from_object(&d)
+            .map(|_| String::new())
+            .unwrap_or_else(|e| e.to_string());
+        assert!(!text.contains('\n'), "{text}");
     }
 }

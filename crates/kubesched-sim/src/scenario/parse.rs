@@ -1,0 +1,223 @@
+//! Parsing: the text of a [`Source`] into one JSON value per YAML (or JSON) document.
+
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+use super::{ScenarioError, Source};
+
+/// One parsed document.
+pub(super) struct Document {
+    /// Its number in the file, from 1.
+    pub number: usize,
+    /// The document as JSON.
+    pub value: Value,
+    /// The first number JSON cannot hold (stored as `null` in `value`), if any.
+    pub bad_number: Option<BadNumber>,
+}
+
+/// A number of the YAML text that has no JSON form, so the API server would refuse the
+/// object (`.inf`, `.nan`, an integer past 64 bits); reported once the object is known.
+#[derive(Clone, Debug)]
+pub(super) struct BadNumber {
+    /// Where it is, from the document's root.
+    pub path: Vec<Segment>,
+    /// The number as YAML reads it: `.inf`, `-.inf`, `.nan` or the integer.
+    pub written: String,
+}
+
+/// One step of a path inside a document.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Segment {
+    /// A mapping key.
+    Key(String),
+    /// A sequence index.
+    Index(usize),
+}
+
+/// Renders a path as the loader's messages do (`spec.containers[0].name`), quoting keys
+/// that are not plain (see [`kubesched_config::echo`]).
+pub(super) fn render(path: &[Segment]) -> String {
+    let mut out = String::new();
+    for segment in path {
+        match segment {
+            Segment::Key(key) => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(&kubesched_config::echo(key));
+            }
+            Segment::Index(i) => out.push_str(&format!("[{i}]")),
+        }
+    }
+    out
+}
+
+impl BadNumber {
+    /// The message for the field: `Invalid value: .inf: ...`.
+    pub(super) fn message(&self) -> String {
+        if self.written.contains(['i', 'n']) {
+            format!(
+                "Invalid value: {}: not a finite number; JSON, and so the API server, has no infinity or NaN",
+                self.written
+            )
+        } else {
+            format!(
+                "Invalid value: {}: integer out of range; numbers are read as 64-bit integers (quote a larger quantity: \"{}\")",
+                self.written, self.written
+            )
+        }
+    }
+}
+
+/// Parses every YAML document of `source`, numbered from 1, leaving out empty ones.
+pub(super) fn parse_documents(source: &Source) -> Result<Vec<Document>, ScenarioError> {
+    let mut documents = Vec::new();
+    for (index, document) in serde_norway::Deserializer::from_str(&source.text).enumerate() {
+        let mut walk = Walk::default();
+        let value = (&mut walk)
+            .deserialize(document)
+            .map_err(|e| yaml_error(&source.name, &e))?;
+        if !value.is_null() {
+            documents.push(Document {
+                number: index + 1,
+                value,
+                bad_number: walk.bad,
+            });
+        }
+    }
+    Ok(documents)
+}
+
+/// The state of reading one document into a JSON value: the path to the value being read
+/// and the first number with no JSON form. Mapping keys that repeat are refused, as
+/// Kubernetes' strict YAML decoding does (serde_json's own `Value` keeps the last one).
+#[derive(Default)]
+struct Walk {
+    path: Vec<Segment>,
+    bad: Option<BadNumber>,
+}
+
+impl Walk {
+    fn bad_number(&mut self, written: String) -> Value {
+        if self.bad.is_none() {
+            self.bad = Some(BadNumber {
+                path: self.path.clone(),
+                written,
+            });
+        }
+        Value::Null
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for &mut Walk {
+    type Value = Value;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for &mut Walk {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a YAML value")
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+    fn visit_i128<E: de::Error>(self, v: i128) -> Result<Value, E> {
+        Ok(match i64::try_from(v) {
+            Ok(i) => i.into(),
+            Err(_) => self.bad_number(v.to_string()),
+        })
+    }
+    fn visit_u128<E: de::Error>(self, v: u128) -> Result<Value, E> {
+        Ok(match u64::try_from(v) {
+            Ok(u) => u.into(),
+            Err(_) => self.bad_number(v.to_string()),
+        })
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+        Ok(match serde_json::Number::from_f64(v) {
+            Some(n) => Value::Number(n),
+            None if v.is_nan() => self.bad_number(".nan".into()),
+            None if v > 0.0 => self.bad_number(".inf".into()),
+            None => self.bad_number("-.inf".into()),
+        })
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_some<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        loop {
+            self.path.push(Segment::Index(items.len()));
+            let item = seq.next_element_seed(&mut *self);
+            self.path.pop();
+            match item? {
+                Some(item) => items.push(item),
+                None => break,
+            }
+        }
+        Ok(Value::Array(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut object = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if object.contains_key(&key) {
+                return Err(de::Error::custom(format_args!(
+                    "mapping key {key:?} already defined"
+                )));
+            }
+            self.path.push(Segment::Key(key));
+            let value = map.next_value_seed(&mut *self);
+            if let Some(Segment::Key(key)) = self.path.pop() {
+                object.insert(key, value?);
+            }
+        }
+        Ok(Value::Object(object))
+    }
+}
+
+fn yaml_error(file: &str, error: &serde_norway::Error) -> ScenarioError {
+    let text = error.to_string();
+    match error.location() {
+        Some(location) => {
+            let (line, column) = (location.line(), location.column());
+            // serde_norway appends " at line L column C" (libyaml marks); the position is
+            // given in front instead.
+            let message = text.replacen(&format!(" at line {line} column {column}"), "", 1);
+            ScenarioError::Syntax {
+                file: file.to_owned(),
+                line,
+                column,
+                message,
+            }
+        }
+        None => ScenarioError::Yaml {
+            file: file.to_owned(),
+            message: text,
+        },
+    }
+}
