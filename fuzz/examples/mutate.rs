@@ -126,37 +126,51 @@ fn main() {
 }
 
 /// Findings are the same when they panic at the same place with the same message, apart
-/// from numbers, object names (`Node x:`, `Pod ns/x:`) and quoted values inside the message.
+/// from numbers, quoted values, object names (`: Node x:`, `: Pod ns/x:`) and the words
+/// that carry the newline.
 fn finding_key(message: &str) -> String {
-    let mut key = String::new();
-    let mut chars = message.chars().peekable();
+    // Quoted values inside the (Debug-escaped) message go first: they may hold spaces.
+    let mut unquoted = String::new();
     let mut in_value = false;
+    let mut chars = message.chars().peekable();
     while let Some(c) = chars.next() {
         if c == '\\' && chars.peek() == Some(&'"') {
             chars.next();
             in_value = !in_value;
-            key.push_str("<v>");
-            continue;
-        }
-        if in_value {
-            continue;
-        }
-        if c.is_ascii_digit() {
-            if !key.ends_with('#') {
-                key.push('#');
-            }
-            continue;
-        }
-        key.push(c);
-        if key.ends_with("Node ") || key.ends_with("Pod ") {
-            // Skip the name up to the colon.
-            while chars.peek().is_some_and(|&c| c != ':') {
-                chars.next();
-            }
-            key.push_str("<name>");
+            unquoted.push_str("<v>");
+        } else if !in_value {
+            unquoted.push(c);
         }
     }
-    key.chars().take(300).collect()
+    let words: Vec<&str> = unquoted.split(' ').collect();
+    let mut key: Vec<String> = Vec::new();
+    for (i, word) in words.iter().enumerate() {
+        let after_kind = i >= 2
+            && (words[i - 1] == "Node" || words[i - 1] == "Pod")
+            && words[i - 2].ends_with(':');
+        let masked = if word.contains("\\n") || word.contains("\\r") {
+            "<nl>".to_string()
+        } else if after_kind {
+            "<name>:".to_string()
+        } else {
+            let mut w = String::new();
+            for c in word.chars() {
+                if !c.is_ascii_digit() {
+                    w.push(c);
+                } else if !w.ends_with('#') {
+                    w.push('#');
+                }
+            }
+            w
+        };
+        if key
+            .last()
+            .is_none_or(|last| *last != masked || masked != "<nl>")
+        {
+            key.push(masked);
+        }
+    }
+    key.join(" ").chars().take(300).collect()
 }
 
 fn shorten(s: &str) -> String {

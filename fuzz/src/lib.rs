@@ -121,9 +121,10 @@ pub fn quantity(data: &[u8]) {
     }
 }
 
-/// The value of a plain well-formed quantity (`[+-]digits[.digits]suffix`, at least one digit,
-/// a decimal exponent of at most 300 in magnitude) in milli units by apimachinery's rules,
-/// computed with exact rational arithmetic on decimal digit strings; `None` for anything else.
+/// The value of a plain well-formed quantity (`[+-]digits[.digits]suffix`, at least one
+/// digit, a decimal exponent of at most 300 in magnitude once wrapped to 32 bits as Go
+/// does) in milli units by apimachinery's rules, computed with exact rational arithmetic on
+/// decimal digit strings; `None` for anything else.
 pub fn model_milli(text: &str) -> Option<i128> {
     let (negative, rest) = match text.as_bytes().first()? {
         b'-' => (true, &text[1..]),
@@ -162,8 +163,9 @@ pub fn model_milli(text: &str) -> Option<i128> {
         "Pi" => (50, 0),
         "Ei" => (60, 0),
         s if (s.starts_with('e') || s.starts_with('E')) && s.len() > 1 => {
-            let e: i64 = s[1..].parse().ok()?;
-            if e.abs() > 300 {
+            // Go parses 64 bits, then keeps the low 32 (`int32(...)`).
+            let e = i64::from(s[1..].parse::<i64>().ok()? as i32);
+            if e.unsigned_abs() > 300 {
                 return None;
             }
             (0, e)
