@@ -11,6 +11,11 @@
 //! Nothing is trimmed: `" 1"` is an error here (JSON decoding trims, see
 //! [`crate::resource::parse_resource_list`]).
 //!
+//! Length: Go parses a quantity of any length (through `math/big` beyond 18 digits); the API server
+//! never sees one longer than its 3 MiB write-request limit. Here a longer string is an error
+//! ([`MAX_QUANTITY_LEN`]), and parsing is linear: only the digits that can reach the result
+//! are accumulated, the rest are only scanned for the rounding.
+//!
 //! Values: Go keeps a parsed quantity exact to nano units (rounding a finer magnitude up,
 //! away from zero) and caps binary-suffixed magnitudes at 2^63-1; the API server's defaulting
 //! (`SetDefaults_ResourceList`) then rounds every resource-list value up to milli units,
@@ -40,6 +45,9 @@ pub enum QuantityErrorKind {
     Numeric,
     /// `ErrSuffix`: the suffix is not one Kubernetes knows (`"1i"`, `"1ki"`, `"1e"`).
     Suffix,
+    /// Longer than [`MAX_QUANTITY_LEN`]: no object the API server accepts can hold it.
+    /// (apimachinery has no such error; the API server's request size limit stands in.)
+    TooLong,
 }
 
 impl QuantityErrorKind {
@@ -51,6 +59,9 @@ impl QuantityErrorKind {
             }
             QuantityErrorKind::Numeric => "unable to parse numeric part of quantity",
             QuantityErrorKind::Suffix => "unable to parse quantity's suffix",
+            QuantityErrorKind::TooLong => {
+                "quantity is longer than 3145728 bytes, the largest write request the API server accepts"
+            }
         }
     }
 }
@@ -77,6 +88,12 @@ impl QuantityError {
     }
 }
 
+/// The longest quantity string [`Quantity::parse`] accepts: 3 MiB, kube-apiserver's limit on
+/// the body of a write request (`MaxRequestBodyBytes`, fixed at 3 * 1024 * 1024 and not
+/// exposed as a flag), so no object the API server stores can carry a longer one.
+/// apimachinery's `ParseQuantity` itself has no limit.
+pub const MAX_QUANTITY_LEN: usize = 3 * 1024 * 1024;
+
 /// 2^63-1, the magnitude apimachinery caps binary-suffixed quantities at.
 const MAX_INT64: u64 = i64::MAX as u64;
 
@@ -88,11 +105,15 @@ impl Quantity {
     /// milli units as the API server's defaulting does.
     ///
     /// Magnitudes beyond the `i128` milli range (about 1.7e35 units, only reachable with
-    /// decimal suffixes or exponents, which Go keeps exact) saturate.
+    /// decimal suffixes or exponents, which Go keeps exact) saturate. A string longer than
+    /// [`MAX_QUANTITY_LEN`] is an error. Parsing takes time linear in the length.
     pub fn parse(s: &str) -> Result<Quantity, QuantityError> {
         let bytes = s.as_bytes();
         if bytes.is_empty() {
             return Err(QuantityError::new(QuantityErrorKind::Format));
+        }
+        if bytes.len() > MAX_QUANTITY_LEN {
+            return Err(QuantityError::new(QuantityErrorKind::TooLong));
         }
         let scanned = scan(bytes)?;
         let suffix = interpret_suffix(scanned.suffix)
@@ -358,150 +379,172 @@ fn fast_path_applies(q: &Scanned<'_>, suffix: Suffix) -> bool {
     }
 }
 
+/// The significant digits of a scanned number: the integer digits followed by the fraction
+/// digits, without leading zeros, as two slices (no copy of a possibly huge input).
+#[derive(Clone, Copy)]
+struct Digits<'a> {
+    head: &'a [u8],
+    tail: &'a [u8],
+}
+
+impl<'a> Digits<'a> {
+    fn of(q: &Scanned<'a>) -> Digits<'a> {
+        if q.num.is_empty() {
+            // `num` never has leading zeros; without it, the fraction's leading zeros go.
+            let first = q
+                .denom
+                .iter()
+                .position(|&d| d != b'0')
+                .unwrap_or(q.denom.len());
+            Digits {
+                head: &[],
+                tail: &q.denom[first..],
+            }
+        } else {
+            Digits {
+                head: q.num,
+                tail: q.denom,
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.head.len() + self.tail.len()
+    }
+
+    /// The digits in `range` (positions from the first significant digit).
+    fn iter(&self, range: std::ops::Range<usize>) -> impl DoubleEndedIterator<Item = u8> + 'a {
+        let split = self.head.len();
+        let head = &self.head[range.start.min(split)..range.end.min(split)];
+        let tail = &self.tail[range.start.max(split) - split..range.end.max(split) - split];
+        head.iter().chain(tail.iter()).map(|&d| d - b'0')
+    }
+
+    /// The integer the digits in `range` spell, or `None` past `u128`.
+    fn value(&self, range: std::ops::Range<usize>) -> Option<u128> {
+        self.iter(range).try_fold(0u128, |acc, d| {
+            acc.checked_mul(10)?.checked_add(u128::from(d))
+        })
+    }
+}
+
+/// More significant digits than this always overflow the `i128` milli range (10^39 > 2^127).
+const I128_DIGITS: usize = 39;
+
 /// |value| in milli units, rounded up; binary magnitudes capped at 2^63-1 units first;
 /// saturating at `i128::MAX`.
+///
+/// Linear in the input: every digit is looked at a constant number of times, and only the
+/// digits that can reach the `i128` result are ever accumulated (a number with more
+/// significant digits than that saturates or caps without being read).
 fn milli_magnitude(q: &Scanned<'_>, suffix: Suffix) -> i128 {
-    let mut d = BigUint::from_digits(q.num.iter().chain(q.denom.iter()));
-    if d.is_zero() {
+    let digits = Digits::of(q);
+    let len = digits.len();
+    if len == 0 {
         return 0;
     }
     let denom_len = q.denom.len() as i64;
-    let mut e10 = match suffix {
-        Suffix::DecimalSi(exp) | Suffix::DecimalExponent(exp) => i64::from(exp) - denom_len + 3,
-        Suffix::BinarySi(exp) => {
-            d.shl(exp);
-            // Units are d / 10^denom_len; Go caps them at 2^63-1 (after rounding to nano,
-            // which cannot change whether they exceed that integer).
-            let mut limit = BigUint::from_u128(u128::from(MAX_INT64));
-            for _ in 0..denom_len {
-                limit.mul_add_small(10, 0);
-            }
-            if d.cmp_big(&limit) == std::cmp::Ordering::Greater {
-                return i128::from(i64::MAX) * 1000;
-            }
-            3 - denom_len
+    match suffix {
+        Suffix::DecimalSi(exp) | Suffix::DecimalExponent(exp) => {
+            // value = digits * 10^shift milli units.
+            let shift = i64::from(exp) - denom_len + 3;
+            decimal_milli(digits, shift)
         }
-    };
-    if e10 >= 0 {
-        while e10 > 0 {
-            if d.bit_len() > 128 {
-                return i128::MAX;
-            }
-            let step = e10.min(9);
-            d.mul_add_small(10u32.pow(step as u32), 0);
-            e10 -= step;
-        }
-        d.to_i128_saturating()
-    } else {
-        let mut k = -e10;
-        let mut remainder = false;
-        while k > 0 && !d.is_zero() {
-            let step = k.min(9);
-            remainder |= d.div_small(10u32.pow(step as u32)) != 0;
-            k -= step;
-        }
-        // Any non-zero digit dropped (all of them when d reached zero) rounds up.
-        let truncated = d.to_i128_saturating();
-        if remainder {
-            truncated.saturating_add(1)
-        } else {
-            truncated
-        }
+        Suffix::BinarySi(exp) => binary_milli(digits, exp, denom_len),
     }
 }
 
-/// Just enough arbitrary-precision unsigned arithmetic for exact parsing: little-endian
-/// 32-bit limbs, no trailing zero limbs.
-struct BigUint {
-    limbs: Vec<u32>,
-}
-
-impl BigUint {
-    fn from_u128(mut v: u128) -> BigUint {
-        let mut limbs = Vec::new();
-        while v != 0 {
-            limbs.push(v as u32);
-            v >>= 32;
-        }
-        BigUint { limbs }
-    }
-
-    fn from_digits<'a>(digits: impl Iterator<Item = &'a u8>) -> BigUint {
-        let mut n = BigUint { limbs: Vec::new() };
-        for &d in digits {
-            n.mul_add_small(10, u32::from(d - b'0'));
-        }
-        n
-    }
-
-    fn is_zero(&self) -> bool {
-        self.limbs.is_empty()
-    }
-
-    fn mul_add_small(&mut self, m: u32, a: u32) {
-        let mut carry = u64::from(a);
-        for limb in &mut self.limbs {
-            let v = u64::from(*limb) * u64::from(m) + carry;
-            *limb = v as u32;
-            carry = v >> 32;
-        }
-        if carry != 0 {
-            self.limbs.push(carry as u32);
-        }
-        self.trim();
-    }
-
-    /// Divides in place, returning the remainder.
-    fn div_small(&mut self, d: u32) -> u32 {
-        let mut rem = 0u64;
-        for limb in self.limbs.iter_mut().rev() {
-            let cur = (rem << 32) | u64::from(*limb);
-            *limb = (cur / u64::from(d)) as u32;
-            rem = cur % u64::from(d);
-        }
-        self.trim();
-        rem as u32
-    }
-
-    fn shl(&mut self, mut bits: u32) {
-        while bits > 0 {
-            let step = bits.min(31);
-            self.mul_add_small(1 << step, 0);
-            bits -= step;
-        }
-    }
-
-    fn trim(&mut self) {
-        while self.limbs.last() == Some(&0) {
-            self.limbs.pop();
-        }
-    }
-
-    fn bit_len(&self) -> u64 {
-        match self.limbs.last() {
-            None => 0,
-            Some(top) => (self.limbs.len() as u64 - 1) * 32 + u64::from(32 - top.leading_zeros()),
-        }
-    }
-
-    fn cmp_big(&self, other: &BigUint) -> std::cmp::Ordering {
-        self.limbs
-            .len()
-            .cmp(&other.limbs.len())
-            .then_with(|| self.limbs.iter().rev().cmp(other.limbs.iter().rev()))
-    }
-
-    fn to_i128_saturating(&self) -> i128 {
-        if self.limbs.len() > 4 {
+/// `digits * 10^shift`, rounded up, saturating at `i128::MAX`.
+fn decimal_milli(digits: Digits<'_>, shift: i64) -> i128 {
+    let len = digits.len();
+    if shift >= 0 {
+        // digits >= 10^(len-1), so the value is at least 10^(len-1+shift).
+        if len as i64 + shift > I128_DIGITS as i64 {
             return i128::MAX;
         }
-        let v = self
-            .limbs
-            .iter()
-            .rev()
-            .fold(0u128, |acc, &l| (acc << 32) | u128::from(l));
-        i128::try_from(v).unwrap_or(i128::MAX)
+        let scaled = digits
+            .value(0..len)
+            .and_then(|v| v.checked_mul(10u128.pow(shift as u32)));
+        return scaled.map_or(i128::MAX, saturate_i128);
     }
+    // The last `dropped` digits are below one milli unit: any non-zero one rounds up.
+    let dropped = usize::try_from(shift.unsigned_abs())
+        .unwrap_or(usize::MAX)
+        .min(len);
+    let kept = len - dropped;
+    if kept > I128_DIGITS {
+        return i128::MAX;
+    }
+    let Some(whole) = digits.value(0..kept) else {
+        return i128::MAX;
+    };
+    let round_up = digits.iter(kept..len).any(|d| d != 0);
+    saturate_i128(whole).saturating_add(i128::from(round_up))
+}
+
+/// `digits * 2^exp / 10^denom_len` units in milli units, rounded up, capped at 2^63-1 units
+/// (apimachinery's cap for binary suffixes, applied after its rounding to nano units, which
+/// cannot move a value across that integer).
+fn binary_milli(digits: Digits<'_>, exp: u32, denom_len: i64) -> i128 {
+    const CAP_MILLI: u128 = MAX_INT64 as u128 * 1000;
+    let len = digits.len();
+    let factor = 1u128 << exp; // exp <= 60
+    // milli = digits * 2^exp * 10^(3 - denom_len).
+    let (floor, inexact) = if denom_len <= 3 {
+        // 38 digits are more than 10^37 * 2^10 / 1000 > 2^63 units: capped either way.
+        if len > I128_DIGITS - 1 {
+            return CAP_MILLI as i128;
+        }
+        let exact = digits
+            .value(0..len)
+            .and_then(|v| v.checked_mul(factor))
+            .and_then(|v| v.checked_mul(10u128.pow((3 - denom_len) as u32)));
+        match exact {
+            Some(v) => (v, false),
+            None => return CAP_MILLI as i128,
+        }
+    } else {
+        // The last `scale` digits are divided away: whole = head * 2^exp, plus
+        // tail * 2^exp / 10^scale computed digit by digit from the right (Horner), keeping
+        // the floor and whether anything was dropped. The running value stays below 2^exp.
+        let scale = (denom_len - 3) as usize;
+        let dropped = scale.min(len);
+        let kept = len - dropped;
+        if kept > I128_DIGITS - 1 {
+            return CAP_MILLI as i128;
+        }
+        let mut carry = 0u128;
+        let mut inexact = false;
+        for d in digits.iter(kept..len).rev() {
+            let t = u128::from(d) * factor + carry;
+            inexact |= !t.is_multiple_of(10);
+            carry = t / 10;
+        }
+        // Leading zeros of the divided part (only when the number has fewer digits than
+        // `scale`): keep dividing until nothing is left.
+        let mut zeros = scale - dropped;
+        while zeros > 0 && carry != 0 {
+            inexact |= !carry.is_multiple_of(10);
+            carry /= 10;
+            zeros -= 1;
+        }
+        let whole = digits
+            .value(0..kept)
+            .and_then(|v| v.checked_mul(factor))
+            .and_then(|v| v.checked_add(carry));
+        match whole {
+            Some(v) => (v, inexact),
+            None => return CAP_MILLI as i128,
+        }
+    };
+    if floor > CAP_MILLI || (floor == CAP_MILLI && inexact) {
+        return CAP_MILLI as i128;
+    }
+    (floor + u128::from(inexact)) as i128
+}
+
+fn saturate_i128(v: u128) -> i128 {
+    i128::try_from(v).unwrap_or(i128::MAX)
 }
 
 #[cfg(test)]
@@ -808,6 +851,11 @@ mod tests {
             ("0.0001Ki", 103),
             // int32 wrap of the exponent: 9223372036854775807 as int32 is -1.
             ("1e9223372036854775807", 100),
+            // From the fuzzer: i64::MIN and 2^32 wrap to an exponent of 0.
+            (".0000006E-9223372036854775808", 1),
+            ("5e-9223372036854775808", 5000),
+            ("5e4294967296", 5000),
+            ("5e4294967295", 500),
             // Digits shifted far left and right still round correctly.
             ("123456789012345678901234567890e-27", 123_457),
             ("00000000000000000000000000000000001", 1000),
@@ -836,6 +884,86 @@ mod tests {
         assert_eq!(big.milli_value(), i64::MAX);
         assert_eq!(Quantity::parse("-10E").unwrap().value(), i64::MIN);
         assert_eq!(milli("9223372036854775807"), i128::from(i64::MAX) * 1000);
+    }
+
+    /// Issue 14: a quantity longer than the API server's 3 MiB write limit is an error, and
+    /// a long one within it (1,000,000 digits, which a default API server stores) parses.
+    #[test]
+    fn test_length_limit() {
+        let million = "9".repeat(1_000_000);
+        assert_eq!(milli(&million), i128::MAX);
+        assert_eq!(milli(&format!("{million}Ki")), i128::from(i64::MAX) * 1000);
+        let longest = "1".repeat(MAX_QUANTITY_LEN);
+        assert_eq!(milli(&longest), i128::MAX);
+        for too_long in [
+            "1".repeat(MAX_QUANTITY_LEN + 1),
+            format!("{longest}m"),
+            format!("-{longest}"),
+            "x".repeat(MAX_QUANTITY_LEN + 1),
+        ] {
+            let err = Quantity::parse(&too_long).unwrap_err();
+            assert_eq!(err.kind(), QuantityErrorKind::TooLong);
+        }
+        let message = Quantity::parse(&"1".repeat(MAX_QUANTITY_LEN + 1))
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains(&MAX_QUANTITY_LEN.to_string()), "{message}");
+        assert!(!message.contains('\n'));
+    }
+
+    /// Inputs of the longest allowed length through every path of the value computation,
+    /// with exact expected values. A parser that accumulates every digit into a big number
+    /// (quadratic: about 10^13 limb operations here) would not finish this test.
+    #[test]
+    fn test_longest_inputs_are_exact() {
+        let n = MAX_QUANTITY_LEN;
+        let zeros = |k: usize| "0".repeat(k);
+        let table: Vec<(String, i128)> = vec![
+            // One significant digit at the far end of a long fraction rounds up to 1m.
+            (format!("0.{}1", zeros(n - 3)), 1),
+            (format!("-0.{}1", zeros(n - 4)), -1),
+            (format!(".{}1Ki", zeros(n - 4)), 1),
+            // Long fractions that are exact.
+            (format!("1.{}", zeros(n - 2)), 1000),
+            (format!("1.{}Ki", zeros(n - 4)), 1_024_000),
+            (format!("0.5{}Mi", zeros(n - 5)), 524_288_000),
+            // Leading zeros count for nothing.
+            (format!("{}1500m", zeros(n - 5)), 1500),
+            (format!("{}7Gi", zeros(n - 3)), 7 * GI * 1000),
+            // A long integer shifted back down by an exponent.
+            (format!("1{}e-{}", zeros(n - 10), n - 10), 1000),
+            (format!("1{}1e-{}", zeros(n - 11), n - 10), 1001),
+            (format!("25{}e-{}", zeros(n - 11), n - 10), 2500),
+            // Fraction digits beyond nano still round binary values up (Go: RoundUp to nano).
+            (format!("1.{}1Ki", zeros(n - 5)), 1_024_001),
+            // Many digits, all significant: saturates (decimal) or caps (binary).
+            ("7".repeat(n), i128::MAX),
+            (
+                format!("{}Ei", "7".repeat(n - 2)),
+                i128::from(i64::MAX) * 1000,
+            ),
+            (format!("{}e-9", "7".repeat(n - 3)), i128::MAX),
+        ];
+        for (input, want) in table {
+            assert_eq!(input.len(), MAX_QUANTITY_LEN, "{}", &input[..20]);
+            assert_eq!(milli(&input), want, "{}...", &input[..20]);
+        }
+    }
+
+    /// Rounding and capping of binary values with long fractions (expected values computed
+    /// with exact rational arithmetic).
+    #[test]
+    fn test_binary_fraction_edges() {
+        let cap = i128::from(i64::MAX) * 1000;
+        // (2^63-1) / 2^30 written out exactly: 2^63-1 units, at the cap but not over it.
+        assert_eq!(milli("8589934591.999999999068677425384521484375Gi"), cap);
+        assert_eq!(milli("8589934591.9999999990686774253845214843751Gi"), cap);
+        assert_eq!(milli("7.999999999999999999132638262011596452794Ei"), cap);
+        assert_eq!(milli("8191.999999999999Pi"), 9_223_372_036_854_774_682_101);
+        assert_eq!(milli("0.0001Ki"), 103);
+        assert_eq!(milli("0.00000000000000000000000000000000001Ei"), 1);
+        assert_eq!(milli("0.0009765625Ki"), 1000);
+        assert_eq!(milli("0.00097656250000000000000000001Ki"), 1001);
     }
 
     /// Value() / MilliValue() round away from zero (apimachinery's negativeScaleInt64).
