@@ -108,7 +108,7 @@ fn conformance_cases_agree_with_kube_scheduler() {
     // goes missing fails here instead of shrinking the run.
     for (folder, preemption, count) in [
         ("cases", false, 78),
-        ("cases-default", false, 36),
+        ("cases-default", false, 37),
         ("cases-preemption", true, 24),
     ] {
         let dir = repo_root().join("conformance").join(folder);

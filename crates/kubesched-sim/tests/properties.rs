@@ -452,14 +452,9 @@ fn mutation_plan() -> impl Strategy<Value = (usize, u64, usize)> {
 }
 
 /// Structurally mutated cases and configurations load and simulate, or fail with one line
-/// naming the file.
-///
-/// Fails on main as of issue 14: the loader echoes raw strings, so a key `"phase\n"`, a
-/// kind `"Pod\nX"` or a quantity `"a\nb"` splits the message over two lines (item 4), and
-/// the adaptive search panics on a PreFilter node subset (item 1). Un-ignore once those
-/// are merged.
+/// naming the file. (It found raw newlines echoed in errors, item 4 of issue 14, and
+/// the adaptive search's panic on a PreFilter node subset, item 1.)
 #[test]
-#[ignore = "waiting for loader fixes (issue 14 item 4: newlines echoed raw in errors and warnings) and the search fix (item 1)"]
 fn structural_mutations_load_or_fail_cleanly() {
     check(
         "structural_mutations_load_or_fail_cleanly",

@@ -174,7 +174,8 @@ impl<'de> de::Deserializer<'de> for Strict<'de> {
                 Value::Number(n) => number_to_quantity(n),
                 _ => return visitor.visit_newtype_struct(self),
             };
-            if let Err(error) = Quantity::parse(&text) {
+            // Go's Quantity.UnmarshalJSON trims surrounding whitespace before parsing.
+            if let Err(error) = Quantity::parse(text.trim()) {
                 return Err(StrictError::InvalidQuantity {
                     value: text,
                     reason: error.to_string(),
