@@ -3,11 +3,10 @@
 
 use std::io::{Read, Write};
 use std::process::ExitCode;
-use std::time::Instant;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
+use kubesched_sim::DEMO_SCENARIO;
 use kubesched_sim::scenario::Source;
-use kubesched_sim::{DEMO_SCENARIO, SimulationOptions, output, simulate};
 
 /// kubesched: kube-scheduler's framework in Rust.
 #[derive(Parser, Debug)]
@@ -30,10 +29,19 @@ enum Command {
         /// Scenario files, read as one scenario in order; `-` reads standard input.
         /// With --from-cluster they are read after the cluster's objects.
         files: Vec<String>,
-        /// `table` for people, `jsonl` for scripts (the conformance format).
-        #[arg(long, value_enum, default_value_t = Format::Table)]
-        format: Format,
-        /// Explain one pod (NAMESPACE/POD): every node's filter verdict or scores.
+        /// `table` for people, `jsonl` for scripts (the conformance format). JSON Lines
+        /// are printed one pod at a time, as each is decided.
+        #[arg(long, value_enum, default_value_t = simulate::Format::Table)]
+        format: simulate::Format,
+        /// With --format jsonl: how much per-node detail each line has. `all` (the
+        /// default, the conformance format): every feasible node's scores and every
+        /// rejected node's reasons; `rejected`: only the rejected nodes' reasons;
+        /// `none`: only the pod's outcome. A line with every node is as large as the
+        /// cluster: leave the detail out for large clusters.
+        #[arg(long, value_enum, value_name = "LEVEL")]
+        detail: Option<simulate::DetailArg>,
+        /// Explain one pod: every node's filter verdict or scores. A bare POD finds the
+        /// only pending pod of that name in any namespace.
         #[arg(long, value_name = "NAMESPACE/POD")]
         explain: Option<String>,
         /// Run PostFilter plugins (preemption) when no node fits.
@@ -75,13 +83,10 @@ enum Command {
 mod bench;
 mod capacity;
 mod rollout;
+mod simulate;
 mod whatif;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum Format {
-    Table,
-    Jsonl,
-}
+pub(crate) use simulate::Format;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -99,18 +104,20 @@ fn main() -> ExitCode {
         Command::Simulate {
             files,
             format,
+            detail,
             explain,
             preemption,
             timing,
             whatif,
-        } => match run_simulate(
-            &files,
+        } => match simulate::run(&simulate::Request {
+            files: &files,
             format,
-            explain.as_deref(),
+            detail,
+            explain: explain.as_deref(),
             preemption,
             timing,
-            &whatif,
-        ) {
+            whatif: &whatif,
+        }) {
             Ok(()) => ExitCode::SUCCESS,
             Err(message) => {
                 eprintln!("kubesched: error: {message}");
@@ -149,49 +156,6 @@ fn read_sources(files: &[String]) -> Result<Vec<Source>, String> {
             }
         })
         .collect()
-}
-
-fn run_simulate(
-    files: &[String],
-    format: Format,
-    explain: Option<&str>,
-    preemption: bool,
-    timing: bool,
-    whatif: &whatif::WhatIfArgs,
-) -> Result<(), String> {
-    let start = Instant::now();
-    let (scenario, config_line) = whatif::load_scenario(files, whatif)?;
-    let loaded = start.elapsed();
-    let options = SimulationOptions {
-        preemption,
-        ..Default::default()
-    };
-    let sim = simulate(&scenario, &options).map_err(|e| e.to_string())?;
-    let scheduled = start.elapsed() - loaded;
-    for w in &sim.warnings {
-        eprintln!("kubesched: warning: {w}");
-    }
-    let text = match (explain, format) {
-        (Some(pod), _) => output::explain(&sim.results, pod)
-            .ok_or_else(|| format!("--explain {pod}: no pending pod {pod} in the scenario"))?,
-        (None, Format::Jsonl) => output::jsonl(&sim.results),
-        (None, Format::Table) => match &config_line {
-            Some(line) => format!("# {line}\n{}", output::table(&sim.results)),
-            None => output::table(&sim.results),
-        },
-    };
-    print_out(&text);
-    if timing {
-        eprintln!(
-            "kubesched: {} node(s), {} pod attempt(s); load {:.3}s, schedule {:.3}s (config: {})",
-            scenario.nodes.len(),
-            sim.results.len(),
-            loaded.as_secs_f64(),
-            scheduled.as_secs_f64(),
-            sim.config_source
-        );
-    }
-    Ok(())
 }
 
 /// Writes `text` to standard output. A closed pipe (`kubesched ... | head`) is not an

@@ -4,7 +4,9 @@
 //! Kubernetes YAML (nodes, bound and pending pods, and optionally a
 //! KubeSchedulerConfiguration); [`simulate`] runs it by the rules of the conformance
 //! format and returns one [`PodResult`] per attempt, which [`output`] prints as JSON
-//! Lines, a table, or a node-by-node explanation.
+//! Lines, a table, or a node-by-node explanation. [`simulate_each`] hands the results
+//! over one at a time instead, as each pod is decided, so a large cluster's output can
+//! be written without holding it all.
 //!
 //! ```
 //! use kubesched_sim::{scenario, simulate, SimulationOptions};
@@ -42,8 +44,9 @@ pub mod whatif;
 pub mod workloads;
 
 pub use simulate::{
-    Decision, NodeScores, PodOutcome, PodResult, Prepared, Rejection, Simulation, SimulationError,
-    SimulationOptions, prepare, simulate, simulate_with,
+    Decision, Detail, NodeScores, PodOutcome, PodResult, Prepared, Rejection, RunSummary,
+    Simulation, SimulationError, SimulationOptions, prepare, simulate, simulate_each,
+    simulate_with,
 };
 
 /// The embedded demo: the Kubernetes "multiple schedulers" lesson as a scenario.

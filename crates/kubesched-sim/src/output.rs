@@ -1,78 +1,148 @@
 //! How simulation results are printed: FORMAT.md's JSON Lines for scripts, a table for
-//! people, and `--explain` for one pod's node-by-node story.
+//! people, and `--explain` for one pod's node-by-node story. [`write_jsonl`] and
+//! [`Table`] take one result at a time, so they can follow
+//! [`simulate_each`](crate::simulate_each) without the results being collected.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use serde_json::{Map, Value, json};
+use serde::ser::{Serialize, Serializer};
+use serde_json::Value;
 
-use crate::simulate::{PodOutcome, PodResult};
+use crate::simulate::{Detail, NodeScores, PodOutcome, PodResult, Rejection};
 
 /// One result as FORMAT.md's JSON object.
 pub fn to_json(result: &PodResult) -> Value {
-    let mut obj = Map::new();
-    obj.insert("pod".into(), json!(result.pod));
-    obj.insert("scheduler".into(), json!(result.scheduler));
-    let details = |obj: &mut Map<String, Value>| {
-        let scores: Map<String, Value> = result
-            .scores
-            .iter()
-            .map(|(node, s)| {
-                let plugins: Map<String, Value> = s
-                    .plugins
-                    .iter()
-                    .map(|(p, v)| (p.clone(), json!(v)))
-                    .collect();
-                (node.clone(), Value::Object(plugins))
-            })
-            .collect();
-        let rejected: Map<String, Value> = result
-            .rejected
-            .iter()
-            .map(|(node, r)| (node.clone(), json!(r.reasons)))
-            .collect();
-        obj.insert("scores".into(), Value::Object(scores));
-        obj.insert("rejected".into(), Value::Object(rejected));
-    };
-    match &result.outcome {
-        PodOutcome::Ignored => {
-            obj.insert("ignored".into(), json!(true));
-        }
-        PodOutcome::Gated(gates) => {
-            obj.insert("gated".into(), json!(gates));
-        }
-        PodOutcome::Scheduled(node) => {
-            obj.insert("node".into(), json!(node));
-            details(&mut obj);
-        }
-        PodOutcome::Unschedulable(message) => {
-            obj.insert("node".into(), Value::Null);
-            obj.insert("message".into(), json!(message));
-            details(&mut obj);
-        }
-        PodOutcome::Nominated {
-            message,
-            node,
-            victims,
-            ..
-        } => {
-            obj.insert("node".into(), Value::Null);
-            obj.insert("message".into(), json!(message));
-            details(&mut obj);
-            obj.insert("nominated".into(), json!(node));
-            obj.insert("victims".into(), json!(victims));
-        }
-    }
-    Value::Object(obj)
+    serde_json::to_value(Line::new(result, Detail::All))
+        .expect("a result always converts to JSON: string keys, integers and strings")
 }
 
 /// Every result as JSON Lines.
 pub fn jsonl(results: &[PodResult]) -> String {
-    let mut out = String::new();
+    let mut out = Vec::new();
     for r in results {
-        out.push_str(&to_json(r).to_string());
-        out.push('\n');
+        write_jsonl(&mut out, r, Detail::All).expect("writing to a Vec does not fail");
     }
-    out
+    String::from_utf8(out).expect("serde_json writes UTF-8")
+}
+
+/// Writes one result as a line of JSON Lines (newline included), straight to `out`
+/// without building the JSON in memory first. With [`Detail::All`] the line is
+/// FORMAT.md's, byte for byte what [`jsonl`] prints (keys in alphabetical order, nodes
+/// and plugins sorted by name). [`Detail::Rejected`] leaves out `scores`,
+/// [`Detail::None`] `scores` and `rejected`: the pod's outcome line alone.
+pub fn write_jsonl(
+    out: &mut impl std::io::Write,
+    result: &PodResult,
+    detail: Detail,
+) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *out, &Line::new(result, detail))?;
+    out.write_all(b"\n")
+}
+
+/// FORMAT.md's object for one result, fields in alphabetical order: the order the
+/// collected `serde_json::Map` (a sorted map) has always printed them in.
+#[derive(serde::Serialize)]
+struct Line<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gated: Option<&'a [String]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ignored: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<&'a str>,
+    /// `Some(None)` prints `null`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    node: Option<Option<&'a str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    nominated: Option<&'a str>,
+    pod: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rejected: Option<RejectedField<'a>>,
+    scheduler: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scores: Option<ScoresField<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    victims: Option<&'a [String]>,
+}
+
+impl<'a> Line<'a> {
+    fn new(result: &'a PodResult, detail: Detail) -> Self {
+        let mut line = Line {
+            gated: None,
+            ignored: None,
+            message: None,
+            node: None,
+            nominated: None,
+            pod: &result.pod,
+            rejected: None,
+            scheduler: &result.scheduler,
+            scores: None,
+            victims: None,
+        };
+        let attempted = match &result.outcome {
+            PodOutcome::Ignored => {
+                line.ignored = Some(true);
+                false
+            }
+            PodOutcome::Gated(gates) => {
+                line.gated = Some(gates);
+                false
+            }
+            PodOutcome::Scheduled(node) => {
+                line.node = Some(Some(node));
+                true
+            }
+            PodOutcome::Unschedulable(message) => {
+                line.node = Some(None);
+                line.message = Some(message);
+                true
+            }
+            PodOutcome::Nominated {
+                message,
+                node,
+                victims,
+                ..
+            } => {
+                line.node = Some(None);
+                line.message = Some(message);
+                line.nominated = Some(node);
+                line.victims = Some(victims);
+                true
+            }
+        };
+        if attempted {
+            if detail == Detail::All {
+                line.scores = Some(ScoresField(&result.scores));
+            }
+            if detail != Detail::None {
+                line.rejected = Some(RejectedField(&result.rejected));
+            }
+        }
+        line
+    }
+}
+
+/// `{"node": {"Plugin": score, ...}, ...}`.
+struct ScoresField<'a>(&'a BTreeMap<String, NodeScores>);
+
+impl Serialize for ScoresField<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.iter().map(|(node, s)| {
+            // By name, as a JSON object prints them; a repeated name keeps the last.
+            let plugins: BTreeMap<&str, i64> =
+                s.plugins.iter().map(|(p, v)| (p.as_str(), *v)).collect();
+            (node, plugins)
+        }))
+    }
+}
+
+/// `{"node": ["reason", ...], ...}`.
+struct RejectedField<'a>(&'a BTreeMap<String, Rejection>);
+
+impl Serialize for RejectedField<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.iter().map(|(node, r)| (node, &r.reasons)))
+    }
 }
 
 fn node_column(outcome: &PodOutcome) -> String {
@@ -106,39 +176,69 @@ fn reason_column(result: &PodResult) -> String {
 
 /// A table for people: one row per attempt.
 pub fn table(results: &[PodResult]) -> String {
-    let rows: Vec<[String; 4]> = results
-        .iter()
-        .map(|r| {
-            [
-                r.pod.clone(),
-                r.scheduler.clone(),
-                node_column(&r.outcome),
-                reason_column(r),
-            ]
-        })
-        .collect();
-    let header = ["POD", "SCHEDULER", "NODE", "REASON"].map(String::from);
-    let mut widths = [0usize; 3];
-    for row in std::iter::once(&header).chain(&rows) {
-        for (w, cell) in widths.iter_mut().zip(row.iter()) {
-            *w = (*w).max(cell.chars().count());
+    let mut t = Table::default();
+    for r in results {
+        t.push(r);
+    }
+    t.render()
+}
+
+/// The table of [`table`], built one result at a time: a row keeps only its four
+/// cells, so the results themselves (every node's verdict) can be dropped as soon as
+/// they are pushed. The columns are as wide as their widest cell, so nothing is printed
+/// before the last row is in.
+#[derive(Debug, Default)]
+pub struct Table {
+    rows: Vec<[String; 4]>,
+}
+
+impl Table {
+    /// Adds the row of one result (its reason needs the chosen node's score, so the
+    /// result should have [`Detail::All`]).
+    pub fn push(&mut self, r: &PodResult) {
+        self.rows.push([
+            r.pod.clone(),
+            r.scheduler.clone(),
+            node_column(&r.outcome),
+            reason_column(r),
+        ]);
+    }
+
+    /// How many rows there are.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Whether there is no row.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// The header and every row, aligned.
+    pub fn render(&self) -> String {
+        let header = ["POD", "SCHEDULER", "NODE", "REASON"].map(String::from);
+        let mut widths = [0usize; 3];
+        for row in std::iter::once(&header).chain(&self.rows) {
+            for (w, cell) in widths.iter_mut().zip(row.iter()) {
+                *w = (*w).max(cell.chars().count());
+            }
         }
+        let mut out = String::new();
+        for row in std::iter::once(&header).chain(&self.rows) {
+            let _ = writeln!(
+                out,
+                "{:<w0$}  {:<w1$}  {:<w2$}  {}",
+                row[0],
+                row[1],
+                row[2],
+                row[3],
+                w0 = widths[0],
+                w1 = widths[1],
+                w2 = widths[2]
+            );
+        }
+        out
     }
-    let mut out = String::new();
-    for row in std::iter::once(&header).chain(&rows) {
-        let _ = writeln!(
-            out,
-            "{:<w0$}  {:<w1$}  {:<w2$}  {}",
-            row[0],
-            row[1],
-            row[2],
-            row[3],
-            w0 = widths[0],
-            w1 = widths[1],
-            w2 = widths[2]
-        );
-    }
-    out
 }
 
 /// Every attempt of one pod (`namespace/name`), node by node; `None` when no pending

@@ -22,6 +22,22 @@ pub struct SimulationOptions {
     pub node_search: NodeSearch,
     /// The pick among equal best scores.
     pub host_selection: HostSelection,
+    /// How much per-node detail each [`PodResult`] records.
+    pub detail: Detail,
+}
+
+/// How much per-node detail a [`PodResult`] records. Every node's scores and reasons
+/// make a result as large as the cluster; a caller that does not print them can leave
+/// them out, and the simulation then does not gather them at all.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Detail {
+    /// Scores of the feasible nodes and reasons of the rejected ones (FORMAT.md).
+    #[default]
+    All,
+    /// Only the rejected nodes' reasons; `scores` stays empty.
+    Rejected,
+    /// Neither: only the outcome (`scores` and `rejected` stay empty).
+    None,
 }
 
 impl Default for SimulationOptions {
@@ -30,6 +46,7 @@ impl Default for SimulationOptions {
             preemption: false,
             node_search: NodeSearch::Exhaustive,
             host_selection: HostSelection::FirstInNodeOrder,
+            detail: Detail::All,
         }
     }
 }
@@ -181,9 +198,11 @@ pub struct PodResult {
     pub scheduler: String,
     /// What happened.
     pub outcome: PodOutcome,
-    /// Scores of the nodes that passed the filters (empty when scoring was skipped).
+    /// Scores of the nodes that passed the filters (empty when scoring was skipped, or
+    /// when [`SimulationOptions::detail`] leaves them out).
     pub scores: BTreeMap<String, NodeScores>,
-    /// The nodes that failed, with the rejecting plugin and reasons.
+    /// The nodes that failed, with the rejecting plugin and reasons (empty when
+    /// [`SimulationOptions::detail`] is [`Detail::None`]).
     pub rejected: BTreeMap<String, Rejection>,
     /// Node names in node order, to print in that order (shared by every result).
     pub node_order: Arc<Vec<String>>,
@@ -220,7 +239,10 @@ pub fn build_frameworks(
         .collect()
 }
 
-/// Runs the scenario with the in-tree plugins.
+/// Runs the scenario with the in-tree plugins and collects every result. Each result
+/// holds every node's verdict (unless [`SimulationOptions::detail`] leaves it out), so
+/// for a large cluster prefer [`simulate_each`], which hands the results over one by
+/// one.
 pub fn simulate(
     scenario: &Scenario,
     options: &SimulationOptions,
@@ -237,6 +259,51 @@ pub fn simulate_with(
     Ok(prepare(scenario, options, registry)?.run())
 }
 
+/// Runs the scenario with the in-tree plugins and hands each result to `sink` as soon as
+/// the pod is decided, keeping none: memory stays that of one result, however many pods
+/// there are. Stops at the first error `sink` returns, and returns it. Returns the
+/// configuration's warnings and source (as [`Simulation`] has them) and the number of
+/// results.
+///
+/// ```
+/// # use kubesched_sim::{scenario, simulate_each, SimulationOptions};
+/// # let text = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '2', memory: 4Gi, pods: '110'}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: app, image: nginx}]}\n";
+/// # let s = scenario::load(&[scenario::Source { name: "doc.yaml".into(), text: text.into() }]).unwrap();
+/// let mut placed = Vec::new();
+/// let summary = simulate_each(&s, &SimulationOptions::default(), |r| {
+///     placed.push(r.pod);
+///     Ok::<(), std::convert::Infallible>(())
+/// })
+/// .unwrap()
+/// .unwrap();
+/// assert_eq!((placed, summary.results), (vec!["default/web".to_string()], 1));
+/// ```
+pub fn simulate_each<E>(
+    scenario: &Scenario,
+    options: &SimulationOptions,
+    sink: impl FnMut(PodResult) -> Result<(), E>,
+) -> Result<Result<RunSummary, E>, SimulationError> {
+    let prepared = prepare(scenario, options, &kubesched_plugins::in_tree_registry())?;
+    let warnings = prepared.warnings.clone();
+    let config_source = prepared.config_source.clone();
+    Ok(prepared.run_each(sink).map(|results| RunSummary {
+        results,
+        warnings,
+        config_source,
+    }))
+}
+
+/// What [`simulate_each`] returns besides the results it handed over.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunSummary {
+    /// How many results (attempts) there were.
+    pub results: usize,
+    /// Warnings from the configuration.
+    pub warnings: Vec<String>,
+    /// Where the configuration came from (`built-in default` when none).
+    pub config_source: String,
+}
+
 /// A scenario made ready to run: the scheduler over the cluster, and the pending pods
 /// in queue order. [`prepare`] does the parsing and building; [`Prepared::run`] is the
 /// scheduling loop alone, so it can be timed on its own.
@@ -249,6 +316,8 @@ pub struct Prepared {
     pub warnings: Vec<String>,
     /// Where the configuration came from.
     pub config_source: String,
+    /// How much per-node detail each result records.
+    pub detail: Detail,
 }
 
 /// What happened to one pod, without the per-node details (for benchmarks).
@@ -325,24 +394,41 @@ pub fn prepare(
         queue,
         warnings,
         config_source,
+        detail: options.detail,
     })
 }
 
 impl Prepared {
-    /// Attempts every pending pod once, in queue order, recording every node's verdict.
-    /// With preemption, an attempt that nominates a node deletes the victims at once
-    /// and the pod is attempted again immediately (FORMAT.md rule 9): one more result.
-    pub fn run(mut self) -> Simulation {
-        let node_order: Arc<Vec<String>> = Arc::new(
-            self.scheduler
-                .snapshot()
-                .nodes()
-                .iter()
-                .map(|n| n.name().to_string())
-                .collect(),
-        );
+    /// Attempts every pending pod once, in queue order, recording every node's verdict
+    /// (as far as [`Prepared::detail`] asks). With preemption, an attempt that
+    /// nominates a node deletes the victims at once and the pod is attempted again
+    /// immediately (FORMAT.md rule 9): one more result.
+    pub fn run(self) -> Simulation {
+        let mut results = Vec::with_capacity(self.queue.len());
+        let warnings = self.warnings.clone();
+        let config_source = self.config_source.clone();
+        let pushed: Result<usize, std::convert::Infallible> = self.run_each(|r| {
+            results.push(r);
+            Ok(())
+        });
+        let _ = pushed;
+        Simulation {
+            results,
+            warnings,
+            config_source,
+        }
+    }
+
+    /// Runs as [`Prepared::run`] does, but hands each result to `sink` as soon as the
+    /// pod is decided instead of collecting them; stops at the first error `sink`
+    /// returns. Returns the number of results.
+    pub fn run_each<E>(
+        mut self,
+        mut sink: impl FnMut(PodResult) -> Result<(), E>,
+    ) -> Result<usize, E> {
+        let node_order = self.node_order();
         let queue = std::mem::take(&mut self.queue);
-        let mut results = Vec::with_capacity(queue.len());
+        let mut count = 0;
         for queued in &queue {
             loop {
                 let result = self.attempt(&queued.pod_info, &node_order);
@@ -350,17 +436,14 @@ impl Prepared {
                     PodOutcome::Nominated { node, victims, .. } => self.evict(node, victims),
                     _ => 0,
                 };
-                results.push(result);
+                count += 1;
+                sink(result)?;
                 if evicted == 0 {
                     break;
                 }
             }
         }
-        Simulation {
-            results,
-            warnings: self.warnings,
-            config_source: self.config_source,
-        }
+        Ok(count)
     }
 
     /// Attempts every pending pod once, in queue order, keeping only the decisions.
@@ -471,6 +554,7 @@ impl Prepared {
             Outcome::Scheduled { node, result: r } => {
                 fill_details(
                     &mut result,
+                    self.detail,
                     scheduler.snapshot(),
                     &r.diagnosis,
                     &r.scores,
@@ -482,6 +566,7 @@ impl Prepared {
                 if let ScheduleError::Unfit(fit) = &error {
                     fill_details(
                         &mut result,
+                        self.detail,
                         scheduler.snapshot(),
                         &fit.diagnosis,
                         &Default::default(),
@@ -509,22 +594,28 @@ impl Prepared {
 
 fn fill_details(
     result: &mut PodResult,
+    detail: Detail,
     snapshot: &Snapshot,
     diagnosis: &kubesched_framework::Diagnosis,
     scores: &kubesched_framework::ScoreTable,
     chosen: Option<usize>,
 ) {
-    for (node_index, plugins, total) in scores.rows() {
-        result.scores.insert(
-            snapshot.node_at(node_index).name().to_string(),
-            NodeScores {
-                plugins: plugins
-                    .into_iter()
-                    .map(|(p, v)| (p.to_string(), v))
-                    .collect(),
-                total,
-            },
-        );
+    if detail == Detail::None {
+        return;
+    }
+    if detail == Detail::All {
+        for (node_index, plugins, total) in scores.rows() {
+            result.scores.insert(
+                snapshot.node_at(node_index).name().to_string(),
+                NodeScores {
+                    plugins: plugins
+                        .into_iter()
+                        .map(|(p, v)| (p.to_string(), v))
+                        .collect(),
+                    total,
+                },
+            );
+        }
     }
     let explicit = &diagnosis.node_to_status.statuses;
     for (index, status) in explicit {
