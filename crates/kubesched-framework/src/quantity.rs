@@ -8,8 +8,8 @@
 //! permissive than the regular expression it quotes in its error: a missing number is 0, so
 //! `"Gi"`, `"m"`, `"+"` and `"."` parse as zero, exactly as they do in Go, while `"Pi"` and
 //! `"e-10"` fail with the "numeric" error because Go takes its big-decimal path for them.
-//! Nothing is trimmed: `" 1"` is an error here (JSON decoding trims, see
-//! [`crate::resource::parse_resource_list`]).
+//! Nothing is trimmed: `" 1"` is an error for [`Quantity::parse`];
+//! [`Quantity::parse_json_string`] reads a value as the API server decodes it from JSON.
 //!
 //! Length: Go parses a quantity of any length (through `math/big` beyond 18 digits); the API server
 //! never sees one longer than its 3 MiB write-request limit. Here a longer string is an error
@@ -100,6 +100,17 @@ const MAX_INT64: u64 = i64::MAX as u64;
 impl Quantity {
     /// Zero.
     pub const ZERO: Quantity = Quantity { milli: 0 };
+
+    /// Parses a quantity as the API server decodes it from a JSON string
+    /// (`Quantity.UnmarshalJSON`): `strings.TrimSpace` runs on the raw JSON text between
+    /// the quotes, where control characters and U+2028/U+2029 are still escapes
+    /// (`\n`, `\u2028`), so only the white space JSON writes as itself is trimmed: `" 4"`
+    /// and `"4\u{a0}"` are 4, while `"4\n"` is an error, as it is for the API server.
+    pub fn parse_json_string(s: &str) -> Result<Quantity, QuantityError> {
+        let trimmed_by_go =
+            |c: char| c.is_whitespace() && c >= ' ' && c != '\u{2028}' && c != '\u{2029}';
+        Quantity::parse(s.trim_matches(trimmed_by_go))
+    }
 
     /// Parses a quantity string as apimachinery's `ParseQuantity` does, then rounds it up to
     /// milli units as the API server's defaulting does.
@@ -888,6 +899,22 @@ mod tests {
 
     /// Issue 14: a quantity longer than the API server's 3 MiB write limit is an error, and
     /// a long one within it (1,000,000 digits, which a default API server stores) parses.
+    #[test]
+    fn json_strings_are_trimmed_of_the_white_space_json_writes_as_itself() {
+        for input in [" 4", "4 ", "\u{a0}4", "4\u{3000}", "\u{85}4"] {
+            assert_eq!(
+                Quantity::parse_json_string(input).unwrap().value(),
+                4,
+                "{input:?}"
+            );
+        }
+        // Escaped in JSON, so Go's TrimSpace never sees them as white space.
+        for input in ["4\n", "\t4", "4\r", "4\u{2028}"] {
+            assert!(Quantity::parse_json_string(input).is_err(), "{input:?}");
+        }
+        assert!(Quantity::parse(" 4").is_err());
+    }
+
     #[test]
     fn test_length_limit() {
         let million = "9".repeat(1_000_000);

@@ -28,8 +28,8 @@
 //! the spec (NodeResourcesFit's PreFilter passes no status option);
 //! [`pod_requests_with_status`] is the status-aware variant.
 //!
-//! Quantities inside a pod are parsed as Go's JSON decoding of a `resource.Quantity` does:
-//! surrounding whitespace trimmed, then [`Quantity::parse`]. A quantity that does not parse
+//! Quantities inside a pod are parsed as Go's JSON decoding of a `resource.Quantity` does
+//! ([`Quantity::parse_json_string`]). A quantity that does not parse
 //! is a [`PodQuantityError`] naming its field, e.g. `spec.initContainers[1].resources.requests.memory`.
 
 use std::collections::BTreeMap;
@@ -135,8 +135,7 @@ impl Resource {
 }
 
 /// Parses a Kubernetes resource list (e.g. a node's `status.allocatable`). Each value is read
-/// as Go's JSON decoding reads a quantity: whitespace around it trimmed, then
-/// [`Quantity::parse`]. The error names the first bad resource (in name order).
+/// as Go's JSON decoding reads a quantity ([`Quantity::parse_json_string`]). The error names the first bad resource (in name order).
 pub fn parse_resource_list(
     map: &BTreeMap<String, ApiQuantity>,
 ) -> Result<ResourceList, (String, QuantityError)> {
@@ -148,9 +147,9 @@ pub fn parse_resource_list(
         .collect()
 }
 
-/// A quantity as Go's `Quantity.UnmarshalJSON` reads it: `strings.TrimSpace`, then parse.
+/// A quantity as Go's `Quantity.UnmarshalJSON` reads it.
 fn parse_api_quantity(q: &ApiQuantity) -> Result<Quantity, QuantityError> {
-    Quantity::parse(q.0.trim())
+    Quantity::parse_json_string(&q.0)
 }
 
 /// A quantity in a pod that does not parse.

@@ -174,8 +174,7 @@ impl<'de> de::Deserializer<'de> for Strict<'de> {
                 Value::Number(n) => number_to_quantity(n),
                 _ => return visitor.visit_newtype_struct(self),
             };
-            // Go's Quantity.UnmarshalJSON trims surrounding whitespace before parsing.
-            if let Err(error) = Quantity::parse(text.trim()) {
+            if let Err(error) = Quantity::parse_json_string(&text) {
                 return Err(StrictError::InvalidQuantity {
                     value: text,
                     reason: error.to_string(),

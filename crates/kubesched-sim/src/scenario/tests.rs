@@ -488,6 +488,12 @@ fn invalid_quantities() {
             err.starts_with("x.yaml: Pod default/p: spec.ephemeralContainers[0].resources.limits.cpu: invalid quantity \"\": "),
             "{err}"
         );
+    // The API server trims the white space JSON writes as itself, not escaped characters.
+    load_one(&node("n1", "status:\n  allocatable: {cpu: ' 4 '}\n")).unwrap();
+    assert_eq!(
+        error(&node("n1", "status:\n  allocatable: {cpu: \"4\\n\"}\n")),
+        "x.yaml: Node n1: status.allocatable.cpu: invalid quantity \"4\\n\": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+    );
     let err = error(&pod("p", "spec:\n  resources: {requests: {cpu: [1]}}\n"));
     assert!(
         err.starts_with("x.yaml: Pod default/p: spec.resources.requests.cpu: invalid type"),
