@@ -1,0 +1,359 @@
+//! kubesched's runtime against a real kube-apiserver (v1.36, from
+//! `../shared/realcluster`): one control plane for this test binary, and the
+//! scenarios run one after the other on it, each cleaning up the nodes and pods it
+//! made. A scenario that fails does not stop the others; the test fails with every
+//! failure. Without the control plane the test fails: it never passes silently.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::path::Path;
+use std::pin::Pin;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Node, NodeCondition, Pod};
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kubesched_config::KubeSchedulerConfiguration;
+use kubesched_kube::Runtime;
+use kubesched_kube::testing::FakeApiServer;
+use support::realcluster::Cluster;
+
+type Scenario = for<'a> fn(&'a mut Cluster) -> Pin<Box<dyn Future<Output = ()> + 'a>>;
+
+#[test]
+fn against_a_real_api_server() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio");
+    let mut cluster = Cluster::up("kube");
+    let scenarios: &[(&str, Scenario)] = &[("the lesson end to end", |c| Box::pin(lesson(c)))];
+    let mut failed = Vec::new();
+    for (name, scenario) in scenarios {
+        let start = Instant::now();
+        let r = std::panic::catch_unwind(AssertUnwindSafe(|| rt.block_on(scenario(&mut cluster))));
+        rt.block_on(reset(&cluster));
+        eprintln!(
+            "realcluster: {name}: {} in {:.1}s",
+            if r.is_ok() { "ok" } else { "FAILED" },
+            start.elapsed().as_secs_f64()
+        );
+        if r.is_err() {
+            failed.push(*name);
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "failed against the real API server: {failed:?}"
+    );
+}
+
+// ---- helpers ----
+
+/// A node as a kubelet would report it: Ready, with this allocatable.
+fn ready_node(name: &str, cpu: &str, memory: &str) -> Node {
+    let mut n = FakeApiServer::node(name, cpu, memory);
+    if let Some(s) = n.status.as_mut() {
+        s.conditions = Some(vec![NodeCondition {
+            type_: "Ready".into(),
+            status: "True".into(),
+            reason: Some("KubeletReady".into()),
+            ..Default::default()
+        }]);
+    }
+    n
+}
+
+async fn create_nodes(client: &kube::Client, nodes: Vec<Node>) {
+    let api: Api<Node> = Api::all(client.clone());
+    futures::stream::iter(nodes)
+        .map(|n| {
+            let api = api.clone();
+            async move { api.create(&PostParams::default(), &n).await }
+        })
+        .buffer_unordered(16)
+        .try_collect::<Vec<_>>()
+        .await
+        .expect("create nodes");
+}
+
+/// Creates pods, 32 requests at a time.
+async fn create_pods(client: &kube::Client, pods: Vec<Pod>) {
+    futures::stream::iter(pods)
+        .map(|p| {
+            let api: Api<Pod> = Api::namespaced(
+                client.clone(),
+                p.metadata.namespace.as_deref().unwrap_or("default"),
+            );
+            async move { api.create(&PostParams::default(), &p).await }
+        })
+        .buffer_unordered(32)
+        .try_collect::<Vec<_>>()
+        .await
+        .expect("create pods");
+}
+
+/// Deletes every pod (at once, as there is no kubelet) and node the scenarios made.
+async fn reset(cluster: &Cluster) {
+    let client = cluster.admin().await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let force = DeleteParams {
+        grace_period_seconds: Some(0),
+        ..Default::default()
+    };
+    let _ = pods.delete_collection(&force, &ListParams::default()).await;
+    let nodes: Api<Node> = Api::all(client.clone());
+    let _ = nodes
+        .delete_collection(&DeleteParams::default(), &ListParams::default())
+        .await;
+    let events: Api<Event> = Api::namespaced(client, "default");
+    let _ = events
+        .delete_collection(&DeleteParams::default(), &ListParams::default())
+        .await;
+}
+
+/// Polls `f` every 100 ms until it returns `Some`, for at most `secs` seconds.
+async fn until<T, F, Fut>(secs: u64, what: &str, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {secs}s waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn scheduler_config(text: &str) -> KubeSchedulerConfiguration {
+    KubeSchedulerConfiguration::from_yaml_str(text, "test.yaml")
+        .expect("config")
+        .config
+}
+
+/// The real kube-scheduler as `default-scheduler`, stopped when dropped.
+struct KubeScheduler(Child);
+
+impl KubeScheduler {
+    fn start(cluster: &Cluster, extra: &[&str]) -> KubeScheduler {
+        let kc = cluster.kubeconfig.display().to_string();
+        let log =
+            std::fs::File::create(cluster.state.join("logs/kube-scheduler.log")).expect("log");
+        let child = Command::new(cluster.bin("kube-scheduler"))
+            .arg(format!("--kubeconfig={kc}"))
+            .arg(format!("--authentication-kubeconfig={kc}"))
+            .arg(format!("--authorization-kubeconfig={kc}"))
+            .arg("--leader-elect=false")
+            .arg("--secure-port=0")
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log)
+            .spawn()
+            .expect("start kube-scheduler");
+        cluster.track(child.id());
+        KubeScheduler(child)
+    }
+}
+
+impl Drop for KubeScheduler {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `kubectl apply` of a file of the repository.
+fn kubectl_apply(cluster: &Cluster, file: &Path) {
+    let out = Command::new(cluster.bin("kubectl"))
+        .arg(format!("--kubeconfig={}", cluster.kubeconfig.display()))
+        .args(["apply", "--validate=false", "-f"])
+        .arg(file)
+        .output()
+        .expect("kubectl");
+    assert!(
+        out.status.success(),
+        "kubectl apply -f {}: {}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A token of a service account, through the TokenRequest API.
+async fn service_account_token(cluster: &Cluster, ns: &str, name: &str) -> String {
+    let out = Command::new(cluster.bin("kubectl"))
+        .arg(format!("--kubeconfig={}", cluster.kubeconfig.display()))
+        .args(["-n", ns, "create", "token", name, "--duration=1h"])
+        .output()
+        .expect("kubectl create token");
+    assert!(
+        out.status.success(),
+        "kubectl create token: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// The admin configuration with another bearer token.
+async fn config_with_token(cluster: &Cluster, token: &str) -> kube::Config {
+    let mut config = cluster.config().await;
+    config.auth_info = kube::config::AuthInfo {
+        token: Some(token.to_string().into()),
+        ..Default::default()
+    };
+    config
+}
+
+fn repo_file(rel: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(rel)
+}
+
+/// Scheduled events per pod name: (reporting controller, note).
+async fn scheduled_events(client: &kube::Client) -> BTreeMap<String, Vec<(String, String)>> {
+    let api: Api<Event> = Api::namespaced(client.clone(), "default");
+    let mut out: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    for e in api
+        .list(&ListParams::default())
+        .await
+        .expect("events")
+        .items
+    {
+        if e.reason.as_deref() == Some("Scheduled") {
+            let pod = e.regarding.and_then(|r| r.name).unwrap_or_default();
+            out.entry(pod).or_default().push((
+                e.reporting_controller.unwrap_or_default(),
+                e.note.unwrap_or_default(),
+            ));
+        }
+    }
+    out
+}
+
+// ---- scenarios ----
+
+/// The lesson: kube-scheduler as default-scheduler, kubesched as my-scheduler with
+/// deploy/'s RBAC (its own service account) and its own lease; both example pods are
+/// placed, each by its own scheduler, and the lease is held and renewed.
+async fn lesson(cluster: &mut Cluster) {
+    let admin = cluster.admin().await;
+    create_nodes(
+        &admin,
+        vec![
+            ready_node("node-1", "4", "8Gi"),
+            ready_node("node-2", "4", "8Gi"),
+        ],
+    )
+    .await;
+    kubectl_apply(cluster, &repo_file("deploy/serviceaccount.yaml"));
+    let token = service_account_token(cluster, "kube-system", "my-scheduler").await;
+    let config = config_with_token(cluster, &token).await;
+    let _default = KubeScheduler::start(cluster, &[]);
+    let text = std::fs::read_to_string(repo_file("deploy/configmap.yaml")).expect("configmap");
+    let cm: k8s_openapi::api::core::v1::ConfigMap =
+        serde_norway::from_str(&text).expect("configmap yaml");
+    let ksc = cm.data.expect("data")["my-scheduler-config.yaml"].clone();
+    let running = Runtime::new(
+        kube::Client::try_from(config).expect("client"),
+        scheduler_config(&ksc),
+    )
+    .identity("kubesched-lesson")
+    .start()
+    .await
+    .expect("kubesched starts with deploy/'s RBAC");
+    let pods_text = std::fs::read_to_string(repo_file("deploy/example-pods.yaml")).expect("pods");
+    let pods: Vec<Pod> = serde_norway::Deserializer::from_str(&pods_text)
+        .map(|d| serde::Deserialize::deserialize(d).expect("pod yaml"))
+        .collect();
+    assert_eq!(pods.len(), 2);
+    let names: Vec<String> = pods
+        .iter()
+        .map(|p| p.metadata.name.clone().unwrap())
+        .collect();
+    create_pods(&admin, pods).await;
+    let api: Api<Pod> = Api::namespaced(admin.clone(), "default");
+    for name in &names {
+        until(30, &format!("{name} bound"), || {
+            let api = api.clone();
+            async move { api.get(name).await.ok()?.spec?.node_name }
+        })
+        .await;
+    }
+    let events = until(30, "both Scheduled events", || {
+        let admin = admin.clone();
+        async move {
+            let e = scheduled_events(&admin).await;
+            (e.len() == 2).then_some(e)
+        }
+    })
+    .await;
+    for (pod, scheduler) in [
+        ("annotation-default-scheduler", "default-scheduler"),
+        ("annotation-second-scheduler", "my-scheduler"),
+    ] {
+        let node = api
+            .get(pod)
+            .await
+            .expect("pod")
+            .spec
+            .unwrap()
+            .node_name
+            .unwrap();
+        assert_eq!(
+            events[pod],
+            [(
+                scheduler.to_string(),
+                format!("Successfully assigned default/{pod} to {node}")
+            )],
+            "{pod}"
+        );
+    }
+    // The lease: held by kubesched, renewed every retryPeriod (2 s by default).
+    let leases: Api<Lease> = Api::namespaced(admin.clone(), "kube-system");
+    let spec = leases
+        .get("lock-object-my-scheduler")
+        .await
+        .expect("lease")
+        .spec
+        .unwrap();
+    assert_eq!(spec.holder_identity.as_deref(), Some("kubesched-lesson"));
+    let first = spec.renew_time.expect("renewTime").0;
+    let renewed = until(10, "the lease renewed", || {
+        let leases = leases.clone();
+        async move {
+            let t = leases
+                .get("lock-object-my-scheduler")
+                .await
+                .ok()?
+                .spec?
+                .renew_time?
+                .0;
+            (t > first).then_some(t)
+        }
+    })
+    .await;
+    assert!(renewed > first);
+    running.stop().await;
+    // A clean stop releases the lease.
+    let spec = leases
+        .get("lock-object-my-scheduler")
+        .await
+        .expect("lease")
+        .spec
+        .unwrap();
+    assert_eq!(spec.holder_identity, None);
+}
