@@ -37,6 +37,7 @@
 //! [`SchedulingQueue`]: kubesched_framework::SchedulingQueue
 
 pub mod cli;
+pub mod client;
 pub mod cluster_dump;
 pub mod leader;
 pub mod metrics;
@@ -107,6 +108,8 @@ fn unique_suffix() -> String {
 /// A scheduler to run against an API server: configuration, plugins, serving.
 pub struct Runtime {
     client: kube::Client,
+    events_client: kube::Client,
+    leader_election_client: kube::Client,
     config: KubeSchedulerConfiguration,
     registry: Registry,
     serving: Option<ServingOptions>,
@@ -127,9 +130,13 @@ impl std::fmt::Debug for Runtime {
 }
 
 impl Runtime {
-    /// A runtime with the in-tree plugins, no serving, and this configuration.
+    /// A runtime with the in-tree plugins, no serving, and this configuration, whose
+    /// every request goes through `client` as it is (no rate limit of its own; see
+    /// [`Runtime::from_kube_config`] for kube-scheduler's clients).
     pub fn new(client: kube::Client, config: KubeSchedulerConfiguration) -> Runtime {
         Runtime {
+            events_client: client.clone(),
+            leader_election_client: client.clone(),
             client,
             config,
             registry: kubesched_plugins::in_tree_registry(),
@@ -140,6 +147,43 @@ impl Runtime {
             seed: std::process::id() as u64,
             plugin_metrics_sample_percent: 10,
         }
+    }
+
+    /// A runtime talking to the API server of `kube_config` as kube-scheduler does:
+    /// a scheduling client and an event client, each with one HTTP/2 connection
+    /// behind its own token bucket of the configuration's `clientConnection.qps` and
+    /// `burst`, and a leader-election client with its own connection and no limiter
+    /// ([`client::Clients`]).
+    pub fn from_kube_config(
+        kube_config: &kube::Config,
+        config: KubeSchedulerConfiguration,
+    ) -> Result<Runtime, kube::Error> {
+        let metrics = Arc::new(Metrics::new());
+        let options = client::ClientOptions {
+            qps: config.client_connection.qps,
+            burst: u32::try_from(config.client_connection.burst).unwrap_or(0),
+        };
+        let clients = client::Clients::new(kube_config, &options, metrics.clone())?;
+        let mut runtime = Runtime::with_clients(&clients, config);
+        runtime.metrics = metrics;
+        Ok(runtime)
+    }
+
+    /// A runtime on clients built beforehand (their requests are counted in the
+    /// metrics they were built with: pass [`Runtime::metrics`]' of another runtime, or
+    /// use [`Runtime::from_kube_config`]).
+    pub fn with_clients(clients: &client::Clients, config: KubeSchedulerConfiguration) -> Runtime {
+        let mut runtime = Runtime::new(clients.scheduling.clone(), config);
+        runtime.events_client = clients.events.clone();
+        runtime.leader_election_client = clients.leader_election.clone();
+        runtime
+    }
+
+    /// Uses `metrics` (for example those the clients of [`Runtime::with_clients`]
+    /// count their requests in).
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Runtime {
+        self.metrics = metrics;
+        self
     }
 
     /// Adds out-of-tree plugins to the in-tree ones.
@@ -216,6 +260,7 @@ impl Runtime {
             queue_options,
             self.metrics.clone(),
             self.client.clone(),
+            self.events_client.clone(),
             rt.clone(),
             self.assumed_pod_ttl,
             self.identity.clone(),
@@ -300,7 +345,7 @@ impl Runtime {
                     s.notify();
                 }
             }));
-            let elector = LeaderElector::new(self.client.clone(), opts);
+            let elector = LeaderElector::new(self.leader_election_client.clone(), opts);
             Some(tokio::spawn(elector.run(lead_tx, stop_rx.clone())))
         } else {
             shared.leading.store(true, Ordering::SeqCst);

@@ -29,6 +29,14 @@ fn plugin_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.00001, 1.5, 20))
 }
 
+fn rest_client_histogram() -> Histogram {
+    // client-go's rest_client_request_duration_seconds and
+    // rest_client_rate_limiter_duration_seconds buckets.
+    Histogram::new([
+        0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0,
+    ])
+}
+
 fn labels(pairs: &[(&str, &str)]) -> Labels {
     pairs
         .iter()
@@ -47,6 +55,9 @@ pub struct Metrics {
     plugin_duration: HistogramFamily,
     incoming_pods: Family<Labels, Counter>,
     leader: Gauge,
+    rest_requests: Family<Labels, Counter>,
+    rest_duration: HistogramFamily,
+    rest_rate_limiter: HistogramFamily,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -135,6 +146,24 @@ impl Metrics {
             "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master",
             leader.clone(),
         );
+        let rest_requests = Family::<Labels, Counter>::default();
+        registry.register(
+            "rest_client_requests",
+            "Number of HTTP requests, partitioned by status code, method, and host.",
+            rest_requests.clone(),
+        );
+        let rest_duration = HistogramFamily::new_with_constructor(rest_client_histogram);
+        registry.register(
+            "rest_client_request_duration_seconds",
+            "Request latency in seconds. Broken down by verb, and host.",
+            rest_duration.clone(),
+        );
+        let rest_rate_limiter = HistogramFamily::new_with_constructor(rest_client_histogram);
+        registry.register(
+            "rest_client_rate_limiter_duration_seconds",
+            "Client side rate limiter latency in seconds. Broken down by verb, and host.",
+            rest_rate_limiter.clone(),
+        );
         for q in ["active", "backoff", "unschedulable", "gated"] {
             pending_pods.get_or_create(&labels(&[("queue", q)])).set(0);
         }
@@ -148,7 +177,32 @@ impl Metrics {
             plugin_duration,
             incoming_pods,
             leader,
+            rest_requests,
+            rest_duration,
+            rest_rate_limiter,
         }
+    }
+
+    /// One request to the API server ended (`code` is the HTTP status, or `<error>`
+    /// when no response came).
+    pub fn rest_request(&self, code: &str, host: &str, method: &str, verb: &str, took: Duration) {
+        self.rest_requests
+            .get_or_create(&labels(&[
+                ("code", code),
+                ("host", host),
+                ("method", method),
+            ]))
+            .inc();
+        self.rest_duration
+            .get_or_create(&labels(&[("host", host), ("verb", verb)]))
+            .observe(took.as_secs_f64());
+    }
+
+    /// A request waited this long for a token of its client's rate limiter.
+    pub fn rate_limiter_wait(&self, host: &str, verb: &str, waited: Duration) {
+        self.rest_rate_limiter
+            .get_or_create(&labels(&[("host", host), ("verb", verb)]))
+            .observe(waited.as_secs_f64());
     }
 
     /// One scheduling attempt ended.

@@ -143,6 +143,7 @@ pub(crate) struct Shared {
     pub(crate) leading: AtomicBool,
     pub(crate) stopping: AtomicBool,
     client: kube::Client,
+    events_client: kube::Client,
     rt: tokio::runtime::Handle,
     assumed_ttl: Duration,
     instance: String,
@@ -174,6 +175,7 @@ impl Shared {
         queue_options: QueueOptions,
         metrics: Arc<Metrics>,
         client: kube::Client,
+        events_client: kube::Client,
         rt: tokio::runtime::Handle,
         assumed_ttl: Duration,
         instance: String,
@@ -209,6 +211,7 @@ impl Shared {
             leading: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
             client,
+            events_client,
             rt,
             assumed_ttl,
             instance,
@@ -1034,7 +1037,7 @@ impl Shared {
             }),
             ..Default::default()
         };
-        let api: Api<Event> = Api::namespaced(self.client.clone(), &ns);
+        let api: Api<Event> = Api::namespaced(self.events_client.clone(), &ns);
         if let Err(e) = api.create(&PostParams::default(), &event).await {
             tracing::debug!(error = %e, "cannot write event");
         }

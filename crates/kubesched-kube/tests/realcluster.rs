@@ -34,7 +34,15 @@ fn against_a_real_api_server() {
         .build()
         .expect("tokio");
     let mut cluster = Cluster::up("kube");
-    let scenarios: &[(&str, Scenario)] = &[("the lesson end to end", |c| Box::pin(lesson(c)))];
+    let scenarios: &[(&str, Scenario)] = &[
+        ("the lesson end to end", |c| Box::pin(lesson(c))),
+        ("qps 20/burst 20 over 300 pods", |c| {
+            Box::pin(rate_limited(c))
+        }),
+        ("the lease during a 2,000-pod burst", |c| {
+            Box::pin(lease_under_load(c))
+        }),
+    ];
     let mut failed = Vec::new();
     for (name, scenario) in scenarios {
         let start = Instant::now();
@@ -244,6 +252,73 @@ async fn scheduled_events(client: &kube::Client) -> BTreeMap<String, Vec<(String
     out
 }
 
+/// `n` pending pods `PREFIX-i` in `default` for `scheduler`, each asking for `cpu`.
+fn pods(n: usize, prefix: &str, scheduler: &str, cpu: &str) -> Vec<Pod> {
+    (0..n)
+        .map(|i| FakeApiServer::pod(&format!("{prefix}-{i}"), scheduler, cpu))
+        .collect()
+}
+
+/// The pods of `scheduler` in `default`: (bound, all).
+async fn bound_of(client: &kube::Client, scheduler: &str) -> (usize, usize) {
+    let api: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let list = api.list(&ListParams::default()).await.expect("pods");
+    let mine: Vec<&Pod> = list
+        .items
+        .iter()
+        .filter(|p| p.spec.as_ref().and_then(|s| s.scheduler_name.as_deref()) == Some(scheduler))
+        .collect();
+    let bound = mine
+        .iter()
+        .filter(|p| p.spec.as_ref().is_some_and(|s| s.node_name.is_some()))
+        .count();
+    (bound, mine.len())
+}
+
+/// The sum of the samples of a metric whose line starts with `prefix` (name and
+/// the first labels).
+fn metric(text: &str, prefix: &str) -> f64 {
+    text.lines()
+        .filter(|l| l.starts_with(prefix))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// The most requests in any window of `window` among sorted dispatch times.
+fn most_in_window(times: &[Instant], window: Duration) -> usize {
+    let mut most = 0;
+    let mut j = 0;
+    for i in 0..times.len() {
+        while times[i].duration_since(times[j]) >= window {
+            j += 1;
+        }
+        most = most.max(i - j + 1);
+    }
+    most
+}
+
+fn limited_config(
+    scheduler: &str,
+    qps: u32,
+    burst: u32,
+    leader_elect: bool,
+) -> KubeSchedulerConfiguration {
+    scheduler_config(&format!(
+        "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  qps: {qps}
+  burst: {burst}
+leaderElection:
+  leaderElect: {leader_elect}
+  resourceNamespace: kube-system
+  resourceName: lock-object-{scheduler}
+profiles:
+- schedulerName: {scheduler}
+"
+    ))
+}
+
 // ---- scenarios ----
 
 /// The lesson: kube-scheduler as default-scheduler, kubesched as my-scheduler with
@@ -267,14 +342,12 @@ async fn lesson(cluster: &mut Cluster) {
     let cm: k8s_openapi::api::core::v1::ConfigMap =
         serde_norway::from_str(&text).expect("configmap yaml");
     let ksc = cm.data.expect("data")["my-scheduler-config.yaml"].clone();
-    let running = Runtime::new(
-        kube::Client::try_from(config).expect("client"),
-        scheduler_config(&ksc),
-    )
-    .identity("kubesched-lesson")
-    .start()
-    .await
-    .expect("kubesched starts with deploy/'s RBAC");
+    let running = Runtime::from_kube_config(&config, scheduler_config(&ksc))
+        .expect("clients")
+        .identity("kubesched-lesson")
+        .start()
+        .await
+        .expect("kubesched starts with deploy/'s RBAC");
     let pods_text = std::fs::read_to_string(repo_file("deploy/example-pods.yaml")).expect("pods");
     let pods: Vec<Pod> = serde_norway::Deserializer::from_str(&pods_text)
         .map(|d| serde::Deserialize::deserialize(d).expect("pod yaml"))
@@ -356,4 +429,176 @@ async fn lesson(cluster: &mut Cluster) {
         .spec
         .unwrap();
     assert_eq!(spec.holder_identity, None);
+}
+
+/// qps 20/burst 20 and 300 pending pods: each client's requests stay within
+/// burst + 5 x qps in every 5-second window, every request went through a limiter,
+/// binds wait rather than fail (all 300 bound, each with its Scheduled event), and
+/// kubesched holds at most a few connections to the API server.
+async fn rate_limited(cluster: &mut Cluster) {
+    const SCHED: &str = "ks-limited";
+    {
+        let admin = cluster.admin().await;
+        create_nodes(
+            &admin,
+            (0..10)
+                .map(|i| ready_node(&format!("rl-{i}"), "64", "256Gi"))
+                .collect(),
+        )
+        .await;
+        create_pods(&admin, pods(300, "rl", SCHED, "10m")).await;
+    }
+    // The test's own client is gone: the connections counted below are kubesched's.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = cluster.connections_to_apiserver();
+    let metrics = std::sync::Arc::new(kubesched_kube::Metrics::new());
+    let options = kubesched_kube::client::ClientOptions {
+        qps: 20.0,
+        burst: 20,
+    };
+    let clients =
+        kubesched_kube::client::Clients::new(&cluster.config().await, &options, metrics.clone())
+            .expect("clients");
+    let start = Instant::now();
+    let running = Runtime::with_clients(&clients, limited_config(SCHED, 20, 20, false))
+        .with_metrics(metrics.clone())
+        .start()
+        .await
+        .expect("start");
+    let scheduled =
+        format!("scheduler_schedule_attempts_total{{result=\"scheduled\",profile=\"{SCHED}\"}}");
+    let mut most_connections = 0;
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while metric(&metrics.encode(), &scheduled) < 300.0 {
+        most_connections =
+            most_connections.max(cluster.connections_to_apiserver().saturating_sub(before));
+        assert!(
+            Instant::now() < deadline,
+            "300 pods not bound within 90 s at qps 20"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let took = start.elapsed();
+    let admin = cluster.admin().await;
+    let events = until(60, "300 Scheduled events", || {
+        let admin = admin.clone();
+        async move {
+            let e = scheduled_events(&admin).await;
+            let n = e.keys().filter(|k| k.starts_with("rl-")).count();
+            (n == 300).then_some(e)
+        }
+    })
+    .await;
+    assert!(
+        events.values().all(|v| v.len() == 1),
+        "one Scheduled event per pod"
+    );
+    assert_eq!(bound_of(&admin, SCHED).await, (300, 300));
+    running.stop().await;
+    let budget = 20 + 5 * 20;
+    for (what, bucket) in [
+        ("scheduling", &clients.scheduling_bucket),
+        ("events", &clients.events_bucket),
+    ] {
+        let times = bucket.recent();
+        let most = most_in_window(&times, Duration::from_secs(5));
+        eprintln!(
+            "realcluster: qps 20/burst 20: {what} client: {} requests, at most {most} in 5 s (budget {budget})",
+            times.len()
+        );
+        assert!(
+            most <= budget,
+            "{what}: {most} requests in a 5-second window, budget {budget}"
+        );
+    }
+    let dispatched =
+        clients.scheduling_bucket.recent().len() + clients.events_bucket.recent().len();
+    let counted = metric(&metrics.encode(), "rest_client_requests_total{");
+    // Every request counted went through a limiter (the stop releases nothing: no
+    // leader election here).
+    assert_eq!(
+        counted as usize, dispatched,
+        "requests that bypassed the limiters"
+    );
+    eprintln!(
+        "realcluster: qps 20/burst 20: 300 pods bound in {:.1}s, at most {most_connections} connections to the API server",
+        took.as_secs_f64()
+    );
+    assert!(
+        most_connections <= 10,
+        "{most_connections} connections to the API server"
+    );
+}
+
+/// A 2,000-pod burst at qps 5000 with leader election on (retryPeriod 2 s): the
+/// lease's renewTime, polled every 200 ms, never lags more than retryPeriod + 1 s.
+async fn lease_under_load(cluster: &mut Cluster) {
+    const SCHED: &str = "ks-burst";
+    let admin = cluster.admin().await;
+    create_nodes(
+        &admin,
+        (0..50)
+            .map(|i| ready_node(&format!("burst-{i}"), "64", "256Gi"))
+            .collect(),
+    )
+    .await;
+    let running = Runtime::from_kube_config(
+        &cluster.config().await,
+        limited_config(SCHED, 5000, 5000, true),
+    )
+    .expect("clients")
+    .identity("kubesched-burst")
+    .start()
+    .await
+    .expect("start");
+    let leases: Api<Lease> = Api::namespaced(admin.clone(), "kube-system");
+    let name = format!("lock-object-{SCHED}");
+    until(20, "the lease acquired", || {
+        let leases = leases.clone();
+        let name = name.clone();
+        async move {
+            let h = leases.get(&name).await.ok()?.spec?.holder_identity?;
+            (h == "kubesched-burst").then_some(())
+        }
+    })
+    .await;
+    let start = Instant::now();
+    let creating = tokio::spawn({
+        let admin = admin.clone();
+        async move { create_pods(&admin, pods(2000, "burst", SCHED, "10m")).await }
+    });
+    let mut worst = Duration::ZERO;
+    let mut samples = 0;
+    loop {
+        let lease = leases.get(&name).await.expect("lease").spec.expect("spec");
+        assert_eq!(
+            lease.holder_identity.as_deref(),
+            Some("kubesched-burst"),
+            "the lease was lost"
+        );
+        let renewed = lease.renew_time.expect("renewTime").0;
+        let lag = k8s_openapi::jiff::Timestamp::now().duration_since(renewed);
+        let lag = Duration::from_secs_f64(lag.as_secs_f64().max(0.0));
+        worst = worst.max(lag);
+        samples += 1;
+        if creating.is_finished() && bound_of(&admin, SCHED).await.0 == 2000 {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(240),
+            "2,000 pods not bound in 240 s"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    creating.await.expect("create");
+    eprintln!(
+        "realcluster: 2,000-pod burst: bound in {:.1}s; renewTime lagged at most {:.2}s over {samples} polls",
+        start.elapsed().as_secs_f64(),
+        worst.as_secs_f64()
+    );
+    assert!(
+        worst <= Duration::from_secs(3),
+        "renewTime lagged {worst:?} (retryPeriod 2 s + 1 s)"
+    );
+    running.stop().await;
 }
