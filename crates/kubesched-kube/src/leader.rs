@@ -163,7 +163,9 @@ impl LeaderElector {
     /// publishing leadership on `leading`. Releases the lease on stop; returns
     /// [`LeaderLost`] when no renewal succeeded within `renewDeadline`.
     ///
-    /// As client-go's `renew`: every `retryPeriod` a renewal round starts; within it a
+    /// As client-go's `renew` (but with rounds `retryPeriod` apart from start to start,
+    /// where client-go waits `retryPeriod` after each): every `retryPeriod` a renewal
+    /// round starts; within it a
     /// failed try (the API server refused, did not answer, or the lease changed under
     /// us) is retried every `retryPeriod`, and only when the round reaches
     /// `renewDeadline` without a success is leadership given up. No try waits longer
@@ -204,11 +206,14 @@ impl LeaderElector {
         }
         tracing::info!(lease = %format!("{}/{}", self.opts.namespace, self.opts.name), identity = %self.opts.identity, "successfully acquired lease");
         let _ = leading.send(true);
-        // Renew.
+        // Renew. Rounds start retryPeriod apart, from start to start: the time a
+        // renewal takes under load does not stretch the period (the lease's renewTime
+        // never lags more than retryPeriod and one request).
+        let mut next_round = Instant::now() + retry;
         loop {
             if !*stop.borrow() {
                 tokio::select! {
-                    _ = tokio::time::sleep(retry) => {}
+                    _ = tokio::time::sleep_until(next_round.into()) => {}
                     _ = stop.changed() => {}
                 }
             }
@@ -220,6 +225,7 @@ impl LeaderElector {
                 return Ok(());
             }
             let round = Instant::now();
+            next_round = round + retry;
             loop {
                 let left = deadline.saturating_sub(round.elapsed());
                 if left.is_zero() {

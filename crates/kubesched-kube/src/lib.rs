@@ -39,8 +39,10 @@
 pub mod cli;
 pub mod client;
 pub mod cluster_dump;
+pub mod events;
 pub mod leader;
 pub mod metrics;
+mod outage;
 mod runtime;
 pub mod serve;
 pub mod testing;
@@ -229,7 +231,15 @@ impl Runtime {
     /// pods and nodes are in the cache.
     pub async fn start(self) -> Result<RunningRuntime, RuntimeError> {
         let rt = tokio::runtime::Handle::current();
-        let binder = Arc::new(ApiBinder::new(self.client.clone(), rt.clone()));
+        let write_outage = Arc::new(outage::Outage::new("writes"));
+        let unanswered = Arc::new(runtime::Unanswered::default());
+        let binder = Arc::new(ApiBinder::with_outage(
+            self.client.clone(),
+            rt.clone(),
+            write_outage.clone(),
+            unanswered.clone(),
+        ));
+        let recorder = events::Recorder::new(self.events_client.clone(), rt.clone());
         let handle = Handle {
             profile_name: String::new(),
             binder: Some(binder),
@@ -260,10 +270,11 @@ impl Runtime {
             queue_options,
             self.metrics.clone(),
             self.client.clone(),
-            self.events_client.clone(),
+            recorder.clone(),
+            write_outage,
+            unanswered,
             rt.clone(),
             self.assumed_pod_ttl,
-            self.identity.clone(),
             self.plugin_metrics_sample_percent,
         );
         let (stop_tx, stop_rx) = tokio_watch::channel(false);
@@ -278,6 +289,7 @@ impl Runtime {
         let (pods_synced, pods_rx) = tokio::sync::oneshot::channel();
         let (nodes_synced, nodes_rx) = tokio::sync::oneshot::channel();
         let mut tasks = vec![
+            tokio::spawn(recorder.maintain(stop_rx.clone())),
             tokio::spawn(watch::run::<k8s_openapi::api::core::v1::Node>(
                 shared.clone(),
                 self.client.clone(),

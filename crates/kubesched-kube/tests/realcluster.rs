@@ -33,6 +33,11 @@ fn against_a_real_api_server() {
         .enable_all()
         .build()
         .expect("tokio");
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::INFO)
+        .with_ansi(false)
+        .with_writer(LOG.clone())
+        .try_init();
     let mut cluster = Cluster::up("kube");
     let scenarios: &[(&str, Scenario)] = &[
         ("the lesson end to end", |c| Box::pin(lesson(c))),
@@ -42,6 +47,7 @@ fn against_a_real_api_server() {
         ("the lease during a 2,000-pod burst", |c| {
             Box::pin(lease_under_load(c))
         }),
+        ("a 20-second API server outage", |c| Box::pin(outage(c))),
     ];
     let mut failed = Vec::new();
     for (name, scenario) in scenarios {
@@ -64,6 +70,42 @@ fn against_a_real_api_server() {
 }
 
 // ---- helpers ----
+
+/// kubesched's log lines (INFO and above), kept to count them.
+#[derive(Clone, Default)]
+struct Log(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+static LOG: std::sync::LazyLock<Log> = std::sync::LazyLock::new(Log::default);
+
+impl Log {
+    fn lines(&self) -> Vec<String> {
+        let bytes = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        String::from_utf8_lossy(&bytes)
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+impl std::io::Write for Log {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Log {
+    type Writer = Log;
+    fn make_writer(&'a self) -> Log {
+        self.clone()
+    }
+}
 
 /// A node as a kubelet would report it: Ready, with this allocatable.
 fn ready_node(name: &str, cpu: &str, memory: &str) -> Node {
@@ -599,6 +641,112 @@ async fn lease_under_load(cluster: &mut Cluster) {
     assert!(
         worst <= Duration::from_secs(3),
         "renewTime lagged {worst:?} (retryPeriod 2 s + 1 s)"
+    );
+    running.stop().await;
+}
+
+/// The API server killed mid-burst and started again 20 s later, leader election
+/// off: kubesched stays up, every pod ends bound once with exactly one Scheduled
+/// event, and the outage costs a few lines of log, not one per retry.
+async fn outage(cluster: &mut Cluster) {
+    const SCHED: &str = "ks-outage";
+    const PODS: usize = 300;
+    let admin = cluster.admin().await;
+    create_nodes(
+        &admin,
+        (0..10)
+            .map(|i| ready_node(&format!("out-{i}"), "64", "256Gi"))
+            .collect(),
+    )
+    .await;
+    create_pods(&admin, pods(PODS, "out", SCHED, "10m")).await;
+    let metrics = std::sync::Arc::new(kubesched_kube::Metrics::new());
+    // kube-scheduler's defaults (qps 50, burst 100), so the burst takes a few seconds.
+    let clients = kubesched_kube::client::Clients::new(
+        &cluster.config().await,
+        &kubesched_kube::client::ClientOptions::default(),
+        metrics.clone(),
+    )
+    .expect("clients");
+    let running = Runtime::with_clients(&clients, limited_config(SCHED, 50, 100, false))
+        .with_metrics(metrics.clone())
+        .start()
+        .await
+        .expect("start");
+    let scheduled =
+        format!("scheduler_schedule_attempts_total{{result=\"scheduled\",profile=\"{SCHED}\"}}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while metric(&metrics.encode(), &scheduled) < 100.0 {
+        assert!(Instant::now() < deadline, "100 pods not bound in 30 s");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let lines_before = LOG.lines().len();
+    cluster.stop_apiserver();
+    let at_kill = metric(&metrics.encode(), &scheduled);
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    cluster.start_apiserver();
+    let admin = cluster.admin().await;
+    until(120, "every pod bound after the outage", || {
+        let admin = admin.clone();
+        async move { (bound_of(&admin, SCHED).await == (PODS, PODS)).then_some(()) }
+    })
+    .await;
+    let outage_lines = || -> Vec<String> {
+        LOG.lines()[lines_before..]
+            .iter()
+            .filter(|l| !l.contains("successfully bound pod to node"))
+            // The test's own admin client (kube-rs' default client) says this.
+            .filter(|l| !l.contains("kube_client::client::tls"))
+            .cloned()
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let events = loop {
+        let e = scheduled_events(&admin).await;
+        let n = e.keys().filter(|k| k.starts_with("out-")).count();
+        if n == PODS {
+            break e;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{n} of {PODS} pods have a Scheduled event 60 s after the outage; the log:\n{}",
+            outage_lines().join("\n")
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    // Late writes would show up as a second event: give the retries time to land.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let events_after = scheduled_events(&admin).await;
+    assert_eq!(events, events_after);
+    for (pod, list) in &events {
+        assert_eq!(list.len(), 1, "{pod}: {list:?}");
+    }
+    let api: Api<Pod> = Api::namespaced(admin.clone(), "default");
+    for (pod, list) in &events {
+        let node = api
+            .get(pod)
+            .await
+            .expect("pod")
+            .spec
+            .unwrap()
+            .node_name
+            .unwrap();
+        assert_eq!(
+            list[0].1,
+            format!("Successfully assigned default/{pod} to {node}")
+        );
+    }
+    assert!(running.is_leader(), "kubesched stopped scheduling");
+    let lines = outage_lines();
+    eprintln!(
+        "realcluster: outage: killed at {at_kill} of {PODS} bound; {} log lines besides the bindings:\n{}",
+        lines.len(),
+        lines.join("\n")
+    );
+    assert!(
+        lines.len() <= 10,
+        "{} lines of log for one outage",
+        lines.len()
     );
     running.stop().await;
 }

@@ -484,3 +484,29 @@ async fn namespaces_are_watched_for_pod_affinity_namespace_selectors() {
     assert_eq!(server.node_of("default/web").as_deref(), Some("n2"));
     rt.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_watch_is_followed_by_a_relist_that_finds_what_it_missed() {
+    let server = FakeApiServer::start().await;
+    server.add_node(FakeApiServer::node("small", "1", "8Gi"));
+    server.add_pod(FakeApiServer::pod("big", OURS, "2"));
+    let rt = start(&server, false, "a").await;
+    until(5, "FailedScheduling", || {
+        !server.events_for("default/big").is_empty()
+    })
+    .await;
+    let node_lists = server.list_count("nodes");
+    // A node the watch never hears of, then the history compacted: only a relist
+    // shows the node, and the pod fits there.
+    server.add_node_unwatched(FakeApiServer::node("large", "4", "8Gi"));
+    server.expire_watches();
+    until(5, "big bound to the node only the relist showed", || {
+        server.node_of("default/big").as_deref() == Some("large")
+    })
+    .await;
+    assert!(
+        server.list_count("nodes") > node_lists,
+        "no relist of nodes"
+    );
+    rt.stop().await;
+}
