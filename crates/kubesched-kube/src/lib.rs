@@ -285,6 +285,13 @@ impl Runtime {
             ),
             None => None,
         };
+        // One request on each client before the watches start together: the
+        // connection (HTTP/2 when the server offers it) is up before the concurrent
+        // requests, which then share it instead of each opening its own.
+        let _ = tokio::join!(
+            self.client.apiserver_version(),
+            self.events_client.apiserver_version()
+        );
         // Watches.
         let (pods_synced, pods_rx) = tokio::sync::oneshot::channel();
         let (nodes_synced, nodes_rx) = tokio::sync::oneshot::channel();

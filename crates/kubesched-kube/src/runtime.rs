@@ -424,7 +424,13 @@ impl Shared {
 
     pub(crate) fn pod_changed(&self, pod: Pod) {
         let key = key_of(&pod.metadata);
-        if terminal(&pod) || pod.metadata.deletion_timestamp.is_some() {
+        // A finished pod frees its node (kube-scheduler's informer leaves out Succeeded
+        // and Failed pods); a terminating one keeps holding it until the API server
+        // deletes it, as in kube-scheduler's cache, but is no longer scheduled if it
+        // was pending (`skipPodSchedule`).
+        let terminating = pod.metadata.deletion_timestamp.is_some();
+        let bound = pod.spec.as_ref().is_some_and(|s| s.node_name.is_some());
+        if terminal(&pod) || (terminating && !bound) {
             self.pod_deleted(&key);
             return;
         }
