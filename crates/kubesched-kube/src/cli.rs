@@ -36,6 +36,16 @@ pub struct RunArgs {
     /// The PEM private key of --tls-cert-file.
     #[arg(long, value_name = "FILE", requires = "tls_cert_file")]
     pub tls_private_key_file: Option<PathBuf>,
+    /// Paths of the secure port served without authorization (as kube-scheduler's);
+    /// the others (/metrics) need a bearer token the API server authenticates
+    /// (TokenReview) and authorises to `get` the path (SubjectAccessReview).
+    #[arg(
+        long,
+        value_name = "PATHS",
+        value_delimiter = ',',
+        default_value = "/healthz,/readyz,/livez"
+    )]
+    pub authorization_always_allow_paths: Vec<String>,
     /// Override the configuration's leaderElection.leaderElect; `--leader-elect`
     /// alone means true, as kube-scheduler takes it.
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
@@ -104,9 +114,10 @@ async fn run_async(args: RunArgs) -> Result<(), Failure> {
     });
     let kube_config = kube_config_for(kubeconfig).await.map_err(Usage)?;
     let serving = (args.secure_port != 0).then(|| ServingOptions {
-        address: SocketAddr::new(args.bind_address, args.secure_port),
         cert_file: args.tls_cert_file.clone(),
         key_file: args.tls_private_key_file.clone(),
+        always_allow_paths: args.authorization_always_allow_paths.clone(),
+        ..ServingOptions::new(SocketAddr::new(args.bind_address, args.secure_port))
     });
     let mut running = Runtime::from_kube_config(&kube_config, config)
         .map_err(|e| Usage(format!("the API server's client: {e}")))?

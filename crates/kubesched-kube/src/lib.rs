@@ -12,7 +12,8 @@
 //! placed the pod), sets `PodScheduled=False` with reason `Unschedulable` on pods that
 //! fit nowhere, preempts (PostFilter: nominates the pod, deletes the victims with a
 //! `Preempted` event), elects a leader with a Lease, and serves `/healthz`, `/livez`,
-//! `/readyz` and `/metrics` over HTTPS.
+//! `/readyz` and `/metrics` over HTTPS (`/metrics` only to the bearer tokens the API
+//! server authenticates and authorises, as kube-scheduler's delegated auth).
 //!
 //! Sibling crates: `kubesched-framework` (the plugin traits and the scheduling
 //! cycle), `kubesched-config` (KubeSchedulerConfiguration), `kubesched-plugins` (the
@@ -36,6 +37,7 @@
 //!
 //! [`SchedulingQueue`]: kubesched_framework::SchedulingQueue
 
+pub mod auth;
 pub mod cli;
 pub mod client;
 pub mod cluster_dump;
@@ -280,9 +282,19 @@ impl Runtime {
         let (stop_tx, stop_rx) = tokio_watch::channel(false);
         let readiness = Arc::new(serve::Readiness::new());
         let secure_address = match &self.serving {
-            Some(s) => Some(
-                serve::serve(s, self.metrics.clone(), readiness.clone(), stop_rx.clone()).await?,
-            ),
+            Some(s) => {
+                let auth = Arc::new(auth::DelegatedAuth::new(self.client.clone()));
+                Some(
+                    serve::serve(
+                        s,
+                        self.metrics.clone(),
+                        readiness.clone(),
+                        Some(auth),
+                        stop_rx.clone(),
+                    )
+                    .await?,
+                )
+            }
             None => None,
         };
         // One request on each client before the watches start together: the

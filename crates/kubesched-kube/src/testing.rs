@@ -917,6 +917,15 @@ impl tokio_rustls::rustls::client::danger::ServerCertVerifier for NoVerify {
 /// `GET https://addr/path` without verifying the certificate (the secure port's
 /// self-signed one): the status code and body.
 pub async fn https_get_insecure(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
+    https_get_insecure_as(addr, path, None).await
+}
+
+/// [`https_get_insecure`] with `Authorization: Bearer TOKEN` when a token is given.
+pub async fn https_get_insecure_as(
+    addr: SocketAddr,
+    path: &str,
+    token: Option<&str>,
+) -> std::io::Result<(u16, String)> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio_rustls::rustls;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -931,7 +940,10 @@ pub async fn https_get_insecure(addr: SocketAddr, path: &str) -> std::io::Result
     let name =
         rustls_pki_types::ServerName::try_from("localhost").map_err(std::io::Error::other)?;
     let mut tls = connector.connect(name, tcp).await?;
-    let req = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    let req = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n{auth}Connection: close\r\n\r\n");
     tls.write_all(req.as_bytes()).await?;
     let mut buf = Vec::new();
     let _ = tls.read_to_end(&mut buf).await;

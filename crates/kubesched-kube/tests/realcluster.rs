@@ -60,6 +60,9 @@ fn against_a_real_api_server() {
         ("two replicas, the leader crashes", |c| {
             Box::pin(two_replicas(c))
         }),
+        ("/metrics behind delegated auth", |c| {
+            Box::pin(metrics_auth(c))
+        }),
     ];
     let mut failed = Vec::new();
     for (name, scenario) in scenarios {
@@ -1101,4 +1104,103 @@ profiles:
     );
     assert!(took <= Duration::from_secs(5), "takeover took {took:?}");
     b.stop().await;
+}
+
+fn kubectl(cluster: &Cluster, args: &[&str]) {
+    let out = Command::new(cluster.bin("kubectl"))
+        .arg(format!("--kubeconfig={}", cluster.kubeconfig.display()))
+        .args(args)
+        .output()
+        .expect("kubectl");
+    assert!(
+        out.status.success(),
+        "kubectl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `/metrics` behind delegated authentication and authorization, with deploy/'s
+/// RBAC: no token 403 (system:anonymous), a bad token 401, a token without RBAC 403,
+/// a token bound to my-scheduler-metrics-reader 200; /healthz, /livez, /readyz open.
+async fn metrics_auth(cluster: &mut Cluster) {
+    use kubesched_kube::testing::https_get_insecure_as;
+    kubectl_apply(cluster, &repo_file("deploy/serviceaccount.yaml"));
+    let token = service_account_token(cluster, "kube-system", "my-scheduler").await;
+    let config = config_with_token(cluster, &token).await;
+    let running = Runtime::from_kube_config(&config, limited_config("ks-metrics", 50, 100, false))
+        .expect("clients")
+        .serving(Some(kubesched_kube::ServingOptions::new(
+            "127.0.0.1:0".parse().unwrap(),
+        )))
+        .start()
+        .await
+        .expect("start");
+    let addr = running.secure_address().expect("serving");
+    kubectl(
+        cluster,
+        &[
+            "-n",
+            "default",
+            "create",
+            "serviceaccount",
+            "metrics-reader",
+        ],
+    );
+    kubectl(
+        cluster,
+        &["-n", "default", "create", "serviceaccount", "nobody"],
+    );
+    kubectl(
+        cluster,
+        &[
+            "create",
+            "clusterrolebinding",
+            "metrics-reader",
+            "--clusterrole=my-scheduler-metrics-reader",
+            "--serviceaccount=default:metrics-reader",
+        ],
+    );
+    let reader = service_account_token(cluster, "default", "metrics-reader").await;
+    let nobody = service_account_token(cluster, "default", "nobody").await;
+    for path in ["/healthz", "/livez", "/readyz"] {
+        let (code, body) = https_get_insecure_as(addr, path, None).await.expect("get");
+        assert_eq!((code, body.as_str()), (200, "ok"), "{path}");
+    }
+    let (code, body) = https_get_insecure_as(addr, "/metrics", None)
+        .await
+        .expect("get");
+    assert_eq!(code, 403, "{body}");
+    assert!(body.contains("system:anonymous"), "{body}");
+    let (code, _) = https_get_insecure_as(addr, "/metrics", Some("not-a-token"))
+        .await
+        .expect("get");
+    assert_eq!(code, 401);
+    let (code, body) = https_get_insecure_as(addr, "/metrics", Some(&nobody))
+        .await
+        .expect("get");
+    assert_eq!(code, 403, "{body}");
+    assert!(
+        body.contains("system:serviceaccount:default:nobody"),
+        "{body}"
+    );
+    for token in [reader.as_str(), "admin-token"] {
+        let (code, body) = https_get_insecure_as(addr, "/metrics", Some(token))
+            .await
+            .expect("get");
+        assert_eq!(code, 200, "{body}");
+        assert!(body.contains("scheduler_pending_pods"));
+    }
+    running.stop().await;
+    kubectl(cluster, &["delete", "clusterrolebinding", "metrics-reader"]);
+    kubectl(
+        cluster,
+        &[
+            "-n",
+            "default",
+            "delete",
+            "serviceaccount",
+            "metrics-reader",
+            "nobody",
+        ],
+    );
 }

@@ -287,10 +287,16 @@ async fn health_and_metrics_are_served_over_https() {
     server.add_pod(FakeApiServer::pod("p", OURS, "100m"));
     server.add_pod(FakeApiServer::pod("huge", OURS, "64"));
     let rt = Runtime::new(server.client(), config(false))
+        // The fake has no TokenReview: /metrics is served to anyone here, as with
+        // kube-scheduler's --authorization-always-allow-paths=/metrics,...
         .serving(Some(ServingOptions {
-            address: "127.0.0.1:0".parse().unwrap(),
-            cert_file: None,
-            key_file: None,
+            always_allow_paths: vec![
+                "/healthz".into(),
+                "/livez".into(),
+                "/readyz".into(),
+                "/metrics".into(),
+            ],
+            ..ServingOptions::new("127.0.0.1:0".parse().unwrap())
         }))
         .plugin_metrics_sample_percent(100)
         .start()
