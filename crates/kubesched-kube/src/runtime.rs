@@ -300,6 +300,8 @@ impl Shared {
     }
 
     fn update_pending_metrics(&self, inner: &Inner) {
+        self.metrics
+            .set_cache_size(inner.nodes.len(), inner.pods.len(), inner.assumed.len());
         let p = inner.queue.pending();
         self.metrics.set_pending("active", p.active);
         self.metrics.set_pending("backoff", p.backoff);
@@ -739,9 +741,12 @@ impl Shared {
         }
         let wait = if s.is_wait() { timeout } else { None };
         let me = self.clone();
+        let metrics = self.metrics.clone();
+        metrics.binding_tasks(1);
         self.rt.spawn(async move {
             me.binding_cycle(fwk, state, assumed, node, qp, wait, start)
                 .await;
+            metrics.binding_tasks(-1);
         });
     }
 
@@ -834,6 +839,8 @@ impl Shared {
             fwk.run_post_bind_plugins(&mut state, &assumed, &node);
             self.metrics
                 .attempt(&profile, AttemptResult::Scheduled, start.elapsed());
+            self.metrics
+                .pod_scheduled(qp.info.attempts, qp.initial_attempt.elapsed());
             {
                 let mut inner = lock(&self.inner);
                 if let Some(a) = inner.assumed.get_mut(&key) {
@@ -982,6 +989,7 @@ impl Shared {
             .filter_map(|k| inner.pods.get(k).map(|p| p.pod_arc().clone()))
             .collect();
         tracing::info!(pod = %pod.key(), node = %node, victims = victims.len(), "preempting");
+        self.metrics.preemption(victims.len());
         let me = self.clone();
         let preemptor = pod.pod_arc().clone();
         let (profile, node) = (profile.to_string(), node.to_string());

@@ -314,7 +314,10 @@ async fn health_and_metrics_are_served_over_https() {
         let (code, body) = https_get_insecure(addr, "/metrics").await.expect("get");
         assert_eq!(code, 200);
         text = body;
-        if text.contains("result=\"unschedulable\"") && text.contains("result=\"scheduled\"") {
+        if text.contains("result=\"unschedulable\"")
+            && text.contains("result=\"scheduled\"")
+            && text.contains("scheduler_cache_size{type=\"pods\"} 1")
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -343,6 +346,17 @@ async fn health_and_metrics_are_served_over_https() {
         "scheduler_plugin_execution_duration_seconds_count{plugin=\"NodeResourcesFit\",extension_point=\"Filter\",status=\"UnschedulableAndUnresolvable\"} 2",
         "scheduler_plugin_execution_duration_seconds_count{plugin=\"DefaultBinder\",extension_point=\"Bind\",status=\"Success\"} 1",
         "scheduler_plugin_execution_duration_seconds_count{plugin=\"DefaultPreemption\",extension_point=\"PostFilter\",status=\"Unschedulable\"} 1",
+        "scheduler_cache_size{type=\"nodes\"} 2",
+        "scheduler_cache_size{type=\"pods\"} 1",
+        "scheduler_pod_scheduling_attempts_count 1",
+        "scheduler_pod_scheduling_attempts_bucket{le=\"1.0\"} 1",
+        "scheduler_pod_scheduling_sli_duration_seconds_count{attempts=\"1\"} 1",
+        "scheduler_goroutines{operation=\"binding\"}",
+        "process_cpu_seconds_total ",
+        "process_resident_memory_bytes ",
+        "process_open_fds ",
+        "process_max_fds ",
+        "process_start_time_seconds ",
     ] {
         assert!(text.contains(needle), "{needle} missing from:\n{text}");
     }
@@ -421,6 +435,14 @@ async fn high_priority_pod_preempts_and_its_nomination_holds_the_space() {
         server.bindings(),
         [("default/high".to_string(), "n1".to_string())]
     );
+    let text = rt.metrics().encode();
+    for needle in [
+        "scheduler_preemption_attempts_total 1\n",
+        "scheduler_preemption_victims_count 1\n",
+        "scheduler_preemption_victims_sum 1.0\n",
+    ] {
+        assert!(text.contains(needle), "{needle} missing from:\n{text}");
+    }
     rt.stop().await;
 }
 
