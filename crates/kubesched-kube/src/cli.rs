@@ -36,8 +36,19 @@ pub struct RunArgs {
     /// The PEM private key of --tls-cert-file.
     #[arg(long, value_name = "FILE", requires = "tls_cert_file")]
     pub tls_private_key_file: Option<PathBuf>,
-    /// Override the configuration's leaderElection.leaderElect.
-    #[arg(long, value_name = "BOOL")]
+    /// Paths of the secure port served without authorization (as kube-scheduler's);
+    /// the others (/metrics) need a bearer token the API server authenticates
+    /// (TokenReview) and authorises to `get` the path (SubjectAccessReview).
+    #[arg(
+        long,
+        value_name = "PATHS",
+        value_delimiter = ',',
+        default_value = "/healthz,/readyz,/livez"
+    )]
+    pub authorization_always_allow_paths: Vec<String>,
+    /// Override the configuration's leaderElection.leaderElect; `--leader-elect`
+    /// alone means true, as kube-scheduler takes it.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub leader_elect: Option<bool>,
     /// Log verbosity, as kube-scheduler's --v: 0-3 info, 4-5 debug, 6+ trace.
     #[arg(short = 'v', long = "v", value_name = "LEVEL", default_value_t = 0)]
@@ -57,7 +68,7 @@ fn init_logging(verbosity: u8) {
         .try_init();
 }
 
-async fn client_for(kubeconfig: Option<PathBuf>) -> Result<kube::Client, String> {
+async fn kube_config_for(kubeconfig: Option<PathBuf>) -> Result<kube::Config, String> {
     let config = match kubeconfig {
         Some(path) => {
             let kc = kube::config::Kubeconfig::read_from(&path)
@@ -73,15 +84,23 @@ async fn client_for(kubeconfig: Option<PathBuf>) -> Result<kube::Client, String>
             })?,
         },
     };
-    kube::Client::try_from(config).map_err(|e| e.to_string())
+    Ok(config)
 }
 
-async fn run_async(args: RunArgs) -> Result<(), String> {
+/// Why `kubesched run` stopped: a bad configuration or kubeconfig (exit 2), or a
+/// failure while running (exit 1).
+enum Failure {
+    Usage(String),
+    Runtime(String),
+}
+
+async fn run_async(args: RunArgs) -> Result<(), Failure> {
+    use Failure::{Runtime as Fail, Usage};
     let source = args.config.display().to_string();
-    let text =
-        std::fs::read_to_string(&args.config).map_err(|e| format!("{source}: cannot read: {e}"))?;
-    let loaded =
-        KubeSchedulerConfiguration::from_yaml_str(&text, &source).map_err(|e| e.to_string())?;
+    let text = std::fs::read_to_string(&args.config)
+        .map_err(|e| Usage(format!("{source}: cannot read: {e}")))?;
+    let loaded = KubeSchedulerConfiguration::from_yaml_str(&text, &source)
+        .map_err(|e| Usage(e.to_string()))?;
     for w in &loaded.warnings {
         tracing::warn!("{w}");
     }
@@ -93,17 +112,19 @@ async fn run_async(args: RunArgs) -> Result<(), String> {
         let k = &config.client_connection.kubeconfig;
         (!k.is_empty()).then(|| PathBuf::from(k))
     });
-    let client = client_for(kubeconfig).await?;
+    let kube_config = kube_config_for(kubeconfig).await.map_err(Usage)?;
     let serving = (args.secure_port != 0).then(|| ServingOptions {
-        address: SocketAddr::new(args.bind_address, args.secure_port),
         cert_file: args.tls_cert_file.clone(),
         key_file: args.tls_private_key_file.clone(),
+        always_allow_paths: args.authorization_always_allow_paths.clone(),
+        ..ServingOptions::new(SocketAddr::new(args.bind_address, args.secure_port))
     });
-    let mut running = Runtime::new(client, config)
+    let mut running = Runtime::from_kube_config(&kube_config, config)
+        .map_err(|e| Usage(format!("the API server's client: {e}")))?
         .serving(serving)
         .start()
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| Fail(e.to_string()))?;
     let terminate = async {
         #[cfg(unix)]
         {
@@ -118,7 +139,7 @@ async fn run_async(args: RunArgs) -> Result<(), String> {
     };
     tokio::select! {
         r = running.wait() => {
-            r.map_err(|e| e.to_string())?;
+            r.map_err(|e| Fail(e.to_string()))?;
         }
         _ = tokio::signal::ctrl_c() => {
             tracing::info!("interrupted; stopping");
@@ -132,8 +153,10 @@ async fn run_async(args: RunArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs `kubesched run` to the end: 0 on a clean stop, 1 on an error (including a lost
-/// lease, after which a restart rejoins the election, as kube-scheduler does).
+/// Runs `kubesched run` to the end: 0 on a clean stop, 2 on a configuration or
+/// kubeconfig that cannot be used (one line on standard error), 1 on an error while
+/// running (including a lost lease, after which a restart rejoins the election, as
+/// kube-scheduler does).
 pub fn run(args: RunArgs) -> ExitCode {
     init_logging(args.verbosity);
     let rt = match tokio::runtime::Builder::new_multi_thread()
@@ -148,8 +171,11 @@ pub fn run(args: RunArgs) -> ExitCode {
     };
     match rt.block_on(run_async(args)) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            tracing::error!("{e}");
+        Err(Failure::Usage(e)) => {
+            eprintln!("kubesched: error: {e}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Runtime(e)) => {
             eprintln!("kubesched: error: {e}");
             ExitCode::FAILURE
         }

@@ -161,22 +161,43 @@ impl LeaderElector {
 
     /// Runs the election until `stop` turns true: waits to acquire, then renews,
     /// publishing leadership on `leading`. Releases the lease on stop; returns
-    /// [`LeaderLost`] when a renewal misses the deadline.
+    /// [`LeaderLost`] when no renewal succeeded within `renewDeadline`.
+    ///
+    /// As client-go's `renew` (but with rounds `retryPeriod` apart from start to start,
+    /// where client-go waits `retryPeriod` after each): every `retryPeriod` a renewal
+    /// round starts; within it a
+    /// failed try (the API server refused, did not answer, or the lease changed under
+    /// us) is retried every `retryPeriod`, and only when the round reaches
+    /// `renewDeadline` without a success is leadership given up. No try waits longer
+    /// than the time left in its round.
     pub async fn run(
         mut self,
         leading: watch::Sender<bool>,
         mut stop: watch::Receiver<bool>,
     ) -> Result<(), LeaderLost> {
         let retry = self.opts.retry_period;
+        let deadline = self.opts.renew_deadline;
         // Acquire.
+        let mut failing = false;
         loop {
             if *stop.borrow() {
                 return Ok(());
             }
-            match self.try_acquire_or_renew().await {
-                Ok(true) => break,
-                Ok(false) => {}
-                Err(e) => tracing::warn!(error = %e, "error retrieving resource lock"),
+            match tokio::time::timeout(deadline.max(retry), self.try_acquire_or_renew()).await {
+                Ok(Ok(true)) => break,
+                Ok(Ok(false)) => failing = false,
+                Ok(Err(e)) => {
+                    if !failing {
+                        tracing::warn!(error = %e, "error retrieving resource lock");
+                    }
+                    failing = true;
+                }
+                Err(_) => {
+                    if !failing {
+                        tracing::warn!("error retrieving resource lock: timed out");
+                    }
+                    failing = true;
+                }
             }
             tokio::select! {
                 _ = tokio::time::sleep(retry) => {}
@@ -185,12 +206,16 @@ impl LeaderElector {
         }
         tracing::info!(lease = %format!("{}/{}", self.opts.namespace, self.opts.name), identity = %self.opts.identity, "successfully acquired lease");
         let _ = leading.send(true);
-        // Renew.
-        let mut last_renew = Instant::now();
+        // Renew. Rounds start retryPeriod apart, from start to start: the time a
+        // renewal takes under load does not stretch the period (the lease's renewTime
+        // never lags more than retryPeriod and one request).
+        let mut next_round = Instant::now() + retry;
         loop {
-            tokio::select! {
-                _ = tokio::time::sleep(retry) => {}
-                _ = stop.changed() => {}
+            if !*stop.borrow() {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(next_round.into()) => {}
+                    _ = stop.changed() => {}
+                }
             }
             if *stop.borrow() {
                 let _ = leading.send(false);
@@ -199,17 +224,32 @@ impl LeaderElector {
                 }
                 return Ok(());
             }
-            match self.try_acquire_or_renew().await {
-                Ok(true) => last_renew = Instant::now(),
-                Ok(false) => {
+            let round = Instant::now();
+            next_round = round + retry;
+            loop {
+                let left = deadline.saturating_sub(round.elapsed());
+                if left.is_zero() {
                     let _ = leading.send(false);
                     return Err(LeaderLost(self.opts.name.clone()));
                 }
-                Err(e) => tracing::warn!(error = %e, "failed to renew the lease"),
-            }
-            if last_renew.elapsed() > self.opts.renew_deadline {
-                let _ = leading.send(false);
-                return Err(LeaderLost(self.opts.name.clone()));
+                match tokio::time::timeout(left, self.try_acquire_or_renew()).await {
+                    Ok(Ok(true)) => break,
+                    Ok(Ok(false)) => {
+                        tracing::warn!(
+                            "failed to renew the lease: it is held by another replica or changed meanwhile"
+                        )
+                    }
+                    Ok(Err(e)) => tracing::warn!(error = %e, "failed to renew the lease"),
+                    Err(_) => tracing::warn!("failed to renew the lease: timed out"),
+                }
+                let left = deadline.saturating_sub(round.elapsed());
+                tokio::select! {
+                    _ = tokio::time::sleep(retry.min(left)) => {}
+                    _ = stop.changed() => {}
+                }
+                if *stop.borrow() {
+                    break;
+                }
             }
         }
     }

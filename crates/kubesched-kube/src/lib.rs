@@ -12,7 +12,8 @@
 //! placed the pod), sets `PodScheduled=False` with reason `Unschedulable` on pods that
 //! fit nowhere, preempts (PostFilter: nominates the pod, deletes the victims with a
 //! `Preempted` event), elects a leader with a Lease, and serves `/healthz`, `/livez`,
-//! `/readyz` and `/metrics` over HTTPS.
+//! `/readyz` and `/metrics` over HTTPS (`/metrics` only to the bearer tokens the API
+//! server authenticates and authorises, as kube-scheduler's delegated auth).
 //!
 //! Sibling crates: `kubesched-framework` (the plugin traits and the scheduling
 //! cycle), `kubesched-config` (KubeSchedulerConfiguration), `kubesched-plugins` (the
@@ -36,10 +37,14 @@
 //!
 //! [`SchedulingQueue`]: kubesched_framework::SchedulingQueue
 
+pub mod auth;
 pub mod cli;
+pub mod client;
 pub mod cluster_dump;
+pub mod events;
 pub mod leader;
 pub mod metrics;
+mod outage;
 mod runtime;
 pub mod serve;
 pub mod testing;
@@ -107,6 +112,8 @@ fn unique_suffix() -> String {
 /// A scheduler to run against an API server: configuration, plugins, serving.
 pub struct Runtime {
     client: kube::Client,
+    events_client: kube::Client,
+    leader_election_client: kube::Client,
     config: KubeSchedulerConfiguration,
     registry: Registry,
     serving: Option<ServingOptions>,
@@ -127,9 +134,13 @@ impl std::fmt::Debug for Runtime {
 }
 
 impl Runtime {
-    /// A runtime with the in-tree plugins, no serving, and this configuration.
+    /// A runtime with the in-tree plugins, no serving, and this configuration, whose
+    /// every request goes through `client` as it is (no rate limit of its own; see
+    /// [`Runtime::from_kube_config`] for kube-scheduler's clients).
     pub fn new(client: kube::Client, config: KubeSchedulerConfiguration) -> Runtime {
         Runtime {
+            events_client: client.clone(),
+            leader_election_client: client.clone(),
             client,
             config,
             registry: kubesched_plugins::in_tree_registry(),
@@ -140,6 +151,43 @@ impl Runtime {
             seed: std::process::id() as u64,
             plugin_metrics_sample_percent: 10,
         }
+    }
+
+    /// A runtime talking to the API server of `kube_config` as kube-scheduler does:
+    /// a scheduling client and an event client, each with one HTTP/2 connection
+    /// behind its own token bucket of the configuration's `clientConnection.qps` and
+    /// `burst`, and a leader-election client with its own connection and no limiter
+    /// ([`client::Clients`]).
+    pub fn from_kube_config(
+        kube_config: &kube::Config,
+        config: KubeSchedulerConfiguration,
+    ) -> Result<Runtime, kube::Error> {
+        let metrics = Arc::new(Metrics::new());
+        let options = client::ClientOptions {
+            qps: config.client_connection.qps,
+            burst: u32::try_from(config.client_connection.burst).unwrap_or(0),
+        };
+        let clients = client::Clients::new(kube_config, &options, metrics.clone())?;
+        let mut runtime = Runtime::with_clients(&clients, config);
+        runtime.metrics = metrics;
+        Ok(runtime)
+    }
+
+    /// A runtime on clients built beforehand (their requests are counted in the
+    /// metrics they were built with: pass [`Runtime::metrics`]' of another runtime, or
+    /// use [`Runtime::from_kube_config`]).
+    pub fn with_clients(clients: &client::Clients, config: KubeSchedulerConfiguration) -> Runtime {
+        let mut runtime = Runtime::new(clients.scheduling.clone(), config);
+        runtime.events_client = clients.events.clone();
+        runtime.leader_election_client = clients.leader_election.clone();
+        runtime
+    }
+
+    /// Uses `metrics` (for example those the clients of [`Runtime::with_clients`]
+    /// count their requests in).
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Runtime {
+        self.metrics = metrics;
+        self
     }
 
     /// Adds out-of-tree plugins to the in-tree ones.
@@ -185,7 +233,15 @@ impl Runtime {
     /// pods and nodes are in the cache.
     pub async fn start(self) -> Result<RunningRuntime, RuntimeError> {
         let rt = tokio::runtime::Handle::current();
-        let binder = Arc::new(ApiBinder::new(self.client.clone(), rt.clone()));
+        let write_outage = Arc::new(outage::Outage::new("writes"));
+        let unanswered = Arc::new(runtime::Unanswered::default());
+        let binder = Arc::new(ApiBinder::with_outage(
+            self.client.clone(),
+            rt.clone(),
+            write_outage.clone(),
+            unanswered.clone(),
+        ));
+        let recorder = events::Recorder::new(self.events_client.clone(), rt.clone());
         let handle = Handle {
             profile_name: String::new(),
             binder: Some(binder),
@@ -216,23 +272,43 @@ impl Runtime {
             queue_options,
             self.metrics.clone(),
             self.client.clone(),
+            recorder.clone(),
+            write_outage,
+            unanswered,
             rt.clone(),
             self.assumed_pod_ttl,
-            self.identity.clone(),
             self.plugin_metrics_sample_percent,
         );
         let (stop_tx, stop_rx) = tokio_watch::channel(false);
         let readiness = Arc::new(serve::Readiness::new());
         let secure_address = match &self.serving {
-            Some(s) => Some(
-                serve::serve(s, self.metrics.clone(), readiness.clone(), stop_rx.clone()).await?,
-            ),
+            Some(s) => {
+                let auth = Arc::new(auth::DelegatedAuth::new(self.client.clone()));
+                Some(
+                    serve::serve(
+                        s,
+                        self.metrics.clone(),
+                        readiness.clone(),
+                        Some(auth),
+                        stop_rx.clone(),
+                    )
+                    .await?,
+                )
+            }
             None => None,
         };
+        // One request on each client before the watches start together: the
+        // connection (HTTP/2 when the server offers it) is up before the concurrent
+        // requests, which then share it instead of each opening its own.
+        let _ = tokio::join!(
+            self.client.apiserver_version(),
+            self.events_client.apiserver_version()
+        );
         // Watches.
         let (pods_synced, pods_rx) = tokio::sync::oneshot::channel();
         let (nodes_synced, nodes_rx) = tokio::sync::oneshot::channel();
         let mut tasks = vec![
+            tokio::spawn(recorder.maintain(stop_rx.clone())),
             tokio::spawn(watch::run::<k8s_openapi::api::core::v1::Node>(
                 shared.clone(),
                 self.client.clone(),
@@ -300,7 +376,7 @@ impl Runtime {
                     s.notify();
                 }
             }));
-            let elector = LeaderElector::new(self.client.clone(), opts);
+            let elector = LeaderElector::new(self.leader_election_client.clone(), opts);
             Some(tokio::spawn(elector.run(lead_tx, stop_rx.clone())))
         } else {
             shared.leading.store(true, Ordering::SeqCst);

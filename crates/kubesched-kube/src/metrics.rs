@@ -29,6 +29,30 @@ fn plugin_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.00001, 1.5, 20))
 }
 
+fn rest_client_histogram() -> Histogram {
+    // client-go's rest_client_request_duration_seconds and
+    // rest_client_rate_limiter_duration_seconds buckets.
+    Histogram::new([
+        0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0,
+    ])
+}
+
+fn sli_histogram() -> Histogram {
+    // kube-scheduler's scheduler_pod_scheduling_sli_duration_seconds:
+    // ExponentialBuckets(0.01, 2, 20)
+    Histogram::new(exponential_buckets(0.01, 2.0, 20))
+}
+
+fn attempts_histogram() -> Histogram {
+    // scheduler_pod_scheduling_attempts: ExponentialBuckets(1, 2, 5)
+    Histogram::new(exponential_buckets(1.0, 2.0, 5))
+}
+
+fn victims_histogram() -> Histogram {
+    // scheduler_preemption_victims: ExponentialBuckets(1, 2, 7)
+    Histogram::new(exponential_buckets(1.0, 2.0, 7))
+}
+
 fn labels(pairs: &[(&str, &str)]) -> Labels {
     pairs
         .iter()
@@ -47,6 +71,123 @@ pub struct Metrics {
     plugin_duration: HistogramFamily,
     incoming_pods: Family<Labels, Counter>,
     leader: Gauge,
+    rest_requests: Family<Labels, Counter>,
+    rest_duration: HistogramFamily,
+    rest_rate_limiter: HistogramFamily,
+    pod_attempts: Histogram,
+    sli_duration: HistogramFamily,
+    preemption_attempts: Counter,
+    preemption_victims: Histogram,
+    cache_size: Family<Labels, Gauge>,
+    goroutines: Family<Labels, Gauge>,
+    process: ProcessMetrics,
+}
+
+/// process_* as the Prometheus Go client's process collector, read from /proc when
+/// the metrics are encoded.
+struct ProcessMetrics {
+    cpu_seconds: Counter<f64, std::sync::atomic::AtomicU64>,
+    resident_memory: Gauge,
+    virtual_memory: Gauge,
+    open_fds: Gauge,
+    max_fds: Gauge,
+    start_time: Gauge<f64, std::sync::atomic::AtomicU64>,
+}
+
+/// Clock ticks per second of /proc/PID/stat's times (USER_HZ, 100 on Linux).
+const CLOCK_TICKS: f64 = 100.0;
+
+impl ProcessMetrics {
+    fn register(registry: &mut Registry) -> ProcessMetrics {
+        let p = ProcessMetrics {
+            cpu_seconds: Counter::default(),
+            resident_memory: Gauge::default(),
+            virtual_memory: Gauge::default(),
+            open_fds: Gauge::default(),
+            max_fds: Gauge::default(),
+            start_time: Gauge::default(),
+        };
+        registry.register(
+            "process_cpu_seconds",
+            "Total user and system CPU time spent in seconds",
+            p.cpu_seconds.clone(),
+        );
+        registry.register(
+            "process_resident_memory_bytes",
+            "Resident memory size in bytes",
+            p.resident_memory.clone(),
+        );
+        registry.register(
+            "process_virtual_memory_bytes",
+            "Virtual memory size in bytes",
+            p.virtual_memory.clone(),
+        );
+        registry.register(
+            "process_open_fds",
+            "Number of open file descriptors",
+            p.open_fds.clone(),
+        );
+        registry.register(
+            "process_max_fds",
+            "Maximum number of open file descriptors",
+            p.max_fds.clone(),
+        );
+        registry.register(
+            "process_start_time_seconds",
+            "Start time of the process since unix epoch in seconds",
+            p.start_time.clone(),
+        );
+        p
+    }
+
+    fn refresh(&self) {
+        let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+        // The fields after the command name, which is in parentheses.
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        let field = |n: usize| fields.get(n - 3).and_then(|v| v.parse::<f64>().ok());
+        if let (Some(utime), Some(stime)) = (field(14), field(15)) {
+            let total = (utime + stime) / CLOCK_TICKS;
+            let seen = self.cpu_seconds.get();
+            if total > seen {
+                self.cpu_seconds.inc_by(total - seen);
+            }
+        }
+        if let Some(vsize) = field(23) {
+            self.virtual_memory.set(vsize as i64);
+        }
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        if let Some(kb) = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next()?.parse::<i64>().ok())
+        {
+            self.resident_memory.set(kb * 1024);
+        }
+        if let Ok(dir) = std::fs::read_dir("/proc/self/fd") {
+            self.open_fds.set(dir.count() as i64);
+        }
+        let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
+        if let Some(max) = limits
+            .lines()
+            .find(|l| l.starts_with("Max open files"))
+            .and_then(|l| l.split_whitespace().nth(3)?.parse::<i64>().ok())
+        {
+            self.max_fds.set(max);
+        }
+        if self.start_time.get() == 0.0 {
+            let boot = std::fs::read_to_string("/proc/stat")
+                .unwrap_or_default()
+                .lines()
+                .find_map(|l| l.strip_prefix("btime "))
+                .and_then(|v| v.trim().parse::<f64>().ok());
+            if let (Some(boot), Some(start)) = (boot, field(22)) {
+                self.start_time.set(boot + start / CLOCK_TICKS);
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for Metrics {
@@ -135,6 +276,64 @@ impl Metrics {
             "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master",
             leader.clone(),
         );
+        let rest_requests = Family::<Labels, Counter>::default();
+        registry.register(
+            "rest_client_requests",
+            "Number of HTTP requests, partitioned by status code, method, and host",
+            rest_requests.clone(),
+        );
+        let rest_duration = HistogramFamily::new_with_constructor(rest_client_histogram);
+        registry.register(
+            "rest_client_request_duration_seconds",
+            "Request latency in seconds. Broken down by verb, and host",
+            rest_duration.clone(),
+        );
+        let rest_rate_limiter = HistogramFamily::new_with_constructor(rest_client_histogram);
+        registry.register(
+            "rest_client_rate_limiter_duration_seconds",
+            "Client side rate limiter latency in seconds. Broken down by verb, and host",
+            rest_rate_limiter.clone(),
+        );
+        let pod_attempts = attempts_histogram();
+        registry.register(
+            "scheduler_pod_scheduling_attempts",
+            "Number of attempts to successfully schedule a pod",
+            pod_attempts.clone(),
+        );
+        let sli_duration = HistogramFamily::new_with_constructor(sli_histogram);
+        registry.register(
+            "scheduler_pod_scheduling_sli_duration_seconds",
+            "E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue and might involve multiple scheduling attempts",
+            sli_duration.clone(),
+        );
+        let preemption_attempts = Counter::default();
+        registry.register(
+            "scheduler_preemption_attempts",
+            "Total preemption attempts in the cluster till now",
+            preemption_attempts.clone(),
+        );
+        let preemption_victims = victims_histogram();
+        registry.register(
+            "scheduler_preemption_victims",
+            "Number of selected preemption victims",
+            preemption_victims.clone(),
+        );
+        let cache_size = Family::<Labels, Gauge>::default();
+        registry.register(
+            "scheduler_cache_size",
+            "Number of nodes, pods, and assumed (bound) pods in the scheduler cache",
+            cache_size.clone(),
+        );
+        let goroutines = Family::<Labels, Gauge>::default();
+        registry.register(
+            "scheduler_goroutines",
+            "Number of running goroutines split by the work they do such as binding (here: tasks)",
+            goroutines.clone(),
+        );
+        goroutines
+            .get_or_create(&labels(&[("operation", "binding")]))
+            .set(0);
+        let process = ProcessMetrics::register(&mut registry);
         for q in ["active", "backoff", "unschedulable", "gated"] {
             pending_pods.get_or_create(&labels(&[("queue", q)])).set(0);
         }
@@ -148,7 +347,70 @@ impl Metrics {
             plugin_duration,
             incoming_pods,
             leader,
+            rest_requests,
+            rest_duration,
+            rest_rate_limiter,
+            pod_attempts,
+            sli_duration,
+            preemption_attempts,
+            preemption_victims,
+            cache_size,
+            goroutines,
+            process,
         }
+    }
+
+    /// A pod was bound after `attempts` attempts, `since_first` after it first entered
+    /// the queue (kube-scheduler's PodSchedulingAttempts and PodSchedulingSLIDuration).
+    pub fn pod_scheduled(&self, attempts: u32, since_first: Duration) {
+        self.pod_attempts.observe(f64::from(attempts));
+        self.sli_duration
+            .get_or_create(&labels(&[("attempts", &attempts.to_string())]))
+            .observe(since_first.as_secs_f64());
+    }
+
+    /// PostFilter preempted `victims` pods for one pod.
+    pub fn preemption(&self, victims: usize) {
+        self.preemption_attempts.inc();
+        self.preemption_victims.observe(victims as f64);
+    }
+
+    /// The cache holds this many nodes, pods (bound or assumed) and assumed pods.
+    pub fn set_cache_size(&self, nodes: usize, pods: usize, assumed: usize) {
+        for (t, n) in [("nodes", nodes), ("pods", pods), ("assumed_pods", assumed)] {
+            self.cache_size
+                .get_or_create(&labels(&[("type", t)]))
+                .set(n as i64);
+        }
+    }
+
+    /// A binding cycle started (`+1`) or ended (`-1`).
+    pub fn binding_tasks(&self, delta: i64) {
+        self.goroutines
+            .get_or_create(&labels(&[("operation", "binding")]))
+            .inc_by(delta);
+    }
+
+    /// One request to the API server ended (`code` is the HTTP status, or `<error>`
+    /// when no response came).
+    pub fn rest_request(&self, code: &str, host: &str, method: &str, verb: &str, took: Duration) {
+        self.rest_requests
+            .get_or_create(&labels(&[
+                ("code", code),
+                ("host", host),
+                ("method", method),
+            ]))
+            .inc();
+        self.rest_duration
+            .get_or_create(&labels(&[("host", host), ("verb", verb)]))
+            .observe(took.as_secs_f64());
+    }
+
+    /// A request waited this long for a token of its client's rate limiter.
+    pub fn rate_limiter_wait(&self, host: &str, verb: &str, waited: Duration) {
+        self.rest_rate_limiter
+            .get_or_create(&labels(&[("host", host), ("verb", verb)]))
+            .observe(waited.as_secs_f64());
     }
 
     /// One scheduling attempt ended.
@@ -215,6 +477,7 @@ impl Metrics {
 
     /// The Prometheus text exposition.
     pub fn encode(&self) -> String {
+        self.process.refresh();
         let mut out = String::new();
         let registry = self.registry.lock().unwrap_or_else(|e| e.into_inner());
         // Writing to a String cannot fail.

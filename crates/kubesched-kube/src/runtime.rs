@@ -8,8 +8,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Binding, Node, ObjectReference, Pod};
-use k8s_openapi::api::events::v1::Event;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kubesched_framework::events::{node_update_events, pod_update_events};
@@ -20,20 +19,72 @@ use kubesched_framework::{
 };
 use tokio::sync::oneshot;
 
+use crate::events::{EventSpec, Recorder};
 use crate::metrics::{AttemptResult, Metrics};
+use crate::outage::Outage;
 use crate::watch::{Cached, ObjectCache, object_key};
 
-/// Binds through the API server's `binding` subresource.
+/// Binds through the API server's `binding` subresource, with the pod's UID as a
+/// precondition (the API server refuses the binding of a pod deleted and recreated
+/// under the same name since it was scheduled).
 pub struct ApiBinder {
     client: kube::Client,
     rt: tokio::runtime::Handle,
+    outage: Arc<Outage>,
+    unanswered: Arc<Unanswered>,
+}
+
+/// Bindings sent without an answer (the connection failed while they were in
+/// flight): the API server may have made them. When the watch shows such a pod bound
+/// to the node it was sent to, its Scheduled event is written then.
+#[derive(Default)]
+pub(crate) struct Unanswered(Mutex<HashMap<String, Vec<(String, String)>>>);
+
+impl Unanswered {
+    fn insert(&self, key: &str, uid: &str, node: &str) {
+        let mut m = lock(&self.0);
+        let sent = m.entry(key.to_string()).or_default();
+        let one = (uid.to_string(), node.to_string());
+        if !sent.contains(&one) {
+            sent.push(one);
+        }
+    }
+
+    fn forget(&self, key: &str) {
+        lock(&self.0).remove(key);
+    }
+
+    /// Whether a binding of the pod `key` with `uid` to `node` went unanswered (each
+    /// try of an outage may have gone to another node; all are forgotten now that the
+    /// pod is bound).
+    fn take(&self, key: &str, uid: &str, node: &str) -> bool {
+        let mut m = lock(&self.0);
+        match m.remove(key) {
+            Some(sent) => sent.iter().any(|(u, n)| u == uid && n == node),
+            None => false,
+        }
+    }
 }
 
 impl ApiBinder {
     /// A binder on `client`; `rt` runs the request (bind is called from a blocking
     /// thread of the binding cycle).
     pub fn new(client: kube::Client, rt: tokio::runtime::Handle) -> ApiBinder {
-        ApiBinder { client, rt }
+        ApiBinder::with_outage(client, rt, Arc::new(Outage::new("writes")), Arc::default())
+    }
+
+    pub(crate) fn with_outage(
+        client: kube::Client,
+        rt: tokio::runtime::Handle,
+        outage: Arc<Outage>,
+        unanswered: Arc<Unanswered>,
+    ) -> ApiBinder {
+        ApiBinder {
+            client,
+            rt,
+            outage,
+            unanswered,
+        }
     }
 }
 
@@ -61,9 +112,24 @@ impl PodBinder for ApiBinder {
             &binding,
         ));
         match r {
-            Ok(_) => Ok(()),
-            Err(kube::Error::Api(s)) => Err(s.message.clone()),
-            Err(e) => Err(e.to_string()),
+            Ok(_) => {
+                self.outage.succeeded("writes");
+                self.unanswered.forget(pod.key());
+                Ok(())
+            }
+            Err(kube::Error::Api(s)) if s.code < 500 => {
+                self.outage.succeeded("writes");
+                Err(s.message.clone())
+            }
+            Err(kube::Error::Api(s)) => {
+                self.outage.failed("writes", &s.message);
+                Err(s.message.clone())
+            }
+            Err(e) => {
+                self.outage.failed("writes", &e);
+                self.unanswered.insert(pod.key(), pod.uid(), node);
+                Err(e.to_string())
+            }
         }
     }
 }
@@ -145,7 +211,13 @@ pub(crate) struct Shared {
     client: kube::Client,
     rt: tokio::runtime::Handle,
     assumed_ttl: Duration,
-    instance: String,
+    /// The events, written in the background with retries.
+    pub(crate) recorder: Arc<Recorder>,
+    /// Failures of the watches, said once per outage.
+    pub(crate) watch_outage: Outage,
+    /// Failures of the scheduling client's writes (binds, status, deletes).
+    pub(crate) write_outage: Arc<Outage>,
+    unanswered: Arc<Unanswered>,
     profiles: BTreeSet<String>,
     /// The share of cycles whose plugin calls are timed, in percent.
     sample_percent: u64,
@@ -174,9 +246,11 @@ impl Shared {
         queue_options: QueueOptions,
         metrics: Arc<Metrics>,
         client: kube::Client,
+        recorder: Arc<Recorder>,
+        write_outage: Arc<Outage>,
+        unanswered: Arc<Unanswered>,
         rt: tokio::runtime::Handle,
         assumed_ttl: Duration,
-        instance: String,
         sample_percent: u8,
     ) -> Arc<Shared> {
         let fwk = sched.profiles()[0].clone();
@@ -211,7 +285,10 @@ impl Shared {
             client,
             rt,
             assumed_ttl,
-            instance,
+            recorder,
+            watch_outage: Outage::new("watches"),
+            write_outage,
+            unanswered,
             profiles,
             sample_percent: u64::from(sample_percent),
             cycles: AtomicU64::new(0),
@@ -223,6 +300,8 @@ impl Shared {
     }
 
     fn update_pending_metrics(&self, inner: &Inner) {
+        self.metrics
+            .set_cache_size(inner.nodes.len(), inner.pods.len(), inner.assumed.len());
         let p = inner.queue.pending();
         self.metrics.set_pending("active", p.active);
         self.metrics.set_pending("backoff", p.backoff);
@@ -347,7 +426,13 @@ impl Shared {
 
     pub(crate) fn pod_changed(&self, pod: Pod) {
         let key = key_of(&pod.metadata);
-        if terminal(&pod) || pod.metadata.deletion_timestamp.is_some() {
+        // A finished pod frees its node (kube-scheduler's informer leaves out Succeeded
+        // and Failed pods); a terminating one keeps holding it until the API server
+        // deletes it, as in kube-scheduler's cache, but is no longer scheduled if it
+        // was pending (`skipPodSchedule`).
+        let terminating = pod.metadata.deletion_timestamp.is_some();
+        let bound = pod.spec.as_ref().is_some_and(|s| s.node_name.is_some());
+        if terminal(&pod) || (terminating && !bound) {
             self.pod_deleted(&key);
             return;
         }
@@ -363,6 +448,11 @@ impl Shared {
         if let Some(node) = info.node_name() {
             // Bound: into the cache; confirms an assumed pod.
             let node = node.to_string();
+            // A binding in flight reports its own outcome; otherwise, one of ours whose
+            // answer was lost may be what bound the pod.
+            if !inner.assumed.contains_key(&key) {
+                self.bound_without_answer(&key, &pod, info.uid(), &node);
+            }
             inner.queue.delete(&key);
             inner.pending.remove(&key);
             inner.sched.nominated_pods_mut().remove(info.uid());
@@ -651,9 +741,12 @@ impl Shared {
         }
         let wait = if s.is_wait() { timeout } else { None };
         let me = self.clone();
+        let metrics = self.metrics.clone();
+        metrics.binding_tasks(1);
         self.rt.spawn(async move {
             me.binding_cycle(fwk, state, assumed, node, qp, wait, start)
                 .await;
+            metrics.binding_tasks(-1);
         });
     }
 
@@ -746,6 +839,8 @@ impl Shared {
             fwk.run_post_bind_plugins(&mut state, &assumed, &node);
             self.metrics
                 .attempt(&profile, AttemptResult::Scheduled, start.elapsed());
+            self.metrics
+                .pod_scheduled(qp.info.attempts, qp.initial_attempt.elapsed());
             {
                 let mut inner = lock(&self.inner);
                 if let Some(a) = inner.assumed.get_mut(&key) {
@@ -763,18 +858,28 @@ impl Shared {
                 "Binding",
                 message,
                 None,
-            )
-            .await;
+            );
             return;
         }
         // Failure: unreserve, forget, requeue with backoff (unless the pod got bound
         // or deleted meanwhile).
         fwk.run_reserve_plugins_unreserve(&mut state, &assumed, &node);
         let message = format!("Binding rejected: {}", status.message());
-        tracing::info!(pod = %key, node = %node, %message, "binding failed");
+        if self.write_outage.active() {
+            tracing::debug!(pod = %key, node = %node, %message, "binding failed");
+        } else {
+            tracing::info!(pod = %key, node = %node, %message, "binding failed");
+        }
         let requeue = {
             let mut inner = lock(&self.inner);
             Self::forget(&mut inner, &key);
+            // Refused because an earlier binding of ours, whose answer was lost, bound
+            // the pod meanwhile (the watch has shown it)?
+            if let Some(bound) = inner.pods.get(&key).cloned()
+                && let Some(n) = bound.node_name()
+            {
+                self.bound_without_answer(&key, bound.pod_arc(), bound.uid(), n);
+            }
             let still_pending = inner.pending.contains_key(&key) && !inner.pods.contains_key(&key);
             self.metrics
                 .attempt(&profile, AttemptResult::Error, start.elapsed());
@@ -799,9 +904,31 @@ impl Shared {
                 "Scheduling",
                 message,
                 None,
-            )
-            .await;
+            );
         }
+    }
+
+    /// The pod `key` is bound to `node`: if one of our bindings there went without an
+    /// answer, it is what bound the pod, and its Scheduled event is written now.
+    fn bound_without_answer(&self, key: &str, pod: &Arc<Pod>, uid: &str, node: &str) {
+        let profile = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.scheduler_name.clone())
+            .unwrap_or_default();
+        if !self.profiles.contains(&profile) || !self.unanswered.take(key, uid, node) {
+            return;
+        }
+        tracing::info!(pod = %key, node = %node, "successfully bound pod to node (the binding's answer was lost)");
+        self.emit_event(
+            pod.clone(),
+            profile,
+            "Normal",
+            "Scheduled",
+            "Binding",
+            format!("Successfully assigned {key} to {node}"),
+            None,
+        );
     }
 
     // ---- events and status ----
@@ -825,8 +952,7 @@ impl Shared {
                 "Scheduling",
                 message.clone(),
                 None,
-            )
-            .await;
+            );
             me.patch_unschedulable(&pod, &message, nominated.as_deref())
                 .await;
         });
@@ -863,6 +989,7 @@ impl Shared {
             .filter_map(|k| inner.pods.get(k).map(|p| p.pod_arc().clone()))
             .collect();
         tracing::info!(pod = %pod.key(), node = %node, victims = victims.len(), "preempting");
+        self.metrics.preemption(victims.len());
         let me = self.clone();
         let preemptor = pod.pod_arc().clone();
         let (profile, node) = (profile.to_string(), node.to_string());
@@ -919,8 +1046,7 @@ impl Shared {
             "Preempting",
             note,
             Some(preemptor),
-        )
-        .await;
+        );
     }
 
     async fn clear_nomination(&self, pod: &Pod) {
@@ -966,22 +1092,27 @@ impl Shared {
                     "message": message,
                     "lastProbeTime": null,
                     "lastTransitionTime": Time(Timestamp::now()),
+                    "observedGeneration": pod.metadata.generation,
                 }]
             }
         });
         if let Some(node) = nominated {
             patch["status"]["nominatedNodeName"] = serde_json::json!(node);
         }
-        if let Err(e) = api
+        match api
             .patch_status(name, &PatchParams::default(), &Patch::Strategic(patch))
             .await
         {
-            tracing::warn!(pod = %format!("{ns}/{name}"), error = %e, "cannot update the pod's PodScheduled condition");
+            Ok(_) => self.write_outage.succeeded("writes"),
+            Err(kube::Error::Api(s)) if s.code < 500 => {
+                tracing::warn!(pod = %format!("{ns}/{name}"), error = %s.message, "cannot update the pod's PodScheduled condition");
+            }
+            Err(e) => self.write_outage.failed("writes", &e),
         }
     }
 
     #[allow(clippy::too_many_arguments)]
-    async fn emit_event(
+    fn emit_event(
         &self,
         pod: Arc<Pod>,
         profile: String,
@@ -991,57 +1122,14 @@ impl Shared {
         note: String,
         related: Option<&Pod>,
     ) {
-        let ns = pod
-            .metadata
-            .namespace
-            .clone()
-            .unwrap_or_else(|| "default".into());
-        let name = pod.metadata.name.clone().unwrap_or_default();
-        let now = Timestamp::now();
-        let event = Event {
-            metadata: ObjectMeta {
-                name: Some(format!(
-                    "{name}.{:x}{:x}",
-                    now.as_nanosecond() as u64,
-                    rand_suffix()
-                )),
-                namespace: Some(ns.clone()),
-                ..Default::default()
-            },
-            event_time: Some(MicroTime(now)),
-            action: Some(action.into()),
-            reason: Some(reason.into()),
-            note: Some(note),
-            type_: Some(type_.into()),
-            reporting_controller: Some(profile.clone()),
-            reporting_instance: Some(format!("{profile}-{}", self.instance)),
-            regarding: Some(ObjectReference {
-                api_version: Some("v1".into()),
-                kind: Some("Pod".into()),
-                name: Some(name),
-                namespace: Some(ns.clone()),
-                uid: pod.metadata.uid.clone(),
-                resource_version: pod.metadata.resource_version.clone(),
-                ..Default::default()
-            }),
-            related: related.map(|r| ObjectReference {
-                api_version: Some("v1".into()),
-                kind: Some("Pod".into()),
-                name: r.metadata.name.clone(),
-                namespace: r.metadata.namespace.clone(),
-                uid: r.metadata.uid.clone(),
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        let api: Api<Event> = Api::namespaced(self.client.clone(), &ns);
-        if let Err(e) = api.create(&PostParams::default(), &event).await {
-            tracing::debug!(error = %e, "cannot write event");
-        }
+        self.recorder.record(EventSpec {
+            regarding: &pod,
+            related,
+            type_,
+            reason,
+            action,
+            note,
+            controller: &profile,
+        });
     }
-}
-
-fn rand_suffix() -> u64 {
-    static N: AtomicU64 = AtomicU64::new(0);
-    N.fetch_add(1, Ordering::Relaxed)
 }

@@ -1,5 +1,7 @@
 //! The secure port: `/healthz`, `/livez`, `/readyz` and `/metrics` over HTTPS, with a
 //! self-signed certificate unless one is given (as kube-scheduler does on 10259).
+//! Paths outside `always_allow_paths` (by default: `/metrics`) need a bearer token
+//! the API server authenticates and authorises ([`crate::auth`]).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -33,6 +35,26 @@ pub struct ServingOptions {
     pub cert_file: Option<PathBuf>,
     /// The PEM private key of `cert_file`.
     pub key_file: Option<PathBuf>,
+    /// Paths served to anyone (kube-scheduler's `--authorization-always-allow-paths`,
+    /// by default `/healthz`, `/readyz`, `/livez`); the others need a token allowed to
+    /// `get` them.
+    pub always_allow_paths: Vec<String>,
+}
+
+impl ServingOptions {
+    /// Serving on `address` with a self-signed certificate and kube-scheduler's
+    /// always-allowed paths.
+    pub fn new(address: SocketAddr) -> ServingOptions {
+        ServingOptions {
+            address,
+            cert_file: None,
+            key_file: None,
+            always_allow_paths: crate::auth::DEFAULT_ALWAYS_ALLOW_PATHS
+                .iter()
+                .map(|p| p.to_string())
+                .collect(),
+        }
+    }
 }
 
 /// What `/readyz` checks, as kube-scheduler's readyz: `sched-handler-sync` (the first
@@ -156,12 +178,49 @@ pub fn router(metrics: Arc<Metrics>, readiness: Arc<Readiness>) -> Router {
         )
 }
 
+/// Answers 401 or 403 to a request for a path that is not always allowed, unless its
+/// bearer token is authenticated and authorised to `get` it.
+async fn guard(
+    axum::extract::State((auth, allowed)): axum::extract::State<(
+        Arc<crate::auth::DelegatedAuth>,
+        Arc<Vec<String>>,
+    )>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let path = req.uri().path().to_string();
+    if allowed
+        .iter()
+        .any(|p| p == &path || (p.ends_with('*') && path.starts_with(p.trim_end_matches('*'))))
+    {
+        return next.run(req).await;
+    }
+    let token = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty());
+    match auth.check(token.as_deref(), &path).await {
+        crate::auth::Verdict::Allowed => next.run(req).await,
+        crate::auth::Verdict::Unauthorized => {
+            (StatusCode::UNAUTHORIZED, "Unauthorized").into_response()
+        }
+        crate::auth::Verdict::Forbidden(message) => {
+            (StatusCode::FORBIDDEN, message).into_response()
+        }
+    }
+}
+
 /// Binds the port and serves until `stop` turns true, in a task; returns the bound
-/// address.
+/// address. With `auth`, the paths outside `opts.always_allow_paths` need a token the
+/// API server allows; without, every path is open.
 pub async fn serve(
     opts: &ServingOptions,
     metrics: Arc<Metrics>,
     readiness: Arc<Readiness>,
+    auth: Option<Arc<crate::auth::DelegatedAuth>>,
     mut stop: watch::Receiver<bool>,
 ) -> Result<SocketAddr, ServeError> {
     let acceptor = TlsAcceptor::from(Arc::new(tls_config(opts)?));
@@ -171,7 +230,11 @@ pub async fn serve(
     let addr = listener
         .local_addr()
         .map_err(|e| ServeError::Bind(opts.address, e))?;
-    let app = router(metrics, readiness);
+    let mut app = router(metrics, readiness);
+    if let Some(auth) = auth {
+        let allowed = Arc::new(opts.always_allow_paths.clone());
+        app = app.layer(axum::middleware::from_fn_with_state((auth, allowed), guard));
+    }
     tokio::spawn(async move {
         loop {
             let (tcp, _) = tokio::select! {

@@ -61,6 +61,8 @@ struct Store {
     steal: HashMap<String, String>,
     /// Every request received, in order: (method, path with query).
     requests: Vec<(String, String)>,
+    /// Watches from a resourceVersion below this are answered 410 Gone.
+    compacted: u64,
 }
 
 struct Fake {
@@ -172,6 +174,10 @@ impl FakeApiServer {
                 post(create_event),
             )
             .route(
+                "/apis/events.k8s.io/v1/namespaces/{ns}/events/{name}",
+                axum::routing::patch(patch_event),
+            )
+            .route(
                 "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases",
                 post(create_lease),
             )
@@ -246,6 +252,49 @@ impl FakeApiServer {
             ..Default::default()
         });
         p
+    }
+
+    /// Adds (or replaces) a node without telling the watchers: as a change a watch
+    /// missed, that only a relist shows (see [`FakeApiServer::expire_watches`]).
+    pub fn add_node_unwatched(&self, node: Node) {
+        let mut v = serde_json::to_value(&node).expect("node json");
+        v["apiVersion"] = json!("v1");
+        v["kind"] = json!("Node");
+        let name = node.metadata.name.clone().unwrap_or_default();
+        let mut s = self.fake.lock();
+        s.rv += 1;
+        v["metadata"]["resourceVersion"] = json!(s.rv.to_string());
+        s.nodes.insert(name, v);
+    }
+
+    /// Compacts the history as etcd does: every watch open now ends with 410 Gone
+    /// (`Expired`), and a watch from an older resourceVersion is answered the same,
+    /// so that a client must relist.
+    pub fn expire_watches(&self) {
+        let mut s = self.fake.lock();
+        s.compacted = s.rv;
+        s.history.clear();
+        let _ = self.fake.changes.send(Change {
+            rv: s.rv,
+            resource: "*",
+            type_: "EXPIRE",
+            object: Value::Null,
+        });
+    }
+
+    /// How many list requests (not watches) were made for `resource` (`pods`,
+    /// `nodes`, ...).
+    pub fn list_count(&self, resource: &str) -> usize {
+        let suffix = format!("/{resource}");
+        self.fake
+            .lock()
+            .requests
+            .iter()
+            .filter(|(m, p)| {
+                let path = p.split('?').next().unwrap_or("");
+                m == "GET" && path.ends_with(&suffix) && !p.contains("watch=true")
+            })
+            .count()
     }
 
     /// Adds (or replaces) a node.
@@ -471,18 +520,31 @@ async fn list_or_watch(
         .get("resourceVersion")
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
-    let (backlog, mut rx) = {
+    let (backlog, mut rx, expired) = {
         let s = fake.lock();
+        let expired = since != 0 && since < s.compacted;
         let backlog: Vec<Change> = s
             .history
             .iter()
             .filter(|c| c.rv > since && c.resource == resource)
             .cloned()
             .collect();
-        (backlog, fake.changes.subscribe())
+        (backlog, fake.changes.subscribe(), expired)
     };
     let (tx, out) = tokio::sync::mpsc::channel::<Bytes>(1024);
     tokio::spawn(async move {
+        let gone = || {
+            let gone = json!({"type": "ERROR", "object": {
+                "kind": "Status", "apiVersion": "v1", "status": "Failure",
+                "reason": "Expired", "code": 410, "message": "too old resource version"}});
+            let mut b = serde_json::to_vec(&gone).unwrap_or_default();
+            b.push(b'\n');
+            Bytes::from(b)
+        };
+        if expired {
+            let _ = tx.send(gone()).await;
+            return;
+        }
         let line = |c: &Change| {
             let mut b = serde_json::to_vec(&json!({"type": c.type_, "object": c.object}))
                 .unwrap_or_default();
@@ -496,6 +558,10 @@ async fn list_or_watch(
         }
         loop {
             match rx.recv().await {
+                Ok(c) if c.type_ == "EXPIRE" => {
+                    let _ = tx.send(gone()).await;
+                    return;
+                }
                 Ok(c) if c.resource == resource && c.rv > since => {
                     if tx.send(line(&c)).await.is_err() {
                         return;
@@ -503,12 +569,7 @@ async fn list_or_watch(
                 }
                 Ok(_) => {}
                 Err(broadcast::error::RecvError::Lagged(_)) => {
-                    let gone = json!({"type": "ERROR", "object": {
-                        "kind": "Status", "apiVersion": "v1", "status": "Failure",
-                        "reason": "Expired", "code": 410, "message": "too old resource version"}});
-                    let mut b = serde_json::to_vec(&gone).unwrap_or_default();
-                    b.push(b'\n');
-                    let _ = tx.send(Bytes::from(b)).await;
+                    let _ = tx.send(gone()).await;
                     return;
                 }
                 Err(broadcast::error::RecvError::Closed) => return,
@@ -687,6 +748,34 @@ async fn delete_pod(
     axum::Json(pod).into_response()
 }
 
+async fn patch_event(
+    State(fake): State<Arc<Fake>>,
+    Path((ns, name)): Path<(String, String)>,
+    body: Bytes,
+) -> Response {
+    let Ok(patch) = serde_json::from_slice::<Value>(&body) else {
+        return status(400, "BadRequest", "invalid patch".into());
+    };
+    let mut s = fake.lock();
+    let found = s
+        .events
+        .iter_mut()
+        .find(|e| e["metadata"]["namespace"] == json!(ns) && e["metadata"]["name"] == json!(name));
+    match found {
+        Some(e) => {
+            if let Some(series) = patch.get("series") {
+                e["series"] = series.clone();
+            }
+            (StatusCode::OK, axum::Json(e.clone())).into_response()
+        }
+        None => status(
+            404,
+            "NotFound",
+            format!("events.events.k8s.io \"{name}\" not found"),
+        ),
+    }
+}
+
 async fn create_event(
     State(fake): State<Arc<Fake>>,
     Path(ns): Path<String>,
@@ -828,6 +917,15 @@ impl tokio_rustls::rustls::client::danger::ServerCertVerifier for NoVerify {
 /// `GET https://addr/path` without verifying the certificate (the secure port's
 /// self-signed one): the status code and body.
 pub async fn https_get_insecure(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
+    https_get_insecure_as(addr, path, None).await
+}
+
+/// [`https_get_insecure`] with `Authorization: Bearer TOKEN` when a token is given.
+pub async fn https_get_insecure_as(
+    addr: SocketAddr,
+    path: &str,
+    token: Option<&str>,
+) -> std::io::Result<(u16, String)> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio_rustls::rustls;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -842,7 +940,10 @@ pub async fn https_get_insecure(addr: SocketAddr, path: &str) -> std::io::Result
     let name =
         rustls_pki_types::ServerName::try_from("localhost").map_err(std::io::Error::other)?;
     let mut tls = connector.connect(name, tcp).await?;
-    let req = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    let req = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n{auth}Connection: close\r\n\r\n");
     tls.write_all(req.as_bytes()).await?;
     let mut buf = Vec::new();
     let _ = tls.read_to_end(&mut buf).await;

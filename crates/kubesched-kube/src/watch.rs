@@ -1,11 +1,11 @@
 //! List-then-watch loops for pods, nodes and the objects plugins read (Services,
 //! ReplicationControllers, ReplicaSets, StatefulSets, Namespaces,
-//! PodDisruptionBudgets) that keep the runtime's cache in step, relisting when a
-//! watch fails or its resourceVersion is too old (410 Gone).
+//! PodDisruptionBudgets) that keep the runtime's cache in step, as client-go's
+//! reflector: relisting at once when a watch's resourceVersion is too old (410 Gone),
+//! and after a jittered exponential backoff when the API server fails.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
@@ -16,6 +16,7 @@ use kubesched_framework::ClusterObjects;
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
+use crate::outage::Backoff;
 use crate::runtime::Shared;
 
 /// A kind a list-and-watch loop follows, and what the cache does with what it sees.
@@ -56,8 +57,30 @@ impl Watched for Node {
     }
 }
 
-/// Runs the list-and-watch loop of kind `K` until `stop`; `synced` is told after the
-/// first list.
+/// Why a list-and-watch ended.
+enum Ended {
+    /// The watch's resourceVersion is too old (410 Gone): relist at once, as
+    /// client-go's reflector does.
+    Expired,
+    /// The API server failed or could not be reached: relist after a backoff.
+    Failed(kube::Error),
+}
+
+impl From<kube::Error> for Ended {
+    fn from(e: kube::Error) -> Ended {
+        match e {
+            kube::Error::Api(s) if s.code == 410 => Ended::Expired,
+            e => Ended::Failed(e),
+        }
+    }
+}
+
+/// Runs the list-and-watch loop of kind `K` until `stop`, as client-go's reflector:
+/// a watch that ends on its own is resumed from the last resourceVersion; one that
+/// expires (410 Gone) is followed by a relist at once; a failure by a relist after
+/// an exponential backoff with jitter (800 ms doubling to 30 s). Failures are said
+/// once per outage (shared by every kind) and the recovery once. `synced` is told
+/// after the first list.
 pub(crate) async fn run<K: Watched>(
     shared: Arc<Shared>,
     client: kube::Client,
@@ -65,19 +88,28 @@ pub(crate) async fn run<K: Watched>(
     mut stop: watch::Receiver<bool>,
 ) {
     let mut synced = Some(synced);
+    let mut backoff = Backoff::new();
+    let kind = K::kind(&()).to_string();
     loop {
         if *stop.borrow() {
             return;
         }
         let r = tokio::select! {
-            r = list_and_watch::<K>(&shared, &client, &mut synced) => r,
+            r = list_and_watch::<K>(&shared, &client, &mut synced, &kind) => r,
             _ = stop.changed() => return,
         };
-        if let Err(e) = r {
-            tracing::warn!(kind = %K::kind(&()), error = %e, "watch failed; relisting");
-        }
+        let wait = match r {
+            Ended::Expired => {
+                tracing::debug!(%kind, "watch expired (410 Gone); relisting");
+                continue;
+            }
+            Ended::Failed(e) => {
+                shared.watch_outage.failed(&kind, &e);
+                backoff.next_wait()
+            }
+        };
         tokio::select! {
-            _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+            _ = tokio::time::sleep(wait) => {}
             _ = stop.changed() => return,
         }
     }
@@ -87,9 +119,14 @@ async fn list_and_watch<K: Watched>(
     shared: &Arc<Shared>,
     client: &kube::Client,
     synced: &mut Option<tokio::sync::oneshot::Sender<()>>,
-) -> Result<(), kube::Error> {
+    kind: &str,
+) -> Ended {
     let api: Api<K> = Api::all(client.clone());
-    let list = api.list(&ListParams::default()).await?;
+    let list = match api.list(&ListParams::default()).await {
+        Ok(l) => l,
+        Err(e) => return e.into(),
+    };
+    shared.watch_outage.succeeded(kind);
     let mut rv = list.metadata.resource_version.clone().unwrap_or_default();
     K::listed(shared, list.items);
     if let Some(s) = synced.take() {
@@ -97,8 +134,17 @@ async fn list_and_watch<K: Watched>(
     }
     loop {
         let wp = WatchParams::default().timeout(290);
-        let mut stream = api.watch(&wp, &rv).await?.boxed();
-        while let Some(ev) = stream.try_next().await? {
+        let mut stream = match api.watch(&wp, &rv).await {
+            Ok(s) => s.boxed(),
+            Err(e) => return e.into(),
+        };
+        loop {
+            let ev = match stream.try_next().await {
+                Ok(Some(ev)) => ev,
+                // The server ended the watch (its timeout): resume from `rv`.
+                Ok(None) => break,
+                Err(e) => return e.into(),
+            };
             let (object, deleted) = match ev {
                 WatchEvent::Added(o) | WatchEvent::Modified(o) => (o, false),
                 WatchEvent::Deleted(o) => (o, true),
@@ -106,7 +152,7 @@ async fn list_and_watch<K: Watched>(
                     rv = b.metadata.resource_version;
                     continue;
                 }
-                WatchEvent::Error(s) => return Err(kube::Error::Api(s)),
+                WatchEvent::Error(s) => return kube::Error::Api(s).into(),
             };
             rv = object.meta().resource_version.clone().unwrap_or(rv);
             K::changed(shared, object, deleted);

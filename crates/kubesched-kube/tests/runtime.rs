@@ -287,10 +287,16 @@ async fn health_and_metrics_are_served_over_https() {
     server.add_pod(FakeApiServer::pod("p", OURS, "100m"));
     server.add_pod(FakeApiServer::pod("huge", OURS, "64"));
     let rt = Runtime::new(server.client(), config(false))
+        // The fake has no TokenReview: /metrics is served to anyone here, as with
+        // kube-scheduler's --authorization-always-allow-paths=/metrics,...
         .serving(Some(ServingOptions {
-            address: "127.0.0.1:0".parse().unwrap(),
-            cert_file: None,
-            key_file: None,
+            always_allow_paths: vec![
+                "/healthz".into(),
+                "/livez".into(),
+                "/readyz".into(),
+                "/metrics".into(),
+            ],
+            ..ServingOptions::new("127.0.0.1:0".parse().unwrap())
         }))
         .plugin_metrics_sample_percent(100)
         .start()
@@ -308,7 +314,10 @@ async fn health_and_metrics_are_served_over_https() {
         let (code, body) = https_get_insecure(addr, "/metrics").await.expect("get");
         assert_eq!(code, 200);
         text = body;
-        if text.contains("result=\"unschedulable\"") && text.contains("result=\"scheduled\"") {
+        if text.contains("result=\"unschedulable\"")
+            && text.contains("result=\"scheduled\"")
+            && text.contains("scheduler_cache_size{type=\"pods\"} 1")
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -337,6 +346,17 @@ async fn health_and_metrics_are_served_over_https() {
         "scheduler_plugin_execution_duration_seconds_count{plugin=\"NodeResourcesFit\",extension_point=\"Filter\",status=\"UnschedulableAndUnresolvable\"} 2",
         "scheduler_plugin_execution_duration_seconds_count{plugin=\"DefaultBinder\",extension_point=\"Bind\",status=\"Success\"} 1",
         "scheduler_plugin_execution_duration_seconds_count{plugin=\"DefaultPreemption\",extension_point=\"PostFilter\",status=\"Unschedulable\"} 1",
+        "scheduler_cache_size{type=\"nodes\"} 2",
+        "scheduler_cache_size{type=\"pods\"} 1",
+        "scheduler_pod_scheduling_attempts_count 1",
+        "scheduler_pod_scheduling_attempts_bucket{le=\"1.0\"} 1",
+        "scheduler_pod_scheduling_sli_duration_seconds_count{attempts=\"1\"} 1",
+        "scheduler_goroutines{operation=\"binding\"}",
+        "process_cpu_seconds_total ",
+        "process_resident_memory_bytes ",
+        "process_open_fds ",
+        "process_max_fds ",
+        "process_start_time_seconds ",
     ] {
         assert!(text.contains(needle), "{needle} missing from:\n{text}");
     }
@@ -415,6 +435,14 @@ async fn high_priority_pod_preempts_and_its_nomination_holds_the_space() {
         server.bindings(),
         [("default/high".to_string(), "n1".to_string())]
     );
+    let text = rt.metrics().encode();
+    for needle in [
+        "scheduler_preemption_attempts_total 1\n",
+        "scheduler_preemption_victims_count 1\n",
+        "scheduler_preemption_victims_sum 1.0\n",
+    ] {
+        assert!(text.contains(needle), "{needle} missing from:\n{text}");
+    }
     rt.stop().await;
 }
 
@@ -482,5 +510,31 @@ async fn namespaces_are_watched_for_pod_affinity_namespace_selectors() {
     server.add_pod(web);
     until(5, "web bound", || server.node_of("default/web").is_some()).await;
     assert_eq!(server.node_of("default/web").as_deref(), Some("n2"));
+    rt.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_watch_is_followed_by_a_relist_that_finds_what_it_missed() {
+    let server = FakeApiServer::start().await;
+    server.add_node(FakeApiServer::node("small", "1", "8Gi"));
+    server.add_pod(FakeApiServer::pod("big", OURS, "2"));
+    let rt = start(&server, false, "a").await;
+    until(5, "FailedScheduling", || {
+        !server.events_for("default/big").is_empty()
+    })
+    .await;
+    let node_lists = server.list_count("nodes");
+    // A node the watch never hears of, then the history compacted: only a relist
+    // shows the node, and the pod fits there.
+    server.add_node_unwatched(FakeApiServer::node("large", "4", "8Gi"));
+    server.expire_watches();
+    until(5, "big bound to the node only the relist showed", || {
+        server.node_of("default/big").as_deref() == Some("large")
+    })
+    .await;
+    assert!(
+        server.list_count("nodes") > node_lists,
+        "no relist of nodes"
+    );
     rt.stop().await;
 }

