@@ -865,7 +865,19 @@ impl Shared {
         // or deleted meanwhile).
         fwk.run_reserve_plugins_unreserve(&mut state, &assumed, &node);
         let message = format!("Binding rejected: {}", status.message());
-        if self.write_outage.active() {
+        // The API server refuses a binding of a pod that is bound already: one of our
+        // bindings whose answer an outage lost, or another scheduler, bound it. Read the
+        // pod now, as the watch would show it (the watch may still be backing off), so
+        // it is not retried and its Scheduled event is written.
+        let already_bound = status.message().contains(" is already assigned to node ");
+        if already_bound {
+            let api: Api<Pod> = Api::namespaced(self.client.clone(), assumed.namespace());
+            if let Ok(pod) = api.get(assumed.name()).await {
+                Self::forget(&mut lock(&self.inner), &key);
+                self.pod_changed(pod);
+            }
+        }
+        if self.write_outage.active() || already_bound {
             tracing::debug!(pod = %key, node = %node, %message, "binding failed");
         } else {
             tracing::info!(pod = %key, node = %node, %message, "binding failed");
