@@ -1,0 +1,408 @@
+//! Scenario loading: multi-document Kubernetes YAML (or JSON) files into one [`Scenario`].
+//!
+//! A scenario is the objects a user would get from `kubectl get nodes,pods -o yaml` plus,
+//! optionally, one `KubeSchedulerConfiguration` document (see the conformance suite's
+//! FORMAT.md). [`load`] reads one or more [`Source`]s, in the order given, into a single
+//! [`Scenario`]:
+//!
+//! * every document is parsed as YAML into a [`serde_json::Value`]; empty documents are
+//!   skipped, and a `List` (or `NodeList`, `PodList`, ...) is expanded into its `items`;
+//! * `v1` `Node` and `Pod` documents are decoded into the k8s-openapi types **strictly**: a
+//!   field the type does not have is an error that suggests the closest known field, and
+//!   every resource quantity is checked with [`Quantity::parse`]. Quantities written as
+//!   YAML numbers (`cpu: 2`, `memory: 2e9`) are accepted and stored as strings
+//!   (`"2"`, `"2000000000"`), as the API server's JSON decoding accepts numbers;
+//! * pods get the API server's defaults for `metadata.namespace` (`default`) and
+//!   `spec.schedulerName` (`default-scheduler`); pods in phase `Succeeded` or `Failed`
+//!   are dropped, as kube-scheduler's pod informer drops them;
+//! * the `kubescheduler.config.k8s.io/*` `KubeSchedulerConfiguration` is kept as raw JSON
+//!   for the config crate, which does its own strict decoding;
+//! * every other kind is kept as an [`OtherObject`].
+//!
+//! Every error is one line naming the file, the object (`Pod default/web-1`, `Node n1`)
+//! and the field, e.g.
+//! `cases/x.yaml: Pod default/p: spec.schdulerName: unknown field, did you mean schedulerName?`.
+//!
+//! # How unknown fields are found
+//!
+//! k8s-openapi's `Deserialize` impls ignore unknown fields, but each struct announces its
+//! complete field list to the deserializer through `Deserializer::deserialize_struct(name,
+//! FIELDS, visitor)`, and each quantity through `deserialize_newtype_struct("Quantity", ..)`.
+//! The loader decodes through its own small deserializer over the parsed JSON value that
+//! uses exactly these two hooks: a map key missing from `FIELDS` is reported (with the
+//! closest entry of `FIELDS` as the suggestion), and a quantity is normalised (numbers to
+//! strings) and validated where it is decoded. The vocabulary therefore always matches
+//! the k8s-openapi version in use, at every level, with no hand-kept field lists and no
+//! extra crate features. `serde_path_to_error` wraps that deserializer to name the path.
+//!
+//! # Layout
+//!
+//! * `parse`: text to one [`serde_json::Value`] per YAML document;
+//! * `decode`: strict decoding of a Node or Pod value into its k8s-openapi type;
+//! * `defaults`: the API server's defaulting of what the scheduler reads;
+//! * `validate`: checks of the type fields and the kinds the loader knows;
+//! * `error`: [`ScenarioError`];
+//! * this module: the public types and [`load`], which expands lists and routes each
+//!   object by kind.
+
+mod decode;
+mod defaults;
+mod error;
+mod parse;
+mod validate;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use serde_json::{Map, Value};
+
+pub use error::ScenarioError;
+
+use decode::decode;
+use parse::parse_documents;
+use validate::{describe, is_known_kind, raw_str, type_field};
+
+/// One input file of a scenario.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Source {
+    /// The file path as the user gave it, or `"<stdin>"`; used in every message.
+    pub name: String,
+    /// The whole text of the file.
+    pub text: String,
+}
+
+/// Everything a scenario holds, read from one or more files.
+#[derive(Clone, Debug, Default)]
+pub struct Scenario {
+    /// The nodes, in file order: this is the *node order*.
+    pub nodes: Vec<Arc<Node>>,
+    /// The pods, in file order, bound (`spec.nodeName` set) and pending alike; pods in phase
+    /// `Succeeded` or `Failed` are dropped. Every pod has `metadata.namespace` and
+    /// `spec.schedulerName` set (defaulted as the API server does) and a `spec`.
+    pub pods: Vec<Arc<Pod>>,
+    /// The `KubeSchedulerConfiguration` document, if there is one (there is at most one).
+    pub config: Option<ConfigDocument>,
+    /// Every object of any other kind (Service, ReplicaSet, PodDisruptionBudget,
+    /// PriorityClass, Namespace, ...), in file order.
+    pub objects: Vec<OtherObject>,
+    /// Non-fatal notes for stderr, each naming the file, the object and the field.
+    pub warnings: Vec<String>,
+}
+
+/// The raw `KubeSchedulerConfiguration` document, for the config crate to decode.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConfigDocument {
+    /// Where it came from: `"file.yaml"` when the file holds only this document, else
+    /// `"file.yaml (document N)"` (N counts the file's `---` documents from 1); a document
+    /// expanded from a `List` adds its index, `"file.yaml (document N, items[I])"`.
+    pub source: String,
+    /// The document as parsed, unchanged.
+    pub value: Value,
+}
+
+/// An object of a kind the loader does not interpret, kept as parsed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OtherObject {
+    /// Its `apiVersion`, e.g. `policy/v1`.
+    pub api_version: String,
+    /// Its `kind`, e.g. `PodDisruptionBudget`.
+    pub kind: String,
+    /// Its `metadata.namespace` exactly as written (`None` when absent or empty). The loader
+    /// does not know which kinds are namespaced, so it applies no default: a user of a
+    /// namespaced kind should read `None` as `default`.
+    pub namespace: Option<String>,
+    /// Its `metadata.name`.
+    pub name: String,
+    /// The whole object as parsed, unchanged.
+    pub value: Value,
+    /// Where it came from, in the form of [`ConfigDocument::source`].
+    pub source: String,
+}
+
+/// Reads `sources`, in the order given, into one scenario.
+///
+/// Nodes, pods and other objects keep the order of the files and, within a file, of the
+/// documents. The first problem found is returned; [`Scenario::warnings`] collects the
+/// non-fatal ones (e.g. a pod bound to a node that is not in the scenario, which then
+/// uses no node). Reading the files, and reporting a missing one, is the caller's job.
+pub fn load(sources: &[Source]) -> Result<Scenario, ScenarioError> {
+    let mut builder = Builder::default();
+    for source in sources {
+        let documents = parse_documents(source)?;
+        let single = documents.len() == 1;
+        for (number, value) in documents {
+            let origin = Origin {
+                file: &source.name,
+                document: number,
+                single,
+                items: Vec::new(),
+            };
+            builder.add(&origin, value)?;
+        }
+    }
+    Ok(builder.finish())
+}
+
+/// Where a document comes from.
+struct Origin<'a> {
+    file: &'a str,
+    /// The document number in the file, from 1.
+    document: usize,
+    /// Whether it is the only (non-empty) document of its file.
+    single: bool,
+    /// The `items` indexes, for an object expanded from (nested) lists.
+    items: Vec<usize>,
+}
+
+impl Origin<'_> {
+    /// The short form when the file has one document, else with the document number.
+    fn source(&self) -> String {
+        if self.single && self.items.is_empty() {
+            self.file.to_owned()
+        } else {
+            self.document()
+        }
+    }
+
+    /// Always with the document number: `x.yaml (document 2, items[0])`.
+    fn document(&self) -> String {
+        let mut s = format!("{} (document {}", self.file, self.document);
+        for item in &self.items {
+            s.push_str(&format!(", items[{item}]"));
+        }
+        s.push(')');
+        s
+    }
+}
+
+/// Lists nested deeper than this are refused (a `List` of `List`s is already unusual).
+const MAX_LIST_DEPTH: usize = 8;
+
+#[derive(Default)]
+struct Builder {
+    scenario: Scenario,
+    /// Node name -> where it was defined.
+    nodes: HashMap<String, String>,
+    /// Pod namespace/name -> where it was defined.
+    pods: HashMap<(String, String), String>,
+    /// The file of each kept pod, parallel to `scenario.pods`.
+    pod_files: Vec<String>,
+    /// (file, apiVersion/kind) -> how many objects of a kind kubesched does not read.
+    unknown_kinds: Vec<((String, String), usize)>,
+}
+
+impl Builder {
+    fn add(&mut self, origin: &Origin<'_>, value: Value) -> Result<(), ScenarioError> {
+        let Value::Object(object) = value else {
+            return Err(ScenarioError::NotAnObject {
+                document: origin.document(),
+                found: describe(&value),
+            });
+        };
+        let api_version = type_field(&object, "apiVersion", origin)?.to_owned();
+        let kind = type_field(&object, "kind", origin)?.to_owned();
+
+        // Kinds ending in "List" are reserved for lists in Kubernetes.
+        if kind.ends_with("List") {
+            return self.add_list(origin, object, &api_version, &kind);
+        }
+        let value = Value::Object(object);
+        match (api_version.as_str(), kind.as_str()) {
+            ("v1", "Node") => self.add_node(origin, &value),
+            ("v1", "Pod") => self.add_pod(origin, &value),
+            (group_version, "KubeSchedulerConfiguration")
+                if group_version.starts_with("kubescheduler.config.k8s.io/") =>
+            {
+                if let Some(first) = &self.scenario.config {
+                    return Err(ScenarioError::DuplicateConfig {
+                        document: origin.document(),
+                        first: first.source.clone(),
+                    });
+                }
+                self.scenario.config = Some(ConfigDocument {
+                    source: origin.source(),
+                    value,
+                });
+                Ok(())
+            }
+            _ => self.add_other(origin, value, api_version, kind),
+        }
+    }
+
+    fn add_list(
+        &mut self,
+        origin: &Origin<'_>,
+        mut object: Map<String, Value>,
+        api_version: &str,
+        kind: &str,
+    ) -> Result<(), ScenarioError> {
+        let items = match object.remove("items") {
+            Some(Value::Null) => Vec::new(),
+            None => {
+                return Err(ScenarioError::InvalidList {
+                    document: origin.document(),
+                    kind: kind.to_owned(),
+                    message:
+                        "missing: not a Kubernetes List (kubectl get ... -o yaml prints `items`)"
+                            .into(),
+                });
+            }
+            Some(Value::Array(items)) => items,
+            Some(other) => {
+                return Err(ScenarioError::InvalidList {
+                    document: origin.document(),
+                    kind: kind.to_owned(),
+                    message: format!("must be a sequence, found {}", describe(&other)),
+                });
+            }
+        };
+        if origin.items.len() >= MAX_LIST_DEPTH {
+            return Err(ScenarioError::InvalidList {
+                document: origin.document(),
+                kind: kind.to_owned(),
+                message: format!("lists nested more than {MAX_LIST_DEPTH} deep"),
+            });
+        }
+        // In a typed list (PodList) the API server leaves out the items' apiVersion and kind.
+        let item_kind = kind.strip_suffix("List").filter(|k| !k.is_empty());
+        for (index, mut item) in items.into_iter().enumerate() {
+            if let (Some(item_kind), Value::Object(fields)) = (item_kind, &mut item) {
+                fields
+                    .entry("apiVersion")
+                    .or_insert_with(|| api_version.into());
+                fields.entry("kind").or_insert_with(|| item_kind.into());
+            }
+            let mut items = origin.items.clone();
+            items.push(index);
+            let item_origin = Origin { items, ..*origin };
+            self.add(&item_origin, item)?;
+        }
+        Ok(())
+    }
+
+    fn add_node(&mut self, origin: &Origin<'_>, value: &Value) -> Result<(), ScenarioError> {
+        let name = raw_str(value, "/metadata/name");
+        let (file, object) = match name {
+            Some(name) => (origin.file.to_owned(), format!("Node {name}")),
+            None => (origin.document(), "Node".to_owned()),
+        };
+        let node: Node = decode(value, &file, &object)?;
+        let Some(name) = node.metadata.name.clone().filter(|n| !n.is_empty()) else {
+            return Err(ScenarioError::MissingName {
+                document: origin.document(),
+                kind: "Node".into(),
+            });
+        };
+        if let Some(first) = self.nodes.get(&name) {
+            return Err(ScenarioError::DuplicateNode {
+                file,
+                name,
+                first: first.clone(),
+            });
+        }
+        self.nodes.insert(name, origin.source());
+        self.scenario.nodes.push(Arc::new(node));
+        Ok(())
+    }
+
+    fn add_pod(&mut self, origin: &Origin<'_>, value: &Value) -> Result<(), ScenarioError> {
+        let namespace = raw_str(value, "/metadata/namespace").unwrap_or("default");
+        let (file, object) = match raw_str(value, "/metadata/name") {
+            Some(name) => (origin.file.to_owned(), format!("Pod {namespace}/{name}")),
+            None => (origin.document(), "Pod".to_owned()),
+        };
+        let mut pod: Pod = decode(value, &file, &object)?;
+        let Some(name) = pod.metadata.name.clone().filter(|n| !n.is_empty()) else {
+            return Err(ScenarioError::MissingName {
+                document: origin.document(),
+                kind: "Pod".into(),
+            });
+        };
+
+        defaults::default_pod(&mut pod);
+        let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+
+        let key = (namespace, name);
+        if let Some(first) = self.pods.get(&key) {
+            let (namespace, name) = key;
+            return Err(ScenarioError::DuplicatePod {
+                file,
+                namespace,
+                name,
+                first: first.clone(),
+            });
+        }
+        self.pods.insert(key, origin.source());
+
+        let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+        if !matches!(phase, Some("Succeeded" | "Failed")) {
+            self.scenario.pods.push(Arc::new(pod));
+            self.pod_files.push(file);
+        }
+        Ok(())
+    }
+
+    fn add_other(
+        &mut self,
+        origin: &Origin<'_>,
+        value: Value,
+        api_version: String,
+        kind: String,
+    ) -> Result<(), ScenarioError> {
+        let Some(name) = raw_str(&value, "/metadata/name").map(str::to_owned) else {
+            return Err(ScenarioError::MissingName {
+                document: origin.document(),
+                kind,
+            });
+        };
+        let namespace = raw_str(&value, "/metadata/namespace").map(str::to_owned);
+        if matches!(kind.as_str(), "Pod" | "Node" | "KubeSchedulerConfiguration") {
+            self.scenario.warnings.push(format!(
+                "{}: {kind} {name}: apiVersion: {api_version:?} is not a version the scheduler reads; kept as an other object, not as a {kind}",
+                origin.document()
+            ));
+        }
+        if !is_known_kind(&api_version, &kind) {
+            let key = (origin.file.to_owned(), format!("{api_version} {kind}"));
+            match self.unknown_kinds.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, n)) => *n += 1,
+                None => self.unknown_kinds.push((key, 1)),
+            }
+        }
+        let source = origin.source();
+        self.scenario.objects.push(OtherObject {
+            api_version,
+            kind,
+            namespace,
+            name,
+            value,
+            source,
+        });
+        Ok(())
+    }
+
+    fn finish(mut self) -> Scenario {
+        for ((file, kind), n) in &self.unknown_kinds {
+            self.scenario.warnings.push(format!(
+                "{file}: {n} object(s) of kind {kind} ignored: kubesched does not read that kind"
+            ));
+        }
+        for (pod, file) in self.scenario.pods.iter().zip(&self.pod_files) {
+            let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) else {
+                continue;
+            };
+            if !node.is_empty() && !self.nodes.contains_key(node) {
+                self.scenario.warnings.push(format!(
+                    "{file}: Pod {}/{}: spec.nodeName: node {node:?} is not in the scenario; the pod uses no node",
+                    pod.metadata.namespace.as_deref().unwrap_or_default(),
+                    pod.metadata.name.as_deref().unwrap_or_default(),
+                ));
+            }
+        }
+        self.scenario
+    }
+}

@@ -1,0 +1,650 @@
+//! Unit tests of the scenario loader.
+
+use super::*;
+use kubesched_framework::quantity::Quantity;
+
+const CONFORMANCE: &str = "/work/shared/conformance";
+
+fn src(name: &str, text: &str) -> Source {
+    Source {
+        name: name.to_owned(),
+        text: text.to_owned(),
+    }
+}
+
+fn load_one(text: &str) -> Result<Scenario, ScenarioError> {
+    load(&[src("x.yaml", text)])
+}
+
+fn error(text: &str) -> String {
+    match load_one(text) {
+        Ok(_) => panic!("expected an error for:\n{text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn pod(name: &str, body: &str) -> String {
+    format!("---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n{body}")
+}
+
+fn node(name: &str, body: &str) -> String {
+    format!("---\napiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\n{body}")
+}
+
+const CONTAINER: &str = "spec:\n  containers:\n  - name: c\n    image: nginx\n";
+
+#[test]
+fn loads_every_conformance_case() {
+    let Ok(dirs) = std::fs::read_dir(CONFORMANCE) else {
+        return;
+    };
+    let mut loaded = 0;
+    for dir in dirs.flatten() {
+        if !dir.file_name().to_string_lossy().starts_with("cases") {
+            continue;
+        }
+        for file in std::fs::read_dir(dir.path()).unwrap().flatten() {
+            let path = file.path();
+            if path.extension().is_none_or(|e| e != "yaml") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let name = path.display().to_string();
+            let scenario = load(&[Source {
+                name: name.clone(),
+                text,
+            }])
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(!scenario.pods.is_empty(), "{name}: no pods");
+            loaded += 1;
+        }
+    }
+    assert!(loaded >= 100, "only {loaded} cases loaded");
+}
+
+#[test]
+fn conformance_counts() {
+    let path = format!("{CONFORMANCE}/cases/bound-pod-terminal-ignored.yaml");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return;
+    };
+    let scenario = load(&[src("cases/bound-pod-terminal-ignored.yaml", &text)]).unwrap();
+    let names: Vec<_> = scenario
+        .nodes
+        .iter()
+        .map(|n| n.metadata.name.clone().unwrap())
+        .collect();
+    assert_eq!(names, ["n1", "n2"]);
+    // "done" (Succeeded) and "crashed" (Failed) are dropped.
+    let pods: Vec<_> = scenario
+        .pods
+        .iter()
+        .map(|p| p.metadata.name.clone().unwrap())
+        .collect();
+    assert_eq!(pods, ["running", "next"]);
+    assert!(scenario.objects.is_empty());
+    assert!(scenario.warnings.is_empty(), "{:?}", scenario.warnings);
+    // The file starts with a comment, then `---`: the configuration is its first document.
+    let config = scenario.config.unwrap();
+    assert_eq!(
+        config.source,
+        "cases/bound-pod-terminal-ignored.yaml (document 1)"
+    );
+    assert_eq!(config.value["kind"], "KubeSchedulerConfiguration");
+
+    let path = format!("{CONFORMANCE}/cases-preemption/random-4001-default.yaml");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return;
+    };
+    let scenario = load(&[src("p.yaml", &text)]).unwrap();
+    assert_eq!(scenario.nodes.len(), 34);
+    assert!(scenario.config.is_none());
+    let pdb = &scenario.objects[0];
+    assert_eq!(
+        (pdb.api_version.as_str(), pdb.kind.as_str()),
+        ("policy/v1", "PodDisruptionBudget")
+    );
+    assert_eq!(
+        (pdb.namespace.as_deref(), pdb.name.as_str()),
+        (Some("prod"), "api-pdb")
+    );
+    assert_eq!(pdb.value["spec"]["minAvailable"], 3);
+    assert!(
+        pdb.source.starts_with("p.yaml (document "),
+        "{}",
+        pdb.source
+    );
+}
+
+#[test]
+fn several_files_make_one_scenario() {
+    let a = src("a.yaml", &(node("n1", "") + &pod("p1", CONTAINER)));
+    let b = src("b.yaml", &(node("n2", "") + &pod("p2", CONTAINER)));
+    let scenario = load(&[a, b]).unwrap();
+    let nodes: Vec<_> = scenario
+        .nodes
+        .iter()
+        .map(|n| n.metadata.name.as_deref().unwrap())
+        .collect();
+    assert_eq!(nodes, ["n1", "n2"]);
+    let pods: Vec<_> = scenario
+        .pods
+        .iter()
+        .map(|p| p.metadata.name.as_deref().unwrap())
+        .collect();
+    assert_eq!(pods, ["p1", "p2"]);
+    assert!(load(&[]).unwrap().pods.is_empty());
+}
+
+#[test]
+fn numbers_are_quantities() {
+    let text = node(
+        "n1",
+        "status:\n  capacity: {cpu: 2, memory: 2e9, pods: 110}\n  allocatable:\n    cpu: 1.5\n    memory: 1e3\n",
+    ) + &pod(
+        "p",
+        "spec:\n  overhead: {cpu: 0.25}\n  resources: {limits: {memory: 4096}}\n  initContainers:\n  - name: i\n    resources: {requests: {cpu: 1}}\n  containers:\n  - name: c\n    resources:\n      requests: {cpu: 2, memory: 2e9, example.com/fpga: 1}\n      limits: {cpu: -1.0}\n",
+    );
+    let scenario = load_one(&text).unwrap();
+    let status = scenario.nodes[0].status.as_ref().unwrap();
+    let capacity = status.capacity.as_ref().unwrap();
+    assert_eq!(capacity["cpu"].0, "2");
+    assert_eq!(capacity["memory"].0, "2000000000");
+    assert_eq!(capacity["pods"].0, "110");
+    let allocatable = status.allocatable.as_ref().unwrap();
+    assert_eq!(allocatable["cpu"].0, "1.5");
+    assert_eq!(allocatable["memory"].0, "1000");
+    let spec = scenario.pods[0].spec.as_ref().unwrap();
+    assert_eq!(spec.overhead.as_ref().unwrap()["cpu"].0, "0.25");
+    assert_eq!(
+        spec.resources.as_ref().unwrap().limits.as_ref().unwrap()["memory"].0,
+        "4096"
+    );
+    let init = spec.init_containers.as_ref().unwrap()[0]
+        .resources
+        .as_ref()
+        .unwrap();
+    assert_eq!(init.requests.as_ref().unwrap()["cpu"].0, "1");
+    let resources = spec.containers[0].resources.as_ref().unwrap();
+    let requests = resources.requests.as_ref().unwrap();
+    assert_eq!(requests["cpu"].0, "2");
+    assert_eq!(requests["memory"].0, "2000000000");
+    assert_eq!(requests["example.com/fpga"].0, "1");
+    assert_eq!(resources.limits.as_ref().unwrap()["cpu"].0, "-1");
+}
+
+#[test]
+fn pod_defaulting() {
+    let text = pod("a", CONTAINER)
+        + &pod(
+            "b",
+            "  namespace: ''\nspec:\n  schedulerName: ''\n  containers: []\n",
+        )
+        + &pod(
+            "c",
+            "  namespace: team\nspec:\n  schedulerName: mine\n  containers: []\n",
+        )
+        + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: d}\n";
+    let scenario = load_one(&text).unwrap();
+    let got: Vec<_> = scenario
+        .pods
+        .iter()
+        .map(|p| {
+            let spec = p.spec.as_ref().unwrap();
+            (
+                p.metadata.namespace.as_deref().unwrap(),
+                spec.scheduler_name.as_deref().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("default", "default-scheduler"),
+            ("default", "default-scheduler"),
+            ("team", "mine"),
+            ("default", "default-scheduler")
+        ]
+    );
+    // Everything else is kept.
+    assert_eq!(
+        scenario.pods[0].spec.as_ref().unwrap().containers[0]
+            .image
+            .as_deref(),
+        Some("nginx")
+    );
+}
+
+#[test]
+fn terminal_pods_are_dropped() {
+    let text = pod("ok", "status: {phase: Running}\n")
+        + &pod("s", "status: {phase: Succeeded}\n")
+        + &pod("f", "status: {phase: Failed}\n")
+        + &pod("pending", "status: {phase: Pending}\n")
+        + &pod("none", "");
+    let scenario = load_one(&text).unwrap();
+    let pods: Vec<_> = scenario
+        .pods
+        .iter()
+        .map(|p| p.metadata.name.as_deref().unwrap())
+        .collect();
+    assert_eq!(pods, ["ok", "pending", "none"]);
+    // A dropped pod still takes its name.
+    let err = error(&(pod("s", "status: {phase: Succeeded}\n") + &pod("s", "")));
+    assert!(
+        err.starts_with("x.yaml: Pod default/s: metadata.name: duplicate pod"),
+        "{err}"
+    );
+}
+
+#[test]
+fn list_expansion() {
+    let text = r#"
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Node
+  metadata: {name: n1}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: p1, namespace: ns}
+  spec: {nodeName: n1, containers: []}
+- apiVersion: v1
+  kind: PodList
+  items:
+  - metadata: {name: p2}
+    spec: {containers: []}
+  - metadata: {name: p3}
+- apiVersion: v1
+  kind: Service
+  metadata: {name: svc, namespace: ns}
+- apiVersion: kubescheduler.config.k8s.io/v1
+  kind: KubeSchedulerConfiguration
+---
+apiVersion: v1
+kind: NodeList
+items:
+- metadata: {name: n2}
+---
+apiVersion: v1
+kind: PodList
+items: []
+"#;
+    let scenario = load_one(text).unwrap();
+    let nodes: Vec<_> = scenario
+        .nodes
+        .iter()
+        .map(|n| n.metadata.name.as_deref().unwrap())
+        .collect();
+    assert_eq!(nodes, ["n1", "n2"]);
+    let pods: Vec<_> = scenario
+        .pods
+        .iter()
+        .map(|p| p.metadata.name.as_deref().unwrap())
+        .collect();
+    assert_eq!(pods, ["p1", "p2", "p3"]);
+    assert_eq!(scenario.objects.len(), 1);
+    assert_eq!(scenario.objects[0].kind, "Service");
+    assert_eq!(scenario.objects[0].source, "x.yaml (document 1, items[3])");
+    assert_eq!(
+        scenario.config.unwrap().source,
+        "x.yaml (document 1, items[4])"
+    );
+    assert!(scenario.warnings.is_empty(), "{:?}", scenario.warnings);
+
+    assert_eq!(
+        error("apiVersion: v1\nkind: List\nitems: {a: 1}\n"),
+        "x.yaml (document 1): List: items: must be a sequence, found a mapping"
+    );
+    assert_eq!(
+        error("apiVersion: v1\nkind: List\nitems:\n- kind: Pod\n  metadata: {name: p}\n"),
+        "x.yaml (document 1, items[0]): apiVersion: missing; every document needs apiVersion and kind"
+    );
+}
+
+#[test]
+fn json_files_are_accepted() {
+    let text = r#"{"apiVersion": "v1", "kind": "PodList", "items": [
+            {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": 0.5}}}]}}]}"#;
+    let scenario = load(&[src("x.json", text)]).unwrap();
+    let requests = scenario.pods[0].spec.as_ref().unwrap().containers[0]
+        .resources
+        .as_ref()
+        .unwrap();
+    assert_eq!(requests.requests.as_ref().unwrap()["cpu"].0, "0.5");
+}
+
+#[test]
+fn bound_pod_on_missing_node_is_a_warning() {
+    let text = node("n1", "")
+        + &pod("on-n1", "spec: {nodeName: n1, containers: []}\n")
+        + &pod("on-n9", "spec: {nodeName: n9, containers: []}\n")
+        + &pod("late", "spec: {nodeName: n2, containers: []}\n")
+        + &node("n2", "");
+    let scenario = load_one(&text).unwrap();
+    assert_eq!(scenario.pods.len(), 3);
+    assert_eq!(
+        scenario.warnings,
+        [
+            "x.yaml: Pod default/on-n9: spec.nodeName: node \"n9\" is not in the scenario; the pod uses no node"
+        ]
+    );
+}
+
+#[test]
+fn other_objects_and_config() {
+    let text = "# leading comment\n---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\nvalue: 1000\n---\n---\napiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles: [{schedulerName: x, bogus: 1}]\n";
+    let scenario = load_one(text).unwrap();
+    let pc = &scenario.objects[0];
+    assert_eq!(
+        (
+            pc.api_version.as_str(),
+            pc.kind.as_str(),
+            pc.namespace.as_deref(),
+            pc.name.as_str()
+        ),
+        ("scheduling.k8s.io/v1", "PriorityClass", None, "high")
+    );
+    assert_eq!(pc.source, "x.yaml (document 1)");
+    let config = scenario.config.unwrap();
+    // Kept raw: the config crate does its own strict decoding.
+    assert_eq!(config.value["profiles"][0]["bogus"], 1);
+    assert_eq!(config.source, "x.yaml (document 3)");
+
+    let only =
+        load_one("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n")
+            .unwrap();
+    assert_eq!(only.config.unwrap().source, "x.yaml");
+    // A Pod of another apiVersion is not a pod: kept, with a warning.
+    let odd = load_one("apiVersion: v2\nkind: Pod\nmetadata: {name: p}\n").unwrap();
+    assert!(odd.pods.is_empty());
+    assert_eq!(odd.objects.len(), 1);
+    assert_eq!(odd.warnings.len(), 1);
+    assert!(
+        odd.warnings[0].starts_with("x.yaml (document 1): Pod p: apiVersion: \"v2\""),
+        "{:?}",
+        odd.warnings
+    );
+}
+
+#[test]
+fn unknown_fields_suggest_the_closest_known_field() {
+    assert_eq!(
+        error(&pod("p", "spec:\n  schdulerName: x\n  containers: []\n")),
+        "x.yaml: Pod default/p: spec.schdulerName: unknown field, did you mean schedulerName?"
+    );
+    assert_eq!(
+        error(&pod(
+            "p",
+            "  namespace: ns\nspec:\n  nodeSelecter: {a: b}\n"
+        )),
+        "x.yaml: Pod ns/p: spec.nodeSelecter: unknown field, did you mean nodeSelector?"
+    );
+    assert_eq!(
+        error(&pod("p", "spec:\n  tolerration: []\n")),
+        "x.yaml: Pod default/p: spec.tolerration: unknown field, did you mean tolerations?"
+    );
+    assert_eq!(
+        error(&pod(
+            "p",
+            "spec:\n  containers:\n  - name: c\n  - name: d\n    resources:\n      requets: {cpu: 1}\n"
+        )),
+        "x.yaml: Pod default/p: spec.containers[1].resources.requets: unknown field, did you mean requests?"
+    );
+    assert_eq!(
+        error(&pod(
+            "p",
+            "spec:\n  tolerations:\n  - {key: a, opertor: Exists}\n"
+        )),
+        "x.yaml: Pod default/p: spec.tolerations[0].opertor: unknown field, did you mean operator?"
+    );
+    assert_eq!(
+        error(&pod(
+            "p",
+            "spec:\n  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n        nodeSelectorTerms:\n        - matchExpression: []\n"
+        )),
+        "x.yaml: Pod default/p: spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpression: unknown field, did you mean matchExpressions?"
+    );
+    assert_eq!(
+        error(&pod("p", "  lables: {app: web}\n")),
+        "x.yaml: Pod default/p: metadata.lables: unknown field, did you mean labels?"
+    );
+    assert_eq!(
+        error(&pod("p", "spec:\n  NodeName: n1\n")),
+        "x.yaml: Pod default/p: spec.NodeName: unknown field, did you mean nodeName?"
+    );
+    // Nothing close: no suggestion.
+    assert_eq!(
+        error(&pod("p", "spec:\n  frobnicate: 1\n")),
+        "x.yaml: Pod default/p: spec.frobnicate: unknown field"
+    );
+    assert_eq!(
+        error(&pod("p", "sepc: {}\n")),
+        "x.yaml: Pod default/p: sepc: unknown field, did you mean spec?"
+    );
+    assert_eq!(
+        error(&node("n1", "spec:\n  unschedulabel: true\n")),
+        "x.yaml: Node n1: spec.unschedulabel: unknown field, did you mean unschedulable?"
+    );
+    assert_eq!(
+        error(&node(
+            "n1",
+            "status:\n  images:\n  - {names: [a], sizeByte: 1}\n"
+        )),
+        "x.yaml: Node n1: status.images[0].sizeByte: unknown field, did you mean sizeBytes?"
+    );
+    // Free-form maps (labels, annotations, resource maps) take any key.
+    load_one(&node(
+        "n1",
+        "  labels: {schdulerName: x}\nstatus:\n  capacity: {anything.example.com/x: '1'}\n",
+    ))
+    .unwrap();
+    // Other kinds are not checked.
+    load_one("apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspce: {}\n").unwrap();
+}
+
+#[test]
+fn invalid_quantities() {
+    assert_eq!(
+        error(&pod(
+            "web",
+            "spec:\n  containers:\n  - name: c\n    resources:\n      requests:\n        memory: 2Gb\n"
+        )),
+        format!(
+            "x.yaml: Pod default/web: spec.containers[0].resources.requests.memory: invalid quantity \"2Gb\": {}",
+            Quantity::parse("2Gb").unwrap_err()
+        )
+    );
+    let err = error(&node("n1", "status:\n  allocatable: {cpu: 1.5.0}\n"));
+    assert!(
+        err.starts_with("x.yaml: Node n1: status.allocatable.cpu: invalid quantity \"1.5.0\": "),
+        "{err}"
+    );
+    let err = error(&pod("p", "spec:\n  overhead: {cpu: abc}\n"));
+    assert!(
+        err.starts_with("x.yaml: Pod default/p: spec.overhead.cpu: invalid quantity \"abc\": "),
+        "{err}"
+    );
+    let err = error(&pod(
+        "p",
+        "spec:\n  ephemeralContainers:\n  - name: e\n    resources: {limits: {cpu: ''}}\n",
+    ));
+    assert!(
+            err.starts_with("x.yaml: Pod default/p: spec.ephemeralContainers[0].resources.limits.cpu: invalid quantity \"\": "),
+            "{err}"
+        );
+    let err = error(&pod("p", "spec:\n  resources: {requests: {cpu: [1]}}\n"));
+    assert!(
+        err.starts_with("x.yaml: Pod default/p: spec.resources.requests.cpu: invalid type"),
+        "{err}"
+    );
+}
+
+#[test]
+fn decode_errors_name_the_field() {
+    let err = error(&pod("p", "spec:\n  priority: high\n"));
+    assert!(
+        err.starts_with("x.yaml: Pod default/p: spec.priority: invalid type: string \"high\""),
+        "{err}"
+    );
+    let err = error(&pod(
+        "p",
+        "spec:\n  containers:\n  - name: c\n    ports: {containerPort: 80}\n",
+    ));
+    assert_eq!(
+        err,
+        "x.yaml: Pod default/p: spec.containers[0].ports: invalid type: map, expected a sequence"
+    );
+    let err = error(&pod("p", "  creationTimestamp: yesterday\n"));
+    assert!(
+        err.starts_with("x.yaml: Pod default/p: metadata.creationTimestamp: "),
+        "{err}"
+    );
+    let err = error(&pod("p", "status: 7\n"));
+    assert!(
+        err.starts_with("x.yaml: Pod default/p: status: invalid type"),
+        "{err}"
+    );
+}
+
+#[test]
+fn missing_names_and_type_fields() {
+    assert_eq!(
+        error(&(node("n1", "") + "---\napiVersion: v1\nkind: Pod\nmetadata: {namespace: x}\n")),
+        "x.yaml (document 2): Pod: metadata.name: missing"
+    );
+    assert_eq!(
+        error("apiVersion: v1\nkind: Node\nmetadata: {name: ''}\n"),
+        "x.yaml (document 1): Node: metadata.name: missing"
+    );
+    assert_eq!(
+        error("apiVersion: policy/v1\nkind: PodDisruptionBudget\nspec: {}\n"),
+        "x.yaml (document 1): PodDisruptionBudget: metadata.name: missing"
+    );
+    assert_eq!(
+        error("kind: Pod\nmetadata: {name: p}\n"),
+        "x.yaml (document 1): apiVersion: missing; every document needs apiVersion and kind"
+    );
+    assert_eq!(
+        error("---\n---\napiVersion: v1\nmetadata: {name: p}\n"),
+        "x.yaml (document 2): kind: missing; every document needs apiVersion and kind"
+    );
+    assert_eq!(
+        error("apiVersion: v1\nkind: 3\n"),
+        "x.yaml (document 1): kind: must be a non-empty string; every document needs apiVersion and kind"
+    );
+    assert_eq!(
+        error("- a\n- b\n"),
+        "x.yaml (document 1): not a Kubernetes object: the document is a sequence, not a mapping"
+    );
+    // A name of the wrong type is a decoding error at metadata.name.
+    let err = error("apiVersion: v1\nkind: Pod\nmetadata: {name: 7}\n");
+    assert!(
+        err.starts_with("x.yaml (document 1): Pod: metadata.name: invalid type: integer `7`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn duplicates() {
+    let a = src("a.yaml", &node("n1", ""));
+    let b = src("b.yaml", &(node("n2", "") + &node("n1", "")));
+    assert_eq!(
+        load(&[a, b]).unwrap_err().to_string(),
+        "b.yaml: Node n1: metadata.name: duplicate node name (first defined in a.yaml)"
+    );
+    assert_eq!(
+        error(&(pod("p", "  namespace: default\n") + &pod("q", "") + &pod("p", ""))),
+        "x.yaml: Pod default/p: metadata.name: duplicate pod (first defined in x.yaml (document 1))"
+    );
+    // Same name, other namespace: fine.
+    load_one(&(pod("p", "  namespace: a\n") + &pod("p", "  namespace: b\n"))).unwrap();
+    let config =
+        "---\napiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n";
+    assert_eq!(
+        error(&format!("{config}{}{config}", node("n1", ""))),
+        "x.yaml (document 3): KubeSchedulerConfiguration: a second configuration document (the first is x.yaml (document 1)); a scenario has at most one"
+    );
+}
+
+#[test]
+fn yaml_syntax_errors_give_line_and_column() {
+    let err = error("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n   bad: indentation\n");
+    let ScenarioError::Syntax { line, column, .. } =
+        load_one("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n   bad: indentation\n")
+            .unwrap_err()
+    else {
+        panic!("{err}")
+    };
+    assert_eq!((line, column), (5, 7));
+    assert_eq!(
+        err,
+        "x.yaml:5:7: mapping values are not allowed in this context"
+    );
+    let err = error(&(node("n1", "") + "---\nkind: [Pod\n"));
+    assert_eq!(
+        err,
+        "x.yaml:8:1: did not find expected ',' or ']', while parsing a flow sequence at line 7 column 7"
+    );
+    let err = load(&[src("<stdin>", "a: \"unterminated\n")])
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("<stdin>:"), "{err}");
+}
+
+#[test]
+fn duplicate_yaml_keys_are_errors() {
+    let err = error("apiVersion: v1\nkind: Node\nmetadata:\n  name: a\n  name: b\n");
+    assert_eq!(
+        err,
+        "x.yaml:4:3: metadata: mapping key \"name\" already defined"
+    );
+}
+
+#[test]
+fn never_panics() {
+    let inputs = [
+        "",
+        "---\n---\n",
+        "~",
+        "42",
+        "'text'",
+        "[1, 2]",
+        "{apiVersion: v1, kind: Pod}",
+        "{apiVersion: v1, kind: Pod, metadata: null, spec: null, status: null}",
+        "{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: null}}",
+        "{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [null]}}",
+        "{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: c, resources: {requests: null}}]}}",
+        "{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: c, resources: {requests: {cpu: null}}}]}}",
+        "{apiVersion: v1, kind: Pod, metadata: {name: p, creationTimestamp: 'yesterday'}}",
+        "{apiVersion: v1, kind: Pod, metadata: {name: p}, status: {startTime: '2024-01-01T00:00:00Z'}}",
+        "{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {priority: 1e100}}",
+        "{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: c, resources: {requests: {cpu: .inf}}}]}}",
+        "{apiVersion: v1, kind: Node, metadata: {name: n}, status: {capacity: {cpu: 1e400}}}",
+        "{apiVersion: v1, kind: Node, metadata: {name: n}, status: {capacity: {cpu: -99999999999999999999}}}",
+        "{apiVersion: v1, kind: List, items: [1, [2], {kind: List}]}",
+        "{apiVersion: v1, kind: List}",
+        "{apiVersion: v1, kind: PodList, items: [{apiVersion: v2}]}",
+        "a: &a [*a]",
+        "a: *b",
+        "!!binary aGVsbG8=",
+        "? [a]\n: b\n",
+        "\u{feff}apiVersion: v1\nkind: Node\nmetadata: {name: n}\n",
+        "\t",
+        "%YAML 1.1\n---\n",
+    ];
+    for input in inputs {
+        let _ = load_one(input);
+    }
+    let mut deep = String::from("apiVersion: v1\nkind: List\nitems:\n");
+    for _ in 0..20 {
+        deep = deep.replace(
+            "items:\n",
+            "items:\n- {apiVersion: v1, kind: List, items: []}\n",
+        );
+    }
+    let _ = load_one(&deep);
+    let nested = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+    let _ = load_one(&nested);
+}
