@@ -292,6 +292,7 @@ pub fn prepare(
         pod_infos.into_iter().partition(|p| p.node_name().is_some());
     let (mut snapshot, _orphans) = Snapshot::new(scenario.nodes.iter().cloned(), bound)?;
     snapshot.set_objects(Arc::new(cluster_objects(scenario)?));
+    snapshot.set_storage(Some(Arc::new(scenario.storage.index())));
     let scheduler_options = SchedulerOptions {
         host_selection: options.host_selection,
         node_search: options.node_search,

@@ -1,0 +1,442 @@
+//! The volume binder's per-node decision (kube-scheduler's `FindPodVolumes` and
+//! component-helpers' `FindMatchingVolume`): whether a node can serve a pod's bound
+//! claims (their PVs' node affinity), match its unbound WaitForFirstConsumer claims to
+//! available PVs, or provision them (class provisioner, `allowedTopologies`, storage
+//! capacity).
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::storage::v1::StorageClass;
+use kubesched_framework::quantity::Quantity;
+use kubesched_framework::storage::{claim_class, pv_class};
+use kubesched_framework::{NodeInfo, StorageObjects};
+
+use super::super::ANN_SELECTED_NODE;
+use crate::label_selector::{Selector, no_labels};
+use crate::node_affinity::NodeSelector;
+
+/// Reason: a bound claim's PV does not allow the node.
+pub const ERR_REASON_NODE_CONFLICT: &str = "node(s) didn't match PersistentVolume's node affinity";
+/// Reason: an unbound claim finds no PV and cannot be provisioned on the node.
+pub const ERR_REASON_BIND_CONFLICT: &str =
+    "node(s) didn't find available persistent volumes to bind";
+/// Reason: provisioning lacks storage capacity on the node.
+pub const ERR_REASON_NOT_ENOUGH_SPACE: &str = "node(s) did not have enough free storage";
+/// Reason: a bound claim's PV does not exist.
+pub const ERR_REASON_PV_NOT_EXIST: &str =
+    "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)";
+
+/// The provisioner name of classes that cannot provision.
+const NOT_SUPPORTED_PROVISIONER: &str = "kubernetes.io/no-provisioner";
+
+/// A PV as the binder reads it: its capacity and node affinity parsed once per pod.
+#[derive(Clone, Debug)]
+pub struct CandidatePv {
+    /// The PV (as assumed).
+    pub pv: Arc<PersistentVolume>,
+    capacity: Quantity,
+    /// `None`: no required node affinity.
+    affinity: Option<NodeSelector>,
+}
+
+impl CandidatePv {
+    /// Parses what matching needs.
+    pub fn new(pv: Arc<PersistentVolume>) -> CandidatePv {
+        let capacity = storage_quantity(
+            pv.spec
+                .as_ref()
+                .and_then(|s| s.capacity.as_ref())
+                .and_then(|c| c.get("storage"))
+                .map(|q| q.0.as_str()),
+        );
+        let affinity = pv
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_affinity.as_ref())
+            .and_then(|a| a.required.as_ref())
+            .map(NodeSelector::from_api);
+        CandidatePv {
+            pv,
+            capacity,
+            affinity,
+        }
+    }
+
+    /// `CheckNodeAffinity`.
+    pub fn fits(&self, node: &NodeInfo) -> bool {
+        self.affinity.as_ref().is_none_or(|a| a.matches(node))
+    }
+
+    fn name(&self) -> &str {
+        self.pv.metadata.name.as_deref().unwrap_or_default()
+    }
+}
+
+fn storage_quantity(q: Option<&str>) -> Quantity {
+    q.and_then(|q| Quantity::parse(q).ok()).unwrap_or_default()
+}
+
+/// A claim's storage request (zero when it has none).
+pub fn claim_request(claim: &PersistentVolumeClaim) -> Quantity {
+    storage_quantity(claim_request_text(claim))
+}
+
+fn claim_request_text(claim: &PersistentVolumeClaim) -> Option<&str> {
+    claim
+        .spec
+        .as_ref()
+        .and_then(|s| s.resources.as_ref())
+        .and_then(|r| r.requests.as_ref())
+        .and_then(|r| r.get("storage"))
+        .map(|q| q.0.as_str())
+}
+
+/// The claims of a pod sorted for the binder, with the PVs they may use.
+#[derive(Clone, Debug, Default)]
+pub struct PodVolumeClaims {
+    /// Bound claims with their PV (`None`: the PV does not exist).
+    pub bound: Vec<(Arc<PersistentVolumeClaim>, Option<CandidatePv>)>,
+    /// Unbound WaitForFirstConsumer claims.
+    pub unbound_delay_binding: Vec<Arc<PersistentVolumeClaim>>,
+    /// The PVs of each class of those claims.
+    pub pvs_by_class: BTreeMap<String, Vec<CandidatePv>>,
+}
+
+/// What Reserve assumes for a node: claims matched to PVs, and claims to provision.
+#[derive(Clone, Debug, Default)]
+pub struct PodVolumes {
+    /// (PV, claim) pairs.
+    pub static_bindings: Vec<(Arc<PersistentVolume>, Arc<PersistentVolumeClaim>)>,
+    /// Claims to provision.
+    pub dynamic_provisions: Vec<Arc<PersistentVolumeClaim>>,
+}
+
+/// `FindPodVolumes`: the node's volumes for the pod and the reasons it does not fit
+/// (empty when it does), or an error.
+pub fn find_pod_volumes(
+    storage: &StorageObjects,
+    claims: &PodVolumeClaims,
+    node: &NodeInfo,
+) -> Result<(PodVolumes, Vec<&'static str>), String> {
+    let mut volumes = PodVolumes::default();
+    let mut bound_satisfied = true;
+    let mut bound_pvs_found = true;
+    let mut unbound_satisfied = true;
+    let mut sufficient_storage = true;
+
+    if !claims.bound.is_empty() {
+        (bound_satisfied, bound_pvs_found) = check_bound_claims(&claims.bound, node);
+    }
+    'unbound: {
+        if claims.unbound_delay_binding.is_empty() {
+            break 'unbound;
+        }
+        let mut to_match = Vec::new();
+        let mut to_provision = Vec::new();
+        for claim in &claims.unbound_delay_binding {
+            match claim
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(ANN_SELECTED_NODE))
+            {
+                Some(selected) if selected != node.name() => {
+                    unbound_satisfied = false;
+                    break 'unbound;
+                }
+                Some(_) => to_provision.push(claim.clone()),
+                None => to_match.push(claim.clone()),
+            }
+        }
+        if !to_match.is_empty() {
+            let (found, bindings, unmatched) =
+                find_matching_volumes(&to_match, &claims.pvs_by_class, node)?;
+            unbound_satisfied = found;
+            volumes.static_bindings = bindings;
+            to_provision.extend(unmatched);
+        }
+        if !to_provision.is_empty() {
+            let (satisfied, sufficient, provisions) =
+                check_volume_provisions(storage, &to_provision, node)?;
+            unbound_satisfied = satisfied;
+            sufficient_storage = sufficient;
+            volumes.dynamic_provisions = provisions;
+        }
+    }
+
+    let mut reasons = Vec::new();
+    if !bound_satisfied {
+        reasons.push(ERR_REASON_NODE_CONFLICT);
+    }
+    if !unbound_satisfied {
+        reasons.push(ERR_REASON_BIND_CONFLICT);
+    }
+    if !sufficient_storage {
+        reasons.push(ERR_REASON_NOT_ENOUGH_SPACE);
+    }
+    if !bound_pvs_found {
+        reasons.push(ERR_REASON_PV_NOT_EXIST);
+    }
+    Ok((volumes, reasons))
+}
+
+/// `checkBoundClaims`: (every PV allows the node, every PV exists). Stops at the first
+/// missing PV.
+fn check_bound_claims(
+    bound: &[(Arc<PersistentVolumeClaim>, Option<CandidatePv>)],
+    node: &NodeInfo,
+) -> (bool, bool) {
+    for (_, pv) in bound {
+        let Some(pv) = pv else {
+            return (true, false);
+        };
+        if !pv.fits(node) {
+            return (false, true);
+        }
+    }
+    (true, true)
+}
+
+/// `findMatchingVolumes`: claims smallest request first, each to the smallest
+/// matching PV not chosen for an earlier claim. Returns (all matched, bindings,
+/// unmatched claims).
+#[allow(clippy::type_complexity)]
+fn find_matching_volumes(
+    claims: &[Arc<PersistentVolumeClaim>],
+    pvs_by_class: &BTreeMap<String, Vec<CandidatePv>>,
+    node: &NodeInfo,
+) -> Result<
+    (
+        bool,
+        Vec<(Arc<PersistentVolume>, Arc<PersistentVolumeClaim>)>,
+        Vec<Arc<PersistentVolumeClaim>>,
+    ),
+    String,
+> {
+    let mut sorted: Vec<&Arc<PersistentVolumeClaim>> = claims.iter().collect();
+    sorted.sort_by_key(|c| claim_request(c));
+    let mut chosen: HashSet<&str> = HashSet::new();
+    let mut found_all = true;
+    let mut bindings = Vec::new();
+    let mut unmatched = Vec::new();
+    for claim in sorted {
+        let pvs = pvs_by_class
+            .get(claim_class(claim))
+            .map_or(&[][..], Vec::as_slice);
+        match find_matching_volume(claim, pvs, node, &chosen)? {
+            Some(pv) => {
+                chosen.insert(pv.name());
+                bindings.push((pv.pv.clone(), claim.clone()));
+            }
+            None => {
+                found_all = false;
+                unmatched.push(claim.clone());
+            }
+        }
+    }
+    Ok((found_all, bindings, unmatched))
+}
+
+/// `IsVolumeBoundToClaim`: the PV's `claimRef` names the claim (and its UID, when
+/// the reference has one).
+pub fn is_volume_bound_to_claim(pv: &PersistentVolume, claim: &PersistentVolumeClaim) -> bool {
+    let Some(r) = pv.spec.as_ref().and_then(|s| s.claim_ref.as_ref()) else {
+        return false;
+    };
+    if r.name.as_deref().unwrap_or_default() != claim.metadata.name.as_deref().unwrap_or_default()
+        || r.namespace.as_deref().unwrap_or_default()
+            != claim.metadata.namespace.as_deref().unwrap_or_default()
+    {
+        return false;
+    }
+    let ref_uid = r.uid.as_deref().unwrap_or_default();
+    ref_uid.is_empty() || ref_uid == claim.metadata.uid.as_deref().unwrap_or_default()
+}
+
+fn volume_mode(mode: Option<&String>) -> &str {
+    mode.map_or("Filesystem", String::as_str)
+}
+
+/// `FindMatchingVolume` on the scheduler's path (a node is given, delayed binding).
+fn find_matching_volume<'p>(
+    claim: &PersistentVolumeClaim,
+    pvs: &'p [CandidatePv],
+    node: &NodeInfo,
+    excluded: &HashSet<&str>,
+) -> Result<Option<&'p CandidatePv>, String> {
+    let spec = claim.spec.clone().unwrap_or_default();
+    let requested = claim_request(claim);
+    let requested_class = claim_class(claim);
+    let selector = match &spec.selector {
+        Some(s) => Some(Selector::from_label_selector(Some(s)).map_err(|e| {
+            format!(
+                "error creating internal label selector for claim: {}/{}: {e}",
+                claim.metadata.namespace.as_deref().unwrap_or_default(),
+                claim.metadata.name.as_deref().unwrap_or_default()
+            )
+        })?),
+        None => None,
+    };
+    let claim_modes = spec.access_modes.clone().unwrap_or_default();
+    let claim_vac = spec
+        .volume_attributes_class_name
+        .clone()
+        .unwrap_or_default();
+    let mut smallest: Option<&CandidatePv> = None;
+    for candidate in pvs {
+        if excluded.contains(candidate.name()) {
+            continue;
+        }
+        let pv = &candidate.pv;
+        let pv_spec = pv.spec.as_ref();
+        let has_claim_ref = pv_spec.is_some_and(|s| s.claim_ref.is_some());
+        let bound_to_claim = is_volume_bound_to_claim(pv, claim);
+        if has_claim_ref && !bound_to_claim {
+            continue;
+        }
+        if candidate.capacity < requested {
+            continue;
+        }
+        if volume_mode(spec.volume_mode.as_ref())
+            != volume_mode(pv_spec.and_then(|s| s.volume_mode.as_ref()))
+        {
+            continue;
+        }
+        if pv.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        let affinity_ok = candidate.fits(node);
+        if bound_to_claim {
+            return Ok(affinity_ok.then_some(candidate));
+        }
+        if pv.status.as_ref().and_then(|s| s.phase.as_deref()) != Some("Available") {
+            continue;
+        }
+        if let Some(sel) = &selector
+            && !sel.matches(pv.metadata.labels.as_ref().unwrap_or(no_labels()))
+        {
+            continue;
+        }
+        if pv_class(pv) != requested_class {
+            continue;
+        }
+        if !affinity_ok {
+            continue;
+        }
+        let pv_modes = pv_spec
+            .and_then(|s| s.access_modes.as_deref())
+            .unwrap_or_default();
+        if !claim_modes.iter().all(|m| pv_modes.contains(m)) {
+            continue;
+        }
+        let pv_vac = pv_spec
+            .and_then(|s| s.volume_attributes_class_name.as_deref())
+            .unwrap_or_default();
+        if pv_vac != claim_vac {
+            continue;
+        }
+        if smallest.is_none_or(|s| s.capacity > candidate.capacity) {
+            smallest = Some(candidate);
+        }
+    }
+    Ok(smallest)
+}
+
+/// `MatchTopologySelectorTerms`: no terms admit every node; a term admits a node when
+/// each of its expressions names the node's value of its key.
+fn match_topology(class: &StorageClass, node: &NodeInfo) -> bool {
+    let Some(terms) = class.allowed_topologies.as_ref().filter(|t| !t.is_empty()) else {
+        return true;
+    };
+    terms.iter().any(|term| {
+        let exprs = term.match_label_expressions.as_deref().unwrap_or_default();
+        !exprs.is_empty()
+            && exprs.iter().all(|e| {
+                !e.values.is_empty()
+                    && node
+                        .label(&e.key)
+                        .is_some_and(|v| e.values.iter().any(|x| x == v))
+            })
+    })
+}
+
+/// `checkVolumeProvisions`: (can provision, enough capacity, claims to provision).
+fn check_volume_provisions(
+    storage: &StorageObjects,
+    claims: &[Arc<PersistentVolumeClaim>],
+    node: &NodeInfo,
+) -> Result<(bool, bool, Vec<Arc<PersistentVolumeClaim>>), String> {
+    let mut provisions = Vec::new();
+    for claim in claims {
+        let class_name = claim_class(claim);
+        if class_name.is_empty() {
+            return Err(format!(
+                "no class for claim {:?}",
+                format!(
+                    "{}/{}",
+                    claim.metadata.namespace.as_deref().unwrap_or_default(),
+                    claim.metadata.name.as_deref().unwrap_or_default()
+                )
+            ));
+        }
+        let Some(class) = storage.class(class_name) else {
+            return Err(format!("failed to find storage class {class_name:?}"));
+        };
+        let provisioner = class.provisioner.as_str();
+        if provisioner.is_empty() || provisioner == NOT_SUPPORTED_PROVISIONER {
+            return Ok((false, true, Vec::new()));
+        }
+        if !match_topology(class, node) {
+            return Ok((false, true, Vec::new()));
+        }
+        if !has_enough_capacity(storage, provisioner, claim, class_name, node) {
+            return Ok((true, false, Vec::new()));
+        }
+        provisions.push(claim.clone());
+    }
+    Ok((true, true, provisions))
+}
+
+/// `hasEnoughCapacity`: only for CSI drivers with `storageCapacity: true`; then some
+/// CSIStorageCapacity of the class whose topology selects the node must offer the
+/// request (its `maximumVolumeSize`, else its `capacity`).
+fn has_enough_capacity(
+    storage: &StorageObjects,
+    provisioner: &str,
+    claim: &PersistentVolumeClaim,
+    class_name: &str,
+    node: &NodeInfo,
+) -> bool {
+    let Some(request) = claim_request_text(claim) else {
+        return true;
+    };
+    let Some(driver) = storage.csi_driver(provisioner) else {
+        return true;
+    };
+    if driver.spec.storage_capacity != Some(true) {
+        return true;
+    }
+    let size = storage_quantity(Some(request)).value();
+    let labels: BTreeMap<String, String> = node
+        .labels()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    storage.capacities().iter().any(|c| {
+        if c.storage_class_name != class_name {
+            return false;
+        }
+        let limit = c.maximum_volume_size.as_ref().or(c.capacity.as_ref());
+        let Some(limit) = limit.and_then(|q| Quantity::parse(&q.0).ok()) else {
+            return false;
+        };
+        if limit.value() < size {
+            return false;
+        }
+        let Some(topology) = &c.node_topology else {
+            return false;
+        };
+        Selector::from_label_selector(Some(topology)).is_ok_and(|s| s.matches(&labels))
+    })
+}
