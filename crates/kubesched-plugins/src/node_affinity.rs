@@ -200,6 +200,12 @@ impl Term {
     }
 
     fn matches(&self, node: &NodeInfo) -> bool {
+        self.matches_with_name(node, node.name())
+    }
+
+    /// Matches with `name` as the node's `metadata.name` (empty: the node has no
+    /// fields, so `matchFields` are not checked).
+    fn matches_with_name(&self, node: &NodeInfo, name: &str) -> bool {
         if self.invalid {
             return false;
         }
@@ -207,7 +213,6 @@ impl Term {
             .labels
             .as_ref()
             .is_none_or(|l| l.iter().all(|r| r.matches(node)));
-        let name = node.name();
         // kube-scheduler only checks fields when the node has some (a name).
         let fields_match = name.is_empty()
             || self
@@ -277,6 +282,13 @@ impl NodeSelector {
     /// `true` when some term matches the node.
     pub fn matches(&self, node: &NodeInfo) -> bool {
         self.terms.iter().any(|t| t.matches(node))
+    }
+
+    /// `true` when some term matches the node's labels, `matchFields` left unchecked:
+    /// how a PersistentVolume's node affinity is checked (component-helpers'
+    /// `CheckNodeAffinity` builds a node from the labels alone, without a name).
+    pub fn matches_labels(&self, node: &NodeInfo) -> bool {
+        self.terms.iter().any(|t| t.matches_with_name(node, ""))
     }
 }
 

@@ -474,11 +474,16 @@ impl Prepared {
                 result.outcome = PodOutcome::Scheduled(node);
             }
             Outcome::Unschedulable { error, nominated } => {
-                if let ScheduleError::Unfit(fit) = &error {
+                let diagnosis = match &error {
+                    ScheduleError::Unfit(fit) => Some(&fit.diagnosis),
+                    ScheduleError::FilterFailed { diagnosis, .. } => Some(&**diagnosis),
+                    _ => None,
+                };
+                if let Some(diagnosis) = diagnosis {
                     fill_details(
                         &mut result,
                         scheduler.snapshot(),
-                        &fit.diagnosis,
+                        diagnosis,
                         &Default::default(),
                         None,
                     );

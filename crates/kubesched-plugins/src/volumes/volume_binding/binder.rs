@@ -64,9 +64,11 @@ impl CandidatePv {
         }
     }
 
-    /// `CheckNodeAffinity`.
+    /// `CheckNodeAffinity`: on the node's labels only.
     pub fn fits(&self, node: &NodeInfo) -> bool {
-        self.affinity.as_ref().is_none_or(|a| a.matches(node))
+        self.affinity
+            .as_ref()
+            .is_none_or(|a| a.matches_labels(node))
     }
 
     fn name(&self) -> &str {
