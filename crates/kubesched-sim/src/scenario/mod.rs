@@ -400,6 +400,8 @@ impl Builder {
     }
 
     fn finish(mut self) -> Scenario {
+        let storage_warnings = self.storage.warnings(&self.scenario.storage);
+        self.scenario.warnings.extend(storage_warnings);
         for ((file, kind), n) in &self.unknown_kinds {
             self.scenario.warnings.push(format!(
                 "{file}: {n} object(s) of kind {kind} ignored: kubesched does not read that kind"

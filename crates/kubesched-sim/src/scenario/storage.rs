@@ -108,6 +108,8 @@ pub(super) fn is_storage_kind(api_version: &str, kind: &str) -> bool {
 pub(super) struct StorageLoader {
     /// (kind, namespace/name or name) → where it was defined.
     seen: HashMap<(String, String), String>,
+    /// (file, `namespace/name`, class) of every claim that names a class.
+    claim_classes: Vec<(String, String, String)>,
 }
 
 fn namespaced(kind: &str) -> bool {
@@ -201,6 +203,11 @@ impl StorageLoader {
                         invalid(&file, &object, &format!("spec.selector.{field}"), message)
                     })?;
                 }
+                let class = kubesched_framework::storage::claim_class(&claim);
+                if !class.is_empty() {
+                    self.claim_classes
+                        .push((file.clone(), key.clone(), class.to_owned()));
+                }
                 let status = claim
                     .status
                     .get_or_insert_with(PersistentVolumeClaimStatus::default);
@@ -292,6 +299,28 @@ impl StorageLoader {
             }
         }
         Ok(())
+    }
+}
+
+impl StorageLoader {
+    /// Notes for what loads but is probably a mistake: a claim naming a StorageClass
+    /// that is not in the scenario (kube-scheduler then treats it as Immediate binding,
+    /// so a pod using it while unbound is rejected).
+    pub(super) fn warnings(&self, docs: &StorageDocuments) -> Vec<String> {
+        let classes: std::collections::HashSet<&str> = docs
+            .classes
+            .iter()
+            .filter_map(|c| c.metadata.name.as_deref())
+            .collect();
+        self.claim_classes
+            .iter()
+            .filter(|(_, _, class)| !classes.contains(class.as_str()))
+            .map(|(file, key, class)| {
+                format!(
+                    "{file}: PersistentVolumeClaim {key}: spec.storageClassName: StorageClass {class:?} is not in the scenario; while unbound the claim counts as Immediate binding, as in kube-scheduler"
+                )
+            })
+            .collect()
     }
 }
 
