@@ -459,3 +459,38 @@ fn a_wffc_claim_follows_its_local_pv() {
         "{out}"
     );
 }
+
+#[test]
+fn a_statefulset_gets_its_claims_and_each_replica_its_volume() {
+    // The worked example of docs/simulating-your-cluster.md.
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let cluster = data.join("volumes-cluster.yaml");
+    let sts = data.join("volumes-statefulset.yaml");
+    let o = kubesched(&[
+        "simulate",
+        cluster.to_str().unwrap(),
+        "--add",
+        sts.to_str().unwrap(),
+        "--format",
+        "jsonl",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let nodes: Vec<serde_json::Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["node"].clone())
+        .collect();
+    assert_eq!(
+        nodes,
+        [
+            serde_json::json!("a1"),
+            serde_json::json!("b1"),
+            serde_json::json!("a2"),
+            serde_json::Value::Null
+        ]
+    );
+    assert!(
+        stdout(&o).contains("3 node(s) didn't find available persistent volumes to bind"),
+        "{}",
+        stdout(&o)
+    );
+}
