@@ -228,3 +228,95 @@ impl FilterPlugin for VolumeRestrictions {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::Pod;
+    use serde_json::json;
+
+    fn pod(volumes: serde_json::Value) -> PodInfo {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "p", "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "image": "i"}], "volumes": volumes}
+        }))
+        .unwrap();
+        PodInfo::new(Arc::new(pod)).unwrap()
+    }
+
+    fn volume(v: serde_json::Value) -> Volume {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn gce_pd_conflicts_unless_both_read_only() {
+        let other =
+            pod(json!([{"name": "d", "gcePersistentDisk": {"pdName": "disk", "readOnly": true}}]));
+        let ro =
+            volume(json!({"name": "x", "gcePersistentDisk": {"pdName": "disk", "readOnly": true}}));
+        let rw = volume(json!({"name": "x", "gcePersistentDisk": {"pdName": "disk"}}));
+        assert!(!is_volume_conflict(&ro, &other));
+        assert!(is_volume_conflict(&rw, &other));
+    }
+
+    #[test]
+    fn ebs_conflicts_even_read_only() {
+        let other = pod(
+            json!([{"name": "d", "awsElasticBlockStore": {"volumeID": "vol-1", "readOnly": true}}]),
+        );
+        let ro = volume(
+            json!({"name": "x", "awsElasticBlockStore": {"volumeID": "vol-1", "readOnly": true}}),
+        );
+        assert!(is_volume_conflict(&ro, &other));
+    }
+
+    #[test]
+    fn rbd_images_match_on_a_shared_monitor_with_the_default_pool() {
+        let other = pod(json!([{"name": "d", "rbd": {"monitors": ["m1", "m2"], "image": "img"}}]));
+        let same = volume(
+            json!({"name": "x", "rbd": {"monitors": ["m2"], "pool": "rbd", "image": "img"}}),
+        );
+        let other_pool =
+            volume(json!({"name": "x", "rbd": {"monitors": ["m2"], "pool": "p2", "image": "img"}}));
+        let no_shared_monitor =
+            volume(json!({"name": "x", "rbd": {"monitors": ["m3"], "image": "img"}}));
+        assert!(is_volume_conflict(&same, &other));
+        assert!(!is_volume_conflict(&other_pool, &other));
+        assert!(!is_volume_conflict(&no_shared_monitor, &other));
+    }
+
+    #[test]
+    fn iscsi_conflicts_on_the_same_iqn_unless_both_read_only() {
+        let other = pod(
+            json!([{"name": "d", "iscsi": {"targetPortal": "t", "iqn": "iqn.a", "lun": 0, "readOnly": true}}]),
+        );
+        let ro = volume(
+            json!({"name": "x", "iscsi": {"targetPortal": "t", "iqn": "iqn.a", "lun": 0, "readOnly": true}}),
+        );
+        let rw =
+            volume(json!({"name": "x", "iscsi": {"targetPortal": "t", "iqn": "iqn.a", "lun": 0}}));
+        assert!(!is_volume_conflict(&ro, &other));
+        assert!(is_volume_conflict(&rw, &other));
+    }
+
+    #[test]
+    fn add_and_remove_pod_move_the_read_write_once_pod_count() {
+        let mut state = CycleState::new();
+        state.write(State {
+            rwop_claims: ["default/data".to_owned()].into(),
+            conflicting: 0,
+        });
+        let user = pod(json!([{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]));
+        let node: k8s_openapi::api::core::v1::Node =
+            serde_json::from_value(json!({"metadata": {"name": "n1"}})).unwrap();
+        let node = NodeInfo::new(Arc::new(node)).unwrap();
+        let plugin = VolumeRestrictions;
+        let incoming = pod(json!([]));
+        plugin.add_pod(&mut state, &incoming, &user, &node);
+        assert_eq!(state.read::<State>().unwrap().conflicting, 1);
+        assert!(!plugin.filter(&state, &incoming, &node).is_success());
+        plugin.remove_pod(&mut state, &incoming, &user, &node);
+        assert_eq!(state.read::<State>().unwrap().conflicting, 0);
+        assert!(plugin.filter(&state, &incoming, &node).is_success());
+    }
+}

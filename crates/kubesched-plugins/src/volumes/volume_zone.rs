@@ -185,3 +185,23 @@ impl FilterPlugin for VolumeZone {
         Status::success()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zone_lists_split_on_double_underscores() {
+        let set = label_zones_to_set("z1__z2").unwrap();
+        assert!(set.contains("z1") && set.contains("z2") && set.len() == 2);
+        assert!(label_zones_to_set("z1__").is_none());
+        assert!(label_zones_to_set("").is_none());
+    }
+
+    #[test]
+    fn beta_keys_fall_back_to_the_ga_labels() {
+        assert_eq!(to_ga_label(BETA_ZONE), GA_ZONE);
+        assert_eq!(to_ga_label(BETA_REGION), GA_REGION);
+        assert_eq!(to_ga_label(GA_ZONE), GA_ZONE);
+    }
+}

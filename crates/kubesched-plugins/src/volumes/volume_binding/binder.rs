@@ -442,3 +442,95 @@ fn has_enough_capacity(
         Selector::from_label_selector(Some(topology)).is_ok_and(|s| s.matches(&labels))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::Node;
+    use serde_json::json;
+
+    fn pv(name: &str, size: &str, phase: &str, claim_ref: Option<&str>) -> CandidatePv {
+        let mut spec = json!({"capacity": {"storage": size}, "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "local", "volumeMode": "Filesystem"});
+        if let Some(c) = claim_ref {
+            spec["claimRef"] = json!({"namespace": "default", "name": c});
+        }
+        CandidatePv::new(Arc::new(
+            serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec,
+                "status": {"phase": phase}}))
+            .unwrap(),
+        ))
+    }
+
+    fn claim(name: &str, size: &str) -> PersistentVolumeClaim {
+        serde_json::from_value(json!({"metadata": {"name": name, "namespace": "default"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "local",
+                "volumeMode": "Filesystem", "resources": {"requests": {"storage": size}}}}))
+        .unwrap()
+    }
+
+    fn node() -> NodeInfo {
+        let node: Node = serde_json::from_value(json!({"metadata": {"name": "n1"}})).unwrap();
+        NodeInfo::new(Arc::new(node)).unwrap()
+    }
+
+    fn matched(claim: &PersistentVolumeClaim, pvs: &[CandidatePv]) -> Option<String> {
+        find_matching_volume(claim, pvs, &node(), &HashSet::new())
+            .unwrap()
+            .map(|p| p.name().to_owned())
+    }
+
+    #[test]
+    fn the_smallest_available_pv_that_fits_wins() {
+        let pvs = [
+            pv("big", "20Gi", "Available", None),
+            pv("small", "5Gi", "Available", None),
+            pv("tiny", "1Gi", "Available", None),
+            pv("pending", "5Gi", "Pending", None),
+        ];
+        assert_eq!(matched(&claim("c", "2Gi"), &pvs).as_deref(), Some("small"));
+        assert_eq!(matched(&claim("c", "30Gi"), &pvs), None);
+    }
+
+    #[test]
+    fn a_pv_pre_bound_to_the_claim_wins_and_is_hidden_from_others() {
+        let pvs = [
+            pv("small", "5Gi", "Available", None),
+            pv("mine", "20Gi", "Bound", Some("c")),
+        ];
+        assert_eq!(matched(&claim("c", "2Gi"), &pvs).as_deref(), Some("mine"));
+        assert_eq!(matched(&claim("other", "10Gi"), &pvs), None);
+    }
+
+    #[test]
+    fn claims_are_matched_smallest_request_first_to_distinct_pvs() {
+        let pvs = vec![
+            pv("a", "5Gi", "Available", None),
+            pv("b", "10Gi", "Available", None),
+        ];
+        let by_class = BTreeMap::from([("local".to_owned(), pvs)]);
+        let claims = vec![
+            Arc::new(claim("large", "8Gi")),
+            Arc::new(claim("small", "4Gi")),
+        ];
+        let (all, bindings, unmatched) =
+            find_matching_volumes(&claims, &by_class, &node()).unwrap();
+        assert!(all && unmatched.is_empty());
+        let pairs: Vec<(String, String)> = bindings
+            .iter()
+            .map(|(pv, c)| {
+                (
+                    pv.metadata.name.clone().unwrap(),
+                    c.metadata.name.clone().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            pairs,
+            [
+                ("a".to_owned(), "small".to_owned()),
+                ("b".to_owned(), "large".to_owned())
+            ]
+        );
+    }
+}

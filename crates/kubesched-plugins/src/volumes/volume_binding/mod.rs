@@ -381,3 +381,96 @@ impl ReservePlugin for VolumeBinding {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{Node, Pod};
+    use serde_json::json;
+
+    fn snapshot() -> Snapshot {
+        let nodes = ["n1", "n2"].map(|n| {
+            Arc::new(serde_json::from_value::<Node>(json!({"metadata": {"name": n}})).unwrap())
+        });
+        let (mut snapshot, _) = Snapshot::new(nodes, Vec::new()).unwrap();
+        let mut storage = StorageObjects::new();
+        storage.add_class(Arc::new(
+            serde_json::from_value(json!({"metadata": {"name": "fast"},
+                "provisioner": "example.com/csi", "volumeBindingMode": "WaitForFirstConsumer"}))
+            .unwrap(),
+        ));
+        storage.add_claim(Arc::new(
+            serde_json::from_value(
+                json!({"metadata": {"name": "shared", "namespace": "default"},
+                "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "fast",
+                    "resources": {"requests": {"storage": "1Gi"}}}}),
+            )
+            .unwrap(),
+        ));
+        snapshot.set_storage(Some(Arc::new(storage)));
+        snapshot
+    }
+
+    fn pod(name: &str) -> PodInfo {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "image": "i"}],
+                "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "shared"}}]}
+        }))
+        .unwrap();
+        PodInfo::new(Arc::new(pod)).unwrap()
+    }
+
+    /// The nodes Filter passes for `pod`, and the cycle state.
+    fn feasible(
+        plugin: &VolumeBinding,
+        snapshot: &Snapshot,
+        pod: &PodInfo,
+    ) -> (Vec<String>, CycleState) {
+        let mut state = CycleState::new();
+        let (_, status) = plugin.pre_filter(&mut state, pod, snapshot);
+        assert!(status.is_success(), "{status:?}");
+        let nodes = snapshot
+            .nodes()
+            .iter()
+            .filter(|n| plugin.filter(&state, pod, n).is_success())
+            .map(|n| n.name().to_owned())
+            .collect();
+        (nodes, state)
+    }
+
+    #[test]
+    fn a_provisioned_claim_keeps_its_selected_node_until_unreserved() {
+        let plugin = VolumeBinding::new();
+        let snapshot = snapshot();
+        let first = pod("first");
+        let (nodes, mut state) = feasible(&plugin, &snapshot, &first);
+        assert_eq!(nodes, ["n1", "n2"]);
+        assert!(plugin.reserve(&mut state, &first, "n2").is_success());
+
+        let second = pod("second");
+        let (nodes, _) = feasible(&plugin, &snapshot, &second);
+        assert_eq!(nodes, ["n2"], "the claim is assumed with selected-node n2");
+
+        plugin.unreserve(&mut state, &first, "n2");
+        let (nodes, _) = feasible(&plugin, &snapshot, &second);
+        assert_eq!(nodes, ["n1", "n2"]);
+    }
+
+    #[test]
+    fn without_storage_objects_a_claim_is_refused_clearly() {
+        let plugin = VolumeBinding::new();
+        let nodes = [Arc::new(
+            serde_json::from_value::<Node>(json!({"metadata": {"name": "n1"}})).unwrap(),
+        )];
+        let (snapshot, _) = Snapshot::new(nodes, Vec::new()).unwrap();
+        let mut state = CycleState::new();
+        let (_, status) = plugin.pre_filter(&mut state, &pod("p"), &snapshot);
+        assert_eq!(status.code(), Code::UnschedulableAndUnresolvable);
+        assert!(
+            status.message().contains("not supported"),
+            "{}",
+            status.message()
+        );
+    }
+}
