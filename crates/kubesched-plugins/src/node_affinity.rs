@@ -284,6 +284,19 @@ impl NodeSelector {
         self.terms.iter().any(|t| t.matches(node))
     }
 
+    /// `Some((key, values))` when the selector, read as [`NodeSelector::matches_labels`]
+    /// reads it, is exactly "label `key` is one of `values`" (one valid term whose only
+    /// label requirement is `In`): callers can then index by label value.
+    pub fn single_label_in(&self) -> Option<(&str, &[String])> {
+        match self.terms.as_slice() {
+            [term] if !term.invalid => match term.labels.as_deref() {
+                Some([LabelRequirement::In(key, values)]) => Some((key, values)),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     /// `true` when some term matches the node's labels, `matchFields` left unchecked:
     /// how a PersistentVolume's node affinity is checked (component-helpers'
     /// `CheckNodeAffinity` builds a node from the labels alone, without a name).

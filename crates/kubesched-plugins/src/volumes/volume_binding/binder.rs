@@ -4,7 +4,7 @@
 //! available PVs, or provision them (class provisioner, `allowedTopologies`, storage
 //! capacity).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
@@ -64,6 +64,13 @@ impl CandidatePv {
         }
     }
 
+    /// The PV's node affinity when it is "label KEY is one of VALUES".
+    fn single_label_in(&self) -> Option<(&str, &[String])> {
+        self.affinity
+            .as_ref()
+            .and_then(NodeSelector::single_label_in)
+    }
+
     /// `CheckNodeAffinity`: on the node's labels only.
     pub fn fits(&self, node: &NodeInfo) -> bool {
         self.affinity
@@ -71,6 +78,7 @@ impl CandidatePv {
             .is_none_or(|a| a.matches_labels(node))
     }
 
+    #[cfg(test)]
     fn name(&self) -> &str {
         self.pv.metadata.name.as_deref().unwrap_or_default()
     }
@@ -104,6 +112,173 @@ pub struct PodVolumeClaims {
     pub unbound_delay_binding: Vec<Arc<PersistentVolumeClaim>>,
     /// The PVs of each class of those claims.
     pub pvs_by_class: BTreeMap<String, Vec<CandidatePv>>,
+    /// For each unbound claim (same order), what matching it needs; `None` for a
+    /// claim with a selected node (it is provisioned, never matched).
+    pub matchers: Vec<Option<Result<ClaimMatcher, String>>>,
+}
+
+impl PodVolumeClaims {
+    /// Prepares [`PodVolumeClaims::matchers`] once the claims and PVs are known.
+    pub fn prepare_matchers(&mut self) {
+        self.matchers = self
+            .unbound_delay_binding
+            .iter()
+            .map(|claim| {
+                let selected = claim
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .is_some_and(|a| a.contains_key(ANN_SELECTED_NODE));
+                (!selected).then(|| {
+                    let pvs = self
+                        .pvs_by_class
+                        .get(claim_class(claim))
+                        .map_or(&[][..], Vec::as_slice);
+                    ClaimMatcher::new(claim, pvs)
+                })
+            })
+            .collect();
+    }
+}
+
+/// `FindMatchingVolume` for one claim, with its node-independent checks done once
+/// per pod: per node only node affinity (and the PVs taken by the pod's other claims)
+/// is left, and PVs whose affinity is "label KEY is one of VALUES" are found by the
+/// node's label value instead of being tried one by one.
+#[derive(Clone, Debug, Default)]
+pub struct ClaimMatcher {
+    /// The PVs pre-bound to the claim that pass the size, mode and deletion checks, in
+    /// list order: the first one not taken by another claim of the pod alone decides.
+    prebound: Vec<usize>,
+    /// Label key → value → the eligible PVs with that affinity, smallest first.
+    by_label: HashMap<String, HashMap<String, Vec<usize>>>,
+    /// The other eligible PVs, smallest first.
+    others: Vec<usize>,
+}
+
+impl ClaimMatcher {
+    /// The matcher of `claim` over `pvs` (its class's PVs, as assumed); `Err` when the
+    /// claim's label selector does not parse.
+    fn new(claim: &PersistentVolumeClaim, pvs: &[CandidatePv]) -> Result<ClaimMatcher, String> {
+        let spec = claim.spec.clone().unwrap_or_default();
+        let requested = claim_request(claim);
+        let requested_class = claim_class(claim);
+        let selector = match &spec.selector {
+            Some(s) => Some(Selector::from_label_selector(Some(s)).map_err(|e| {
+                format!(
+                    "error creating internal label selector for claim: {}/{}: {e}",
+                    claim.metadata.namespace.as_deref().unwrap_or_default(),
+                    claim.metadata.name.as_deref().unwrap_or_default()
+                )
+            })?),
+            None => None,
+        };
+        let claim_modes = spec.access_modes.clone().unwrap_or_default();
+        let claim_vac = spec
+            .volume_attributes_class_name
+            .clone()
+            .unwrap_or_default();
+        let mut matcher = ClaimMatcher::default();
+        let mut eligible = Vec::new();
+        for (i, candidate) in pvs.iter().enumerate() {
+            let pv = &candidate.pv;
+            let pv_spec = pv.spec.as_ref();
+            let has_claim_ref = pv_spec.is_some_and(|s| s.claim_ref.is_some());
+            let bound_to_claim = is_volume_bound_to_claim(pv, claim);
+            if has_claim_ref && !bound_to_claim {
+                continue;
+            }
+            if candidate.capacity < requested
+                || volume_mode(spec.volume_mode.as_ref())
+                    != volume_mode(pv_spec.and_then(|s| s.volume_mode.as_ref()))
+                || pv.metadata.deletion_timestamp.is_some()
+            {
+                continue;
+            }
+            if bound_to_claim {
+                matcher.prebound.push(i);
+                continue;
+            }
+            if pv.status.as_ref().and_then(|s| s.phase.as_deref()) != Some("Available") {
+                continue;
+            }
+            if let Some(sel) = &selector
+                && !sel.matches(pv.metadata.labels.as_ref().unwrap_or(no_labels()))
+            {
+                continue;
+            }
+            if pv_class(pv) != requested_class {
+                continue;
+            }
+            let pv_modes = pv_spec
+                .and_then(|s| s.access_modes.as_deref())
+                .unwrap_or_default();
+            if !claim_modes.iter().all(|m| pv_modes.contains(m)) {
+                continue;
+            }
+            let pv_vac = pv_spec
+                .and_then(|s| s.volume_attributes_class_name.as_deref())
+                .unwrap_or_default();
+            if pv_vac != claim_vac {
+                continue;
+            }
+            eligible.push(i);
+        }
+        // Smallest first; among equals the first in list order, as kube-scheduler's
+        // strict "smaller than the smallest so far" keeps it.
+        eligible.sort_by_key(|&i| (pvs[i].capacity, i));
+        for i in eligible {
+            match pvs[i].single_label_in() {
+                Some((key, values)) => {
+                    let by_value = matcher.by_label.entry(key.to_owned()).or_default();
+                    for v in values {
+                        let list = by_value.entry(v.clone()).or_default();
+                        if list.last() != Some(&i) {
+                            list.push(i);
+                        }
+                    }
+                }
+                None => matcher.others.push(i),
+            }
+        }
+        Ok(matcher)
+    }
+
+    /// The PV (index in `pvs`) the claim gets on `node`, skipping `excluded`.
+    fn pick(
+        &self,
+        pvs: &[CandidatePv],
+        node: &NodeInfo,
+        excluded: &HashSet<usize>,
+    ) -> Option<usize> {
+        // kube-scheduler returns at the first PV bound to the claim (unless a claim of
+        // the pod listed twice took it), whatever smaller PV it saw before.
+        if let Some(&i) = self.prebound.iter().find(|i| !excluded.contains(i)) {
+            return pvs[i].fits(node).then_some(i);
+        }
+        let key = |i: usize| (pvs[i].capacity, i);
+        let mut best: Option<usize> = None;
+        let mut offer = |i: usize| {
+            if best.is_none_or(|b| key(i) < key(b)) {
+                best = Some(i);
+            }
+        };
+        for (label, by_value) in &self.by_label {
+            if let Some(list) = node.label(label).and_then(|v| by_value.get(v))
+                && let Some(&i) = list.iter().find(|i| !excluded.contains(i))
+            {
+                offer(i);
+            }
+        }
+        if let Some(&i) = self
+            .others
+            .iter()
+            .find(|&&i| !excluded.contains(&i) && pvs[i].fits(node))
+        {
+            offer(i);
+        }
+        best
+    }
 }
 
 /// What Reserve assumes for a node: claims matched to PVs, and claims to provision.
@@ -137,7 +312,7 @@ pub fn find_pod_volumes(
         }
         let mut to_match = Vec::new();
         let mut to_provision = Vec::new();
-        for claim in &claims.unbound_delay_binding {
+        for (index, claim) in claims.unbound_delay_binding.iter().enumerate() {
             match claim
                 .metadata
                 .annotations
@@ -149,12 +324,11 @@ pub fn find_pod_volumes(
                     break 'unbound;
                 }
                 Some(_) => to_provision.push(claim.clone()),
-                None => to_match.push(claim.clone()),
+                None => to_match.push(index),
             }
         }
         if !to_match.is_empty() {
-            let (found, bindings, unmatched) =
-                find_matching_volumes(&to_match, &claims.pvs_by_class, node)?;
+            let (found, bindings, unmatched) = find_matching_volumes(claims, &to_match, node)?;
             unbound_satisfied = found;
             volumes.static_bindings = bindings;
             to_provision.extend(unmatched);
@@ -201,13 +375,13 @@ fn check_bound_claims(
     (true, true)
 }
 
-/// `findMatchingVolumes`: claims smallest request first, each to the smallest
-/// matching PV not chosen for an earlier claim. Returns (all matched, bindings,
-/// unmatched claims).
+/// `findMatchingVolumes`: the claims at `indices` of the unbound ones, smallest request
+/// first, each to the smallest matching PV not chosen for an earlier claim. Returns
+/// (all matched, bindings, unmatched claims).
 #[allow(clippy::type_complexity)]
 fn find_matching_volumes(
-    claims: &[Arc<PersistentVolumeClaim>],
-    pvs_by_class: &BTreeMap<String, Vec<CandidatePv>>,
+    claims: &PodVolumeClaims,
+    indices: &[usize],
     node: &NodeInfo,
 ) -> Result<
     (
@@ -217,20 +391,30 @@ fn find_matching_volumes(
     ),
     String,
 > {
-    let mut sorted: Vec<&Arc<PersistentVolumeClaim>> = claims.iter().collect();
-    sorted.sort_by_key(|c| claim_request(c));
-    let mut chosen: HashSet<&str> = HashSet::new();
+    let mut sorted = indices.to_vec();
+    sorted.sort_by_key(|&i| claim_request(&claims.unbound_delay_binding[i]));
+    // PVs chosen so far, by (class, index in that class's list).
+    let mut chosen: HashMap<&str, HashSet<usize>> = HashMap::new();
     let mut found_all = true;
     let mut bindings = Vec::new();
     let mut unmatched = Vec::new();
-    for claim in sorted {
-        let pvs = pvs_by_class
-            .get(claim_class(claim))
+    let empty = HashSet::new();
+    for i in sorted {
+        let claim = &claims.unbound_delay_binding[i];
+        let class = claim_class(claim);
+        let pvs = claims
+            .pvs_by_class
+            .get(class)
             .map_or(&[][..], Vec::as_slice);
-        match find_matching_volume(claim, pvs, node, &chosen)? {
-            Some(pv) => {
-                chosen.insert(pv.name());
-                bindings.push((pv.pv.clone(), claim.clone()));
+        let matcher = match claims.matchers.get(i) {
+            Some(Some(Ok(m))) => m,
+            Some(Some(Err(e))) => return Err(e.clone()),
+            _ => return Err(format!("no matcher for claim {i}")),
+        };
+        match matcher.pick(pvs, node, chosen.get(class).unwrap_or(&empty)) {
+            Some(p) => {
+                chosen.entry(class).or_default().insert(p);
+                bindings.push((pvs[p].pv.clone(), claim.clone()));
             }
             None => {
                 found_all = false;
@@ -259,91 +443,6 @@ pub fn is_volume_bound_to_claim(pv: &PersistentVolume, claim: &PersistentVolumeC
 
 fn volume_mode(mode: Option<&String>) -> &str {
     mode.map_or("Filesystem", String::as_str)
-}
-
-/// `FindMatchingVolume` on the scheduler's path (a node is given, delayed binding).
-fn find_matching_volume<'p>(
-    claim: &PersistentVolumeClaim,
-    pvs: &'p [CandidatePv],
-    node: &NodeInfo,
-    excluded: &HashSet<&str>,
-) -> Result<Option<&'p CandidatePv>, String> {
-    let spec = claim.spec.clone().unwrap_or_default();
-    let requested = claim_request(claim);
-    let requested_class = claim_class(claim);
-    let selector = match &spec.selector {
-        Some(s) => Some(Selector::from_label_selector(Some(s)).map_err(|e| {
-            format!(
-                "error creating internal label selector for claim: {}/{}: {e}",
-                claim.metadata.namespace.as_deref().unwrap_or_default(),
-                claim.metadata.name.as_deref().unwrap_or_default()
-            )
-        })?),
-        None => None,
-    };
-    let claim_modes = spec.access_modes.clone().unwrap_or_default();
-    let claim_vac = spec
-        .volume_attributes_class_name
-        .clone()
-        .unwrap_or_default();
-    let mut smallest: Option<&CandidatePv> = None;
-    for candidate in pvs {
-        if excluded.contains(candidate.name()) {
-            continue;
-        }
-        let pv = &candidate.pv;
-        let pv_spec = pv.spec.as_ref();
-        let has_claim_ref = pv_spec.is_some_and(|s| s.claim_ref.is_some());
-        let bound_to_claim = is_volume_bound_to_claim(pv, claim);
-        if has_claim_ref && !bound_to_claim {
-            continue;
-        }
-        if candidate.capacity < requested {
-            continue;
-        }
-        if volume_mode(spec.volume_mode.as_ref())
-            != volume_mode(pv_spec.and_then(|s| s.volume_mode.as_ref()))
-        {
-            continue;
-        }
-        if pv.metadata.deletion_timestamp.is_some() {
-            continue;
-        }
-        let affinity_ok = candidate.fits(node);
-        if bound_to_claim {
-            return Ok(affinity_ok.then_some(candidate));
-        }
-        if pv.status.as_ref().and_then(|s| s.phase.as_deref()) != Some("Available") {
-            continue;
-        }
-        if let Some(sel) = &selector
-            && !sel.matches(pv.metadata.labels.as_ref().unwrap_or(no_labels()))
-        {
-            continue;
-        }
-        if pv_class(pv) != requested_class {
-            continue;
-        }
-        if !affinity_ok {
-            continue;
-        }
-        let pv_modes = pv_spec
-            .and_then(|s| s.access_modes.as_deref())
-            .unwrap_or_default();
-        if !claim_modes.iter().all(|m| pv_modes.contains(m)) {
-            continue;
-        }
-        let pv_vac = pv_spec
-            .and_then(|s| s.volume_attributes_class_name.as_deref())
-            .unwrap_or_default();
-        if pv_vac != claim_vac {
-            continue;
-        }
-        if smallest.is_none_or(|s| s.capacity > candidate.capacity) {
-            smallest = Some(candidate);
-        }
-    }
-    Ok(smallest)
 }
 
 /// `MatchTopologySelectorTerms`: no terms admit every node; a term admits a node when
@@ -475,9 +574,10 @@ mod tests {
     }
 
     fn matched(claim: &PersistentVolumeClaim, pvs: &[CandidatePv]) -> Option<String> {
-        find_matching_volume(claim, pvs, &node(), &HashSet::new())
+        ClaimMatcher::new(claim, pvs)
             .unwrap()
-            .map(|p| p.name().to_owned())
+            .pick(pvs, &node(), &HashSet::new())
+            .map(|i| pvs[i].name().to_owned())
     }
 
     #[test]
@@ -508,13 +608,16 @@ mod tests {
             pv("a", "5Gi", "Available", None),
             pv("b", "10Gi", "Available", None),
         ];
-        let by_class = BTreeMap::from([("local".to_owned(), pvs)]);
-        let claims = vec![
-            Arc::new(claim("large", "8Gi")),
-            Arc::new(claim("small", "4Gi")),
-        ];
-        let (all, bindings, unmatched) =
-            find_matching_volumes(&claims, &by_class, &node()).unwrap();
+        let mut claims = PodVolumeClaims {
+            unbound_delay_binding: vec![
+                Arc::new(claim("large", "8Gi")),
+                Arc::new(claim("small", "4Gi")),
+            ],
+            pvs_by_class: BTreeMap::from([("local".to_owned(), pvs)]),
+            ..Default::default()
+        };
+        claims.prepare_matchers();
+        let (all, bindings, unmatched) = find_matching_volumes(&claims, &[0, 1], &node()).unwrap();
         assert!(all && unmatched.is_empty());
         let pairs: Vec<(String, String)> = bindings
             .iter()

@@ -175,6 +175,7 @@ impl VolumeBinding {
             }
         }
         claims.pvs_by_class = pvs_by_class;
+        claims.prepare_matchers();
         Ok(Some(claims))
     }
 
