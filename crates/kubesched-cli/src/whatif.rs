@@ -69,6 +69,26 @@ pub fn load_scenario(
     for w in &scenario.warnings {
         eprintln!("kubesched: warning: {w}");
     }
+    if args.from_cluster
+        && scenario.storage.is_empty()
+        && let Some(pod) = scenario.pods.iter().find(|p| {
+            p.spec.as_ref().is_some_and(|s| {
+                s.node_name.is_none()
+                    && s.volumes
+                        .iter()
+                        .flatten()
+                        .any(|v| v.persistent_volume_claim.is_some() || v.ephemeral.is_some())
+            })
+        })
+    {
+        // The dump lists no storage objects yet: say so rather than let the claims
+        // look missing.
+        eprintln!(
+            "kubesched: warning: --from-cluster does not read PersistentVolumes, PersistentVolumeClaims, StorageClasses or CSI objects yet: pending pods with claims (such as {}/{}) are rejected as if their claims were missing; give them as a file: kubectl get pv,pvc,storageclasses,csinodes,csidrivers,csistoragecapacities,volumeattachments -A -o yaml > storage.yaml; kubesched simulate --from-cluster storage.yaml",
+            pod.metadata.namespace.as_deref().unwrap_or("default"),
+            pod.metadata.name.as_deref().unwrap_or_default()
+        );
+    }
     let mut config_line = None;
     if let Some(file) = &args.config {
         let source = read_files(std::slice::from_ref(file))?.remove(0);

@@ -451,3 +451,135 @@ fn objects_are_read_as_the_api_server_stores_them() {
     assert_eq!(lines[1]["pod"], "default/big");
     assert!(lines[1]["node"].is_null(), "{}", lines[1]);
 }
+
+const WFFC_CLASS: &str = "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: local}\nprovisioner: kubernetes.io/no-provisioner\nvolumeBindingMode: WaitForFirstConsumer\n";
+
+#[test]
+fn a_pv_with_an_invalid_node_affinity_is_an_input_error() {
+    let pv = "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv1}\nspec:\n  capacity: {storage: 1Gi}\n  accessModes: [ReadWriteOnce]\n  storageClassName: local\n  local: {path: /mnt}\n  nodeAffinity:\n    required:\n      nodeSelectorTerms:\n      - matchExpressions:\n        - {key: kubernetes.io/hostname, operator: Equals, values: [n1]}\n";
+    assert_input_error(
+        &format!("{NODE}---\n{WFFC_CLASS}---\n{pv}"),
+        &[
+            "<stdin>",
+            "PersistentVolume pv1",
+            "spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].operator",
+            "Equals",
+        ],
+    );
+}
+
+#[test]
+fn a_claim_with_a_bad_quantity_is_an_input_error() {
+    let claim = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data}\nspec:\n  accessModes: [ReadWriteOnce]\n  storageClassName: local\n  resources: {requests: {storage: 10GB}}\n";
+    assert_input_error(
+        &format!("{NODE}---\n{WFFC_CLASS}---\n{claim}"),
+        &[
+            "PersistentVolumeClaim default/data",
+            "spec.resources.requests.storage",
+            "10GB",
+        ],
+    );
+}
+
+#[test]
+fn a_storage_class_with_an_unknown_binding_mode_is_an_input_error() {
+    let class = "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: lazy}\nprovisioner: example.com/csi\nvolumeBindingMode: Lazy\n";
+    assert_input_error(
+        &format!("{NODE}---\n{class}"),
+        &["StorageClass lazy", "volumeBindingMode", "Lazy"],
+    );
+}
+
+#[test]
+fn a_typo_in_a_pv_suggests_the_field() {
+    let pv = "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv1}\nspec:\n  capacity: {storage: 1Gi}\n  storageClasName: local\n";
+    assert_input_error(
+        &format!("{NODE}---\n{pv}"),
+        &[
+            "PersistentVolume pv1",
+            "spec.storageClasName",
+            "storageClassName",
+        ],
+    );
+}
+
+#[test]
+fn a_claim_of_a_missing_class_is_a_warning_and_counts_as_immediate() {
+    let claim = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data}\nspec:\n  accessModes: [ReadWriteOnce]\n  storageClassName: no-such-class\n  resources: {requests: {storage: 1Gi}}\n";
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: db}\nspec:\n  containers: [{name: a, image: x}]\n  volumes: [{name: d, persistentVolumeClaim: {claimName: data}}]\n";
+    let o = with_stdin(
+        &["simulate", "-", "--format", "jsonl"],
+        &format!("{NODE}---\n{claim}---\n{pod}"),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("PersistentVolumeClaim default/data")
+            && err.contains("spec.storageClassName")
+            && err.contains("no-such-class"),
+        "{err}"
+    );
+    assert!(
+        stdout(&o).contains("pod has unbound immediate PersistentVolumeClaims"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn a_wffc_claim_follows_its_local_pv() {
+    let pv = "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv2}\nspec:\n  capacity: {storage: 5Gi}\n  accessModes: [ReadWriteOnce]\n  storageClassName: local\n  local: {path: /mnt}\n  nodeAffinity:\n    required:\n      nodeSelectorTerms:\n      - matchExpressions:\n        - {key: kubernetes.io/hostname, operator: In, values: [n2]}\nstatus: {phase: Available}\n";
+    let n2 = NODE.replace("n1", "n2");
+    let n2 = n2.replace(
+        "metadata: {name: n2}",
+        "metadata: {name: n2, labels: {kubernetes.io/hostname: n2}}",
+    );
+    let claim = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data}\nspec:\n  accessModes: [ReadWriteOnce]\n  storageClassName: local\n  resources: {requests: {storage: 1Gi}}\n";
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: db}\nspec:\n  containers: [{name: a, image: x}]\n  volumes: [{name: d, persistentVolumeClaim: {claimName: data}}]\n";
+    let o = with_stdin(
+        &["simulate", "-", "--format", "jsonl"],
+        &format!("{NODE}---\n{n2}---\n{WFFC_CLASS}---\n{pv}---\n{claim}---\n{pod}"),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("\"node\":\"n2\""), "{out}");
+    assert!(
+        out.contains("node(s) didn't find available persistent volumes to bind"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_statefulset_gets_its_claims_and_each_replica_its_volume() {
+    // The worked example of docs/simulating-your-cluster.md.
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let cluster = data.join("volumes-cluster.yaml");
+    let sts = data.join("volumes-statefulset.yaml");
+    let o = kubesched(&[
+        "simulate",
+        cluster.to_str().unwrap(),
+        "--add",
+        sts.to_str().unwrap(),
+        "--format",
+        "jsonl",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let nodes: Vec<serde_json::Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["node"].clone())
+        .collect();
+    assert_eq!(
+        nodes,
+        [
+            serde_json::json!("a1"),
+            serde_json::json!("b1"),
+            serde_json::json!("a2"),
+            serde_json::Value::Null
+        ]
+    );
+    assert!(
+        stdout(&o).contains("3 node(s) didn't find available persistent volumes to bind"),
+        "{}",
+        stdout(&o)
+    );
+}

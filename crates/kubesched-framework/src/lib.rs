@@ -10,6 +10,7 @@
 //! - [`NodeInfo`] and [`Snapshot`]: the cluster with exact resource accounting
 //!   ([`quantity`] follows apimachinery's rules, [`resource`] kube-scheduler's request
 //!   arithmetic);
+//! - [`StorageObjects`]: the storage API objects the volume plugins read;
 //! - [`Registry`] (plugin name → factory) and [`Framework`] (one per profile, built from
 //!   a `kubesched_config::Profile`);
 //! - [`Scheduler`]: the scheduling cycle over profiles that share one snapshot;
@@ -53,6 +54,7 @@ pub mod resource;
 pub mod schedule;
 pub mod snapshot;
 pub mod status;
+pub mod storage;
 
 pub use cycle_state::{CycleState, StateData};
 pub use events::{ActionType, ClusterEvent, EventResource, QueueingHints};
@@ -71,3 +73,4 @@ pub use schedule::{
 };
 pub use snapshot::{ClusterObjects, Snapshot, SnapshotError};
 pub use status::{Code, Reason, Status};
+pub use storage::StorageObjects;

@@ -156,6 +156,15 @@ pub enum ScheduleError {
     Unfit(Box<FitError>),
     /// A plugin failed with an error.
     Internal(Status),
+    /// A Filter plugin failed with an error on some node; `diagnosis` holds the nodes
+    /// the other Filter calls of the attempt rejected (kube-scheduler evaluates the
+    /// nodes in parallel, so those calls complete).
+    FilterFailed {
+        /// The error.
+        status: Status,
+        /// The nodes rejected in the same attempt.
+        diagnosis: Box<Diagnosis>,
+    },
 }
 
 impl fmt::Display for ScheduleError {
@@ -163,7 +172,9 @@ impl fmt::Display for ScheduleError {
         match self {
             ScheduleError::NoNodesAvailable => f.write_str("no nodes available to schedule pods"),
             ScheduleError::Unfit(e) => e.fmt(f),
-            ScheduleError::Internal(s) => f.write_str(&s.message()),
+            ScheduleError::Internal(s) | ScheduleError::FilterFailed { status: s, .. } => {
+                f.write_str(&s.message())
+            }
         }
     }
 }
@@ -625,15 +636,23 @@ impl Scheduler {
         }
         // A filter that fails (rather than rejects) aborts the attempt, as in
         // kube-scheduler's findNodesThatPassFilters.
-        if let Some(pos) = rejected.iter().position(|(_, s)| !s.is_rejected()) {
-            return Err(ScheduleError::Internal(rejected.swap_remove(pos).1));
-        }
+        let error = rejected
+            .iter()
+            .position(|(_, s)| !s.is_rejected())
+            .map(|pos| rejected.swap_remove(pos).1);
+        rejected.retain(|(_, s)| s.is_rejected());
         for (_, status) in &rejected {
             diagnosis.add_plugin_status(status);
         }
         rejected.sort_by_key(|(i, _)| *i);
         diagnosis.node_to_status.statuses = rejected;
-        Ok((feasible, diagnosis))
+        match error {
+            Some(status) => Err(ScheduleError::FilterFailed {
+                status,
+                diagnosis: Box::new(diagnosis),
+            }),
+            None => Ok((feasible, diagnosis)),
+        }
     }
 }
 

@@ -11,6 +11,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 
 use crate::node_info::{ImageStateSummary, NodeInfo, NodeInfoError};
 use crate::pod_info::PodInfo;
+use crate::storage::StorageObjects;
 
 /// Why a snapshot could not be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -50,6 +51,9 @@ pub struct Snapshot {
     /// Image name → (summary, the nodes that report it, in node order).
     images: HashMap<String, (ImageStateSummary, Vec<usize>)>,
     objects: Arc<ClusterObjects>,
+    /// `None` when the caller does not track storage objects (the volume plugins then
+    /// refuse pods that need them rather than pass them silently).
+    storage: Option<Arc<StorageObjects>>,
 }
 
 impl Snapshot {
@@ -146,6 +150,16 @@ impl Snapshot {
     /// Replaces the cluster's other objects.
     pub fn set_objects(&mut self, objects: Arc<ClusterObjects>) {
         self.objects = objects;
+    }
+
+    /// The cluster's storage objects, when the caller tracks them.
+    pub fn storage(&self) -> Option<&Arc<StorageObjects>> {
+        self.storage.as_ref()
+    }
+
+    /// Sets (or, with `None`, forgets) the cluster's storage objects.
+    pub fn set_storage(&mut self, storage: Option<Arc<StorageObjects>>) {
+        self.storage = storage;
     }
 
     /// An image name's summary (size, node count) and the nodes that report it, in

@@ -689,7 +689,7 @@ impl Shared {
                             .attempt(&profile, AttemptResult::Unschedulable, took);
                         inner.queue.add_unschedulable(qp, BTreeSet::new());
                     }
-                    ScheduleError::Internal(_) => {
+                    ScheduleError::Internal(_) | ScheduleError::FilterFailed { .. } => {
                         self.metrics.attempt(&profile, AttemptResult::Error, took);
                         inner.queue.add_backoff(qp);
                     }

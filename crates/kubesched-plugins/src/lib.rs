@@ -21,7 +21,9 @@
 //! | PodTopologySpread | PreFilter (with AddPod/RemovePod), Filter, PreScore, Score |
 //! | DefaultBinder | Bind |
 //! | DynamicResources | PreFilter, PostFilter, Score (pods without resource claims only) |
-//! | VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone | PreFilter, Filter (pods without PVCs only) |
+//! | VolumeRestrictions | PreFilter (with AddPod/RemovePod), Filter |
+//! | NodeVolumeLimits, VolumeZone | PreFilter, Filter |
+//! | VolumeBinding | PreFilter, Filter, PreScore, Score, Reserve (with its assume cache) |
 //! | DefaultPreemption | PostFilter (preemption: dry run, PodDisruptionBudgets, candidate selection) |
 //!
 //! Each plugin that can reject a pod registers the cluster events that may make that
@@ -74,7 +76,7 @@ pub use pod_topology_spread::PodTopologySpread;
 pub use priority_sort::PrioritySort;
 pub use scheduling_gates::SchedulingGates;
 pub use taint_toleration::TaintToleration;
-pub use volumes::VolumePlugin;
+pub use volumes::{NodeVolumeLimits, VolumeBinding, VolumeRestrictions, VolumeZone};
 
 /// Decodes a plugin's args strictly, or takes the args type's defaults when the profile
 /// has none.
@@ -166,21 +168,18 @@ pub fn in_tree_registry() -> Registry {
         Ok(Arc::new(DefaultPreemption::new(args)))
     });
     add(dynamic_resources::NAME, stateless::<DynamicResources>);
-    add(volumes::VOLUME_RESTRICTIONS, |_, _| {
-        Ok(Arc::new(VolumePlugin::volume_restrictions()))
-    });
-    add(volumes::NODE_VOLUME_LIMITS, |_, _| {
-        Ok(Arc::new(VolumePlugin::node_volume_limits()))
-    });
+    add(
+        volumes::VOLUME_RESTRICTIONS,
+        stateless::<VolumeRestrictions>,
+    );
+    add(volumes::NODE_VOLUME_LIMITS, stateless::<NodeVolumeLimits>);
     add(volumes::VOLUME_BINDING, |args, _| {
         decode_in_tree_args::<kubesched_config::args::VolumeBindingArgs>(
             volumes::VOLUME_BINDING,
             args,
         )?;
-        Ok(Arc::new(VolumePlugin::volume_binding()))
+        Ok(Arc::new(VolumeBinding::new()))
     });
-    add(volumes::VOLUME_ZONE, |_, _| {
-        Ok(Arc::new(VolumePlugin::volume_zone()))
-    });
+    add(volumes::VOLUME_ZONE, stateless::<VolumeZone>);
     r
 }

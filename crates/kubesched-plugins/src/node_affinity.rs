@@ -200,6 +200,12 @@ impl Term {
     }
 
     fn matches(&self, node: &NodeInfo) -> bool {
+        self.matches_with_name(node, node.name())
+    }
+
+    /// Matches with `name` as the node's `metadata.name` (empty: the node has no
+    /// fields, so `matchFields` are not checked).
+    fn matches_with_name(&self, node: &NodeInfo, name: &str) -> bool {
         if self.invalid {
             return false;
         }
@@ -207,7 +213,6 @@ impl Term {
             .labels
             .as_ref()
             .is_none_or(|l| l.iter().all(|r| r.matches(node)));
-        let name = node.name();
         // kube-scheduler only checks fields when the node has some (a name).
         let fields_match = name.is_empty()
             || self
@@ -277,6 +282,26 @@ impl NodeSelector {
     /// `true` when some term matches the node.
     pub fn matches(&self, node: &NodeInfo) -> bool {
         self.terms.iter().any(|t| t.matches(node))
+    }
+
+    /// `Some((key, values))` when the selector, read as [`NodeSelector::matches_labels`]
+    /// reads it, is exactly "label `key` is one of `values`" (one valid term whose only
+    /// label requirement is `In`): callers can then index by label value.
+    pub fn single_label_in(&self) -> Option<(&str, &[String])> {
+        match self.terms.as_slice() {
+            [term] if !term.invalid => match term.labels.as_deref() {
+                Some([LabelRequirement::In(key, values)]) => Some((key, values)),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// `true` when some term matches the node's labels, `matchFields` left unchecked:
+    /// how a PersistentVolume's node affinity is checked (component-helpers'
+    /// `CheckNodeAffinity` builds a node from the labels alone, without a name).
+    pub fn matches_labels(&self, node: &NodeInfo) -> bool {
+        self.terms.iter().any(|t| t.matches_with_name(node, ""))
     }
 }
 

@@ -367,6 +367,7 @@ pub fn prepare(
         pod_infos.into_iter().partition(|p| p.node_name().is_some());
     let (mut snapshot, _orphans) = Snapshot::new(scenario.nodes.iter().cloned(), bound)?;
     snapshot.set_objects(Arc::new(cluster_objects(scenario)?));
+    snapshot.set_storage(Some(Arc::new(scenario.storage.index())));
     let scheduler_options = SchedulerOptions {
         host_selection: options.host_selection,
         node_search: options.node_search,
@@ -563,12 +564,17 @@ impl Prepared {
                 result.outcome = PodOutcome::Scheduled(node);
             }
             Outcome::Unschedulable { error, nominated } => {
-                if let ScheduleError::Unfit(fit) = &error {
+                let diagnosis = match &error {
+                    ScheduleError::Unfit(fit) => Some(&fit.diagnosis),
+                    ScheduleError::FilterFailed { diagnosis, .. } => Some(&**diagnosis),
+                    _ => None,
+                };
+                if let Some(diagnosis) = diagnosis {
                     fill_details(
                         &mut result,
                         self.detail,
                         scheduler.snapshot(),
-                        &fit.diagnosis,
+                        diagnosis,
                         &Default::default(),
                         None,
                     );

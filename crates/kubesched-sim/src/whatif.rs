@@ -129,6 +129,14 @@ pub fn template_pod(
     })
 }
 
+fn claim_key(namespace: Option<&str>, name: Option<&str>) -> String {
+    format!(
+        "{}/{}",
+        namespace.filter(|n| !n.is_empty()).unwrap_or("default"),
+        name.unwrap_or_default()
+    )
+}
+
 /// The scenario of `scenario_sources` with the pods and workloads of each file of
 /// `additions` added (see the module doc). Each addition file must hold at least one
 /// Pod or workload; a KubeSchedulerConfiguration in it is refused (use `--config`).
@@ -147,6 +155,12 @@ pub fn with_additions(
         .iter()
         .filter_map(|p| p.metadata.name.clone())
         .collect();
+    let mut claims: HashSet<String> = base
+        .storage
+        .claims
+        .iter()
+        .map(|c| claim_key(c.metadata.namespace.as_deref(), c.metadata.name.as_deref()))
+        .collect();
     let mut warnings = Vec::new();
     for add in additions {
         let loaded = scenario::load(std::slice::from_ref(add))?;
@@ -158,6 +172,13 @@ pub fn with_additions(
             });
         }
         taken.extend(loaded.pods.iter().filter_map(|p| p.metadata.name.clone()));
+        claims.extend(
+            loaded
+                .storage
+                .claims
+                .iter()
+                .map(|c| claim_key(c.metadata.namespace.as_deref(), c.metadata.name.as_deref())),
+        );
         sources.push(add.clone());
         let mut workloads = 0;
         for object in &loaded.objects {
@@ -174,6 +195,15 @@ pub fn with_additions(
                 }
             }
             let mut items = w.owned_objects();
+            for claim in w.claims(&pods) {
+                let key = claim_key(
+                    claim.pointer("/metadata/namespace").and_then(Value::as_str),
+                    claim.pointer("/metadata/name").and_then(Value::as_str),
+                );
+                if claims.insert(key) {
+                    items.push(claim);
+                }
+            }
             items.extend(pods);
             sources.push(Source {
                 name: format!("{} ({} {}/{})", add.name, object.kind, w.namespace, w.name),

@@ -21,7 +21,7 @@
 //!
 //! The pods are returned as JSON objects, for the scenario loader to decode strictly
 //! (a typo in a template is reported like a typo in a pod). A StatefulSet's
-//! `volumeClaimTemplates` are not simulated (kubesched has no PersistentVolumeClaims):
+//! `volumeClaimTemplates` become claims `TEMPLATE-POD` (see [`Workload::claims`]), as the StatefulSet controller makes them:
 //! a warning says so.
 
 use std::collections::{BTreeMap, HashSet};
@@ -135,6 +135,8 @@ pub struct Workload {
     indexed: bool,
     ordinal_start: usize,
     subdomain: Option<String>,
+    /// A StatefulSet's `spec.volumeClaimTemplates`, as written.
+    claim_templates: Vec<Value>,
     uid: String,
     owner: (String, String, String),
 }
@@ -256,6 +258,7 @@ impl Workload {
             WorkloadKind::Job => "spec.parallelism",
             _ => "spec.replicas",
         };
+        let mut claim_templates = Vec::new();
         let (replicas, selector) = match kind {
             WorkloadKind::Deployment => {
                 let d: Deployment = decode(object, &namespace)?;
@@ -308,18 +311,12 @@ impl Workload {
             WorkloadKind::StatefulSet => {
                 let ss: StatefulSet = decode(object, &namespace)?;
                 let spec = ss.spec;
-                if spec
-                    .volume_claim_templates
-                    .as_ref()
-                    .is_some_and(|v| !v.is_empty())
-                {
-                    warnings.push(format!(
-                        "{}: StatefulSet {}/{}: spec.volumeClaimTemplates: not simulated (kubesched has no PersistentVolumeClaims); the pods are added without those volumes",
-                        object.source,
-                        echo(&namespace),
-                        echo(&object.name)
-                    ));
-                }
+                claim_templates = object
+                    .value
+                    .pointer("/spec/volumeClaimTemplates")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
                 subdomain = spec.service_name.clone().filter(|s| !s.is_empty());
                 ordinal_start = count(
                     "spec.ordinals.start",
@@ -427,6 +424,7 @@ impl Workload {
             indexed,
             ordinal_start,
             subdomain,
+            claim_templates,
             uid,
             owner,
         }))
@@ -533,6 +531,12 @@ impl Workload {
                 );
                 labels.insert("statefulset.kubernetes.io/pod-name".into(), json!(name));
                 spec.insert("hostname".into(), json!(name));
+                if !self.claim_templates.is_empty() {
+                    spec.insert(
+                        "volumes".into(),
+                        Value::Array(self.claim_volumes(&spec, name)),
+                    );
+                }
                 if let Some(service) = &self.subdomain {
                     spec.insert("subdomain".into(), json!(service));
                 }
@@ -566,6 +570,102 @@ impl Workload {
         pod.insert("metadata".into(), Value::Object(meta));
         pod.insert("spec".into(), Value::Object(spec));
         Value::Object(pod)
+    }
+
+    /// A StatefulSet pod's volumes, as the StatefulSet controller sets them: one
+    /// `persistentVolumeClaim` volume per claim template (named after the template,
+    /// claim `TEMPLATE-POD`), then the template's other volumes.
+    fn claim_volumes(&self, spec: &Map<String, Value>, pod: &str) -> Vec<Value> {
+        let names: Vec<&str> = self
+            .claim_templates
+            .iter()
+            .filter_map(|t| t.pointer("/metadata/name").and_then(Value::as_str))
+            .collect();
+        let mut volumes: Vec<Value> = names
+            .iter()
+            .map(|t| json!({"name": t, "persistentVolumeClaim": {"claimName": format!("{t}-{pod}")}}))
+            .collect();
+        for v in spec
+            .get("volumes")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let name = v.get("name").and_then(Value::as_str).unwrap_or_default();
+            if !names.contains(&name) {
+                volumes.push(v.clone());
+            }
+        }
+        volumes
+    }
+
+    /// The claims the controllers create for `pods` (as [`Workload::pod`] made them): a
+    /// StatefulSet's `TEMPLATE-POD` claims (labelled with the selector's `matchLabels`),
+    /// and for any kind the `POD-VOLUME` claim of each generic ephemeral volume, owned by
+    /// the pod. A claim that already exists is reused by the controllers; the caller
+    /// leaves those out.
+    pub fn claims(&self, pods: &[Value]) -> Vec<Value> {
+        let mut claims = Vec::new();
+        let selector_labels = self
+            .selector
+            .as_ref()
+            .and_then(|s| s.match_labels.clone())
+            .unwrap_or_default();
+        for pod in pods {
+            let pod_name = pod
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            if self.kind == WorkloadKind::StatefulSet {
+                for t in &self.claim_templates {
+                    let Some(tname) = t.pointer("/metadata/name").and_then(Value::as_str) else {
+                        continue;
+                    };
+                    let mut meta = t
+                        .get("metadata")
+                        .and_then(Value::as_object)
+                        .cloned()
+                        .unwrap_or_default();
+                    meta.insert("name".into(), json!(format!("{tname}-{pod_name}")));
+                    meta.insert("namespace".into(), json!(self.namespace));
+                    let labels = meta.entry("labels").or_insert_with(|| json!({}));
+                    if let Some(labels) = labels.as_object_mut() {
+                        for (k, v) in &selector_labels {
+                            labels.insert(k.clone(), json!(v));
+                        }
+                    }
+                    claims.push(json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                        "metadata": meta, "spec": t.get("spec").cloned().unwrap_or(json!({}))}));
+                }
+            }
+            let uid = pod.pointer("/metadata/uid").cloned().unwrap_or(json!(""));
+            for v in pod
+                .pointer("/spec/volumes")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let Some(template) = v.pointer("/ephemeral/volumeClaimTemplate") else {
+                    continue;
+                };
+                let vname = v.get("name").and_then(Value::as_str).unwrap_or_default();
+                let mut meta = template
+                    .get("metadata")
+                    .and_then(Value::as_object)
+                    .cloned()
+                    .unwrap_or_default();
+                meta.insert("name".into(), json!(format!("{pod_name}-{vname}")));
+                meta.insert("namespace".into(), json!(self.namespace));
+                meta.insert(
+                    "ownerReferences".into(),
+                    json!([{"apiVersion": "v1", "kind": "Pod",
+                    "name": pod_name, "uid": uid, "controller": true, "blockOwnerDeletion": true}]),
+                );
+                claims.push(json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                    "metadata": meta, "spec": template.get("spec").cloned().unwrap_or(json!({}))}));
+            }
+        }
+        claims
     }
 
     /// Every pod the controller creates, named, in order (names distinct from `taken`).
@@ -668,6 +768,39 @@ mod tests {
         assert_eq!(scaled_value("3", 10, true), Ok(3));
         assert!(scaled_value("x%", 10, true).is_err());
         assert!(scaled_value("-1", 10, true).is_err());
+    }
+
+    #[test]
+    fn claims_follow_the_controllers() {
+        let ss = object(
+            "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db, namespace: x}\nspec:\n  replicas: 2\n  serviceName: db\n  selector: {matchLabels: {app: db}}\n  template:\n    metadata: {labels: {app: db}}\n    spec:\n      containers: [{name: c, image: pg}]\n      volumes: [{name: data, emptyDir: {}}, {name: tmp, emptyDir: {}}]\n  volumeClaimTemplates:\n  - metadata: {name: data}\n    spec: {accessModes: [ReadWriteOnce], storageClassName: ssd, resources: {requests: {storage: 1Gi}}}\n",
+        );
+        let w = Workload::from_object(&ss).unwrap().unwrap();
+        let pods = w.pods(&HashSet::new());
+        assert_eq!(
+            pods[1]["spec"]["volumes"],
+            json!([{"name": "data", "persistentVolumeClaim": {"claimName": "data-db-1"}},
+                   {"name": "tmp", "emptyDir": {}}])
+        );
+        let claims = w.claims(&pods);
+        assert_eq!(claims.len(), 2);
+        assert_eq!(claims[0]["metadata"]["name"], "data-db-0");
+        assert_eq!(claims[0]["metadata"]["namespace"], "x");
+        assert_eq!(claims[0]["metadata"]["labels"]["app"], "db");
+        assert_eq!(claims[0]["spec"]["storageClassName"], "ssd");
+
+        let d = object(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers: [{name: c, image: nginx}]\n      volumes: [{name: scratch, ephemeral: {volumeClaimTemplate: {spec: {accessModes: [ReadWriteOnce], storageClassName: ssd, resources: {requests: {storage: 1Gi}}}}}}]\n",
+        );
+        let w = Workload::from_object(&d).unwrap().unwrap();
+        let pods = w.pods(&HashSet::new());
+        let claims = w.claims(&pods);
+        assert_eq!(claims.len(), 1);
+        let pod_name = pods[0]["metadata"]["name"].as_str().unwrap();
+        assert_eq!(claims[0]["metadata"]["name"], format!("{pod_name}-scratch"));
+        let owner = &claims[0]["metadata"]["ownerReferences"][0];
+        assert_eq!(owner["uid"], pods[0]["metadata"]["uid"]);
+        assert_eq!(owner["controller"], true);
     }
 
     #[test]

@@ -17,6 +17,9 @@
 //!   are dropped, as kube-scheduler's pod informer drops them;
 //! * the `kubescheduler.config.k8s.io/*` `KubeSchedulerConfiguration` is kept as raw JSON
 //!   for the config crate, which does its own strict decoding;
+//! * the storage kinds (`v1` PersistentVolume and PersistentVolumeClaim, `storage.k8s.io/v1`
+//!   StorageClass, CSINode, CSIDriver, CSIStorageCapacity, VolumeAttachment) are decoded
+//!   strictly and defaulted into [`Scenario::storage`];
 //! * every other kind is kept as an [`OtherObject`].
 //!
 //! Every error is one line naming the file, the object (`Pod default/web-1`, `Node n1`)
@@ -40,6 +43,7 @@
 //! * `parse`: text to one [`serde_json::Value`] per YAML document;
 //! * `decode`: strict decoding of a Node or Pod value into its k8s-openapi type;
 //! * `defaults`: the API server's defaulting of what the scheduler reads;
+//! * `storage`: the storage kinds (PersistentVolume, claims, StorageClass, CSI objects);
 //! * `validate`: checks of the type fields and the kinds the loader knows;
 //! * `error`: [`ScenarioError`];
 //! * this module: the public types and [`load`], which expands lists and routes each
@@ -49,6 +53,7 @@ mod decode;
 mod defaults;
 mod error;
 mod parse;
+mod storage;
 mod validate;
 
 #[cfg(test)]
@@ -61,6 +66,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use serde_json::{Map, Value};
 
 pub use error::ScenarioError;
+pub use storage::StorageDocuments;
 
 pub(crate) use decode::render_path;
 
@@ -96,6 +102,9 @@ pub struct Scenario {
     /// Every object of any other kind (Service, ReplicaSet, PodDisruptionBudget,
     /// PriorityClass, Namespace, ...), in file order.
     pub objects: Vec<OtherObject>,
+    /// The storage objects (PersistentVolumes, claims, StorageClasses, CSI objects),
+    /// decoded and defaulted (see `storage`).
+    pub storage: StorageDocuments,
     /// Non-fatal notes for stderr, each naming the file, the object and the field.
     pub warnings: Vec<String>,
 }
@@ -200,6 +209,7 @@ struct Builder {
     pod_files: Vec<String>,
     /// (file, apiVersion/kind) -> how many objects of a kind kubesched does not read.
     unknown_kinds: Vec<((String, String), usize)>,
+    storage: storage::StorageLoader,
 }
 
 impl Builder {
@@ -252,6 +262,10 @@ impl Builder {
         match (api_version.as_str(), kind.as_str()) {
             ("v1", "Node") => self.add_node(origin, &value),
             ("v1", "Pod") => self.add_pod(origin, &value),
+            (v, k) if storage::is_storage_kind(v, k) => {
+                self.storage
+                    .add(&mut self.scenario.storage, origin, k, &value)
+            }
             (group_version, "KubeSchedulerConfiguration")
                 if group_version.starts_with("kubescheduler.config.k8s.io/") =>
             {
@@ -487,6 +501,8 @@ impl Builder {
     }
 
     fn finish(mut self) -> Scenario {
+        let storage_warnings = self.storage.warnings(&self.scenario.storage);
+        self.scenario.warnings.extend(storage_warnings);
         for ((file, kind), n) in &self.unknown_kinds {
             self.scenario.warnings.push(format!(
                 "{file}: {n} object(s) of kind {kind} ignored: kubesched does not read that kind"

@@ -1,0 +1,87 @@
+//! VolumeBinding's PV and claim assume caches: what the scheduler has decided and the
+//! API server does not show (yet): a PV assumed pre-bound to a claim (`claimRef`), a
+//! claim assumed with `volume.kubernetes.io/selected-node`.
+//!
+//! Reads go through the cache: an assumed object hides the API object of the same
+//! name. The API objects never change during a simulation (FORMAT-volumes rule 11), so
+//! an assumption holds until it is reverted (Unreserve), as in kube-scheduler when no
+//! PreBind follows.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use kubesched_framework::StorageObjects;
+
+/// The assumed PVs and claims of one VolumeBinding instance.
+#[derive(Debug, Default)]
+pub struct AssumeCache {
+    /// PV name → assumed PV.
+    pvs: HashMap<String, Arc<PersistentVolume>>,
+    /// `namespace/name` → assumed claim.
+    claims: HashMap<String, Arc<PersistentVolumeClaim>>,
+}
+
+fn claim_key(claim: &PersistentVolumeClaim) -> String {
+    format!(
+        "{}/{}",
+        claim.metadata.namespace.as_deref().unwrap_or("default"),
+        claim.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+impl AssumeCache {
+    /// A claim: the assumed one, else the API object.
+    pub fn claim(
+        &self,
+        storage: &StorageObjects,
+        namespace: &str,
+        name: &str,
+    ) -> Option<Arc<PersistentVolumeClaim>> {
+        self.claims
+            .get(&format!("{namespace}/{name}"))
+            .or_else(|| storage.claim(namespace, name))
+            .cloned()
+    }
+
+    /// A PV: the assumed one, else the API object.
+    pub fn pv(&self, storage: &StorageObjects, name: &str) -> Option<Arc<PersistentVolume>> {
+        self.pvs.get(name).or_else(|| storage.pv(name)).cloned()
+    }
+
+    /// The PVs of a class, each as assumed.
+    pub fn pvs_of_class(
+        &self,
+        storage: &StorageObjects,
+        class: &str,
+    ) -> Vec<Arc<PersistentVolume>> {
+        storage
+            .pvs_of_class(class)
+            .map(|pv| {
+                let name = pv.metadata.name.as_deref().unwrap_or_default();
+                self.pvs.get(name).unwrap_or(pv).clone()
+            })
+            .collect()
+    }
+
+    /// Assumes a PV.
+    pub fn assume_pv(&mut self, pv: Arc<PersistentVolume>) {
+        let name = pv.metadata.name.clone().unwrap_or_default();
+        self.pvs.insert(name, pv);
+    }
+
+    /// Assumes a claim.
+    pub fn assume_claim(&mut self, claim: Arc<PersistentVolumeClaim>) {
+        self.claims.insert(claim_key(&claim), claim);
+    }
+
+    /// Forgets an assumed PV.
+    pub fn restore_pv(&mut self, name: &str) {
+        self.pvs.remove(name);
+    }
+
+    /// Forgets an assumed claim.
+    pub fn restore_claim(&mut self, claim: &PersistentVolumeClaim) {
+        self.claims.remove(&claim_key(claim));
+    }
+}
