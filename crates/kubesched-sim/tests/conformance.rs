@@ -110,6 +110,7 @@ fn conformance_cases_agree_with_kube_scheduler() {
         ("cases", false, 78),
         ("cases-default", false, 36),
         ("cases-preemption", true, 24),
+        ("cases-dra", false, 11),
     ] {
         let dir = repo_root().join("conformance").join(folder);
         let mut cases: Vec<PathBuf> = std::fs::read_dir(&dir)
