@@ -40,6 +40,7 @@
 //! ```
 
 pub mod cycle_state;
+pub mod dra;
 pub mod events;
 pub mod framework;
 pub mod node_info;
@@ -55,6 +56,7 @@ pub mod snapshot;
 pub mod status;
 
 pub use cycle_state::{CycleState, StateData};
+pub use dra::{DeviceId, DraState};
 pub use events::{ActionType, ClusterEvent, EventResource, QueueingHints};
 pub use framework::{Framework, FrameworkError, NominatedPods, ScoreTable};
 pub use node_info::{BaseResources, HostPortInfo, ImageStateSummary, NodeCounts, NodeInfo};

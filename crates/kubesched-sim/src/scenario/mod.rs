@@ -47,6 +47,7 @@
 
 mod decode;
 mod defaults;
+mod dra;
 mod error;
 mod parse;
 mod validate;
@@ -60,6 +61,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use serde_json::{Map, Value};
 
+pub use dra::DraObjects;
 pub use error::ScenarioError;
 
 use decode::decode;
@@ -89,6 +91,9 @@ pub struct Scenario {
     /// Every object of any other kind (Service, ReplicaSet, PodDisruptionBudget,
     /// PriorityClass, Namespace, ...), in file order.
     pub objects: Vec<OtherObject>,
+    /// The `resource.k8s.io/v1` objects (DeviceClass, ResourceSlice, ResourceClaim,
+    /// ResourceClaimTemplate), defaulted as the API server does.
+    pub dra: DraObjects,
     /// Non-fatal notes for stderr, each naming the file, the object and the field.
     pub warnings: Vec<String>,
 }
@@ -193,6 +198,8 @@ struct Builder {
     pod_files: Vec<String>,
     /// (file, apiVersion/kind) -> how many objects of a kind kubesched does not read.
     unknown_kinds: Vec<((String, String), usize)>,
+    /// `Kind namespace/name` of every DRA object read.
+    dra_names: std::collections::HashSet<String>,
 }
 
 impl Builder {
@@ -228,6 +235,14 @@ impl Builder {
                     value,
                 });
                 Ok(())
+            }
+            (group_version, kind)
+                if group_version.starts_with("resource.k8s.io/") && dra::is_dra_kind(kind) =>
+            {
+                if self.add_dra(origin, &value, group_version, kind)? {
+                    return Ok(());
+                }
+                self.add_other(origin, value, api_version, kind.to_owned())
             }
             _ => self.add_other(origin, value, api_version, kind),
         }
@@ -386,6 +401,7 @@ impl Builder {
     }
 
     fn finish(mut self) -> Scenario {
+        self.finish_dra();
         for ((file, kind), n) in &self.unknown_kinds {
             self.scenario.warnings.push(format!(
                 "{file}: {n} object(s) of kind {kind} ignored: kubesched does not read that kind"
