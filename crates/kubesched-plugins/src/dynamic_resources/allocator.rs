@@ -3,8 +3,12 @@
 //! for one node: gather the pools whose slices serve the node, then search depth first,
 //! claim by claim, request by request, device by device, for the first combination of
 //! free devices that match the class and request selectors and satisfy the claims'
-//! `matchAttribute` constraints. Devices are tried in pool order (first appearance of a
-//! pool among the slices), then slice order, then device order; a `firstAvailable`
+//! `matchAttribute` constraints. Devices are tried in pool order, then slice order, then
+//! device order. kube-scheduler walks pools, and the slices of a pool, in the order of
+//! its informer cache, which varies from run to run; kubesched takes the order of the
+//! slices in the scenario (a pool where its first slice appears), so a run is
+//! repeatable and agrees with kube-scheduler wherever kube-scheduler itself is
+//! deterministic. A `firstAvailable`
 //! request tries its subrequests in order; `allocationMode: All` takes every matching
 //! device of the node's pools.
 
@@ -220,34 +224,6 @@ fn gather_pools(state: &DraState, node: &NodeInfo) -> Vec<Pool> {
             .any(|d| !names.insert(d.name.as_str()));
     }
     pools
-}
-
-/// Whether `toleration` tolerates `taint` (operator `Equal` when unset).
-fn tolerates(t: &DeviceToleration, taint: &k8s_openapi::api::resource::v1::DeviceTaint) -> bool {
-    if let Some(effect) = t.effect.as_deref().filter(|e| !e.is_empty())
-        && effect != taint.effect
-    {
-        return false;
-    }
-    let key = t.key.as_deref().unwrap_or("");
-    if !key.is_empty() && key != taint.key {
-        return false;
-    }
-    match t.operator.as_deref().unwrap_or("Equal") {
-        "Exists" => true,
-        "Equal" => {
-            key == taint.key
-                && t.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or("")
-        }
-        _ => false,
-    }
-}
-
-fn taint_prevents(device: &Device, tolerations: &[DeviceToleration]) -> bool {
-    device.taints.iter().flatten().any(|taint| {
-        matches!(taint.effect.as_str(), "NoSchedule" | "NoExecute")
-            && !tolerations.iter().any(|t| tolerates(t, taint))
-    })
 }
 
 fn lookup_attribute<'d>(
@@ -473,7 +449,6 @@ impl Search<'_> {
             .devices
             .as_ref()
             .expect("device index from this slice")[d];
-        let device_id = DeviceId::new(&slice.driver, &slice.pool.name, &device.name);
         let mut ok = device.binding_conditions.as_ref().is_none_or(Vec::is_empty);
         for (i, selector) in data.class_selectors.iter().enumerate() {
             if !ok {
@@ -481,7 +456,7 @@ impl Search<'_> {
             }
             ok = selector.matches(self.devices.context, value).map_err(|e| {
                 format!(
-                    "class {}: selector #{i} on device {device_id}: CEL runtime error: {e}",
+                    "class {}: selector #{i}: CEL runtime error: {e}",
                     data.class_name
                 )
             })?;
@@ -492,7 +467,7 @@ impl Search<'_> {
             }
             ok = selector.matches(self.devices.context, value).map_err(|e| {
                 format!(
-                    "claim {}: selector #{i} on device {device_id}: CEL runtime error: {e}",
+                    "claim {}: selector #{i}: CEL runtime error: {e}",
                     claim_key(&self.claims[ci].claim)
                 )
             })?;
@@ -634,10 +609,8 @@ impl Search<'_> {
         } else if self.in_use(&c.id) {
             return Ok(false);
         }
+        // Device taints (DRADeviceTaints) are off by default in v1.35: not checked.
         let device = self.device(c).clone();
-        if taint_prevents(&device, &data.tolerations) {
-            return Ok(false);
-        }
         let base = data.parent.clone().unwrap_or_else(|| data.name.clone());
         let sub = data.parent.as_ref().map(|_| data.name.clone());
         let constraints = std::mem::take(&mut self.constraints[ci]);

@@ -175,8 +175,19 @@ impl Selector {
         match self.program.execute(&scope) {
             Ok(Value::Bool(b)) => Ok(b),
             Ok(other) => Err(format!("expression returned {other:?}, expected a bool")),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(runtime_error(&e)),
         }
+    }
+}
+
+/// A runtime error in cel-go's words where kube-scheduler's messages show them.
+fn runtime_error(e: &ExecutionError) -> String {
+    match e {
+        ExecutionError::NoSuchKey(key) => format!("no such key: {key}"),
+        ExecutionError::UndeclaredReference(name) => {
+            format!("undeclared reference to '{name}'")
+        }
+        other => other.to_string(),
     }
 }
 
