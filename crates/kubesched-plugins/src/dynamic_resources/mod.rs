@@ -125,8 +125,10 @@ struct PodClaims {
     claims: Vec<Arc<ResourceClaim>>,
     /// For allocated claims with a node selector: where they can be used.
     available_on: Vec<Option<NodeSelector>>,
-    /// The claims to allocate, with their index in `claims`.
-    to_allocate: Vec<(usize, ClaimToAllocate)>,
+    /// The claims to allocate, in order.
+    to_allocate: Vec<ClaimToAllocate>,
+    /// The index in `claims` of each claim to allocate.
+    to_allocate_index: Vec<usize>,
     /// Devices held by other claims when the cycle started.
     allocated: HashSet<DeviceId>,
     /// Filter's allocations per node, one per claim to allocate.
@@ -196,6 +198,7 @@ impl PreFilterPlugin for DynamicResources {
         }
         let mut available_on = Vec::with_capacity(claims.len());
         let mut to_allocate = Vec::new();
+        let mut to_allocate_index = Vec::new();
         for (index, claim) in claims.iter().enumerate() {
             let allocation = claim.status.as_ref().and_then(|s| s.allocation.as_ref());
             if allocation.is_some()
@@ -219,7 +222,10 @@ impl PreFilterPlugin for DynamicResources {
                         );
                     }
                     match claims::prepare_claim(dra, claim, &|e| self.compile(e)) {
-                        Ok(Ok(c)) => to_allocate.push((index, c)),
+                        Ok(Ok(c)) => {
+                            to_allocate.push(c);
+                            to_allocate_index.push(index);
+                        }
                         Ok(Err(reason)) => return (None, unschedulable(reason)),
                         Err(error) => return (None, Status::new(Code::Error, error)),
                     }
@@ -236,6 +242,7 @@ impl PreFilterPlugin for DynamicResources {
             claims,
             available_on,
             to_allocate,
+            to_allocate_index,
             allocated,
             node_allocations: Mutex::new(HashMap::new()),
             reserved: Mutex::new(vec![None; n]),
@@ -260,9 +267,8 @@ impl FilterPlugin for DynamicResources {
         if data.to_allocate.is_empty() {
             return Status::success();
         }
-        let claims: Vec<ClaimToAllocate> =
-            data.to_allocate.iter().map(|(_, c)| c.clone()).collect();
-        match allocator::allocate(dra, &self.devices(dra), &data.allocated, &claims, node) {
+        let devices = self.devices(dra);
+        match allocator::allocate(dra, &devices, &data.allocated, &data.to_allocate, node) {
             Err(error) => Status::new(Code::Error, error),
             Ok(Allocation::Unfit(reason)) => {
                 unschedulable(reason.unwrap_or_else(|| CANNOT_ALLOCATE.to_owned()))
@@ -290,9 +296,7 @@ impl ScorePlugin for DynamicResources {
         let Some(results) = allocations.get(node.name()) else {
             return Ok(0);
         };
-        let claims: Vec<ClaimToAllocate> =
-            data.to_allocate.iter().map(|(_, c)| c.clone()).collect();
-        Ok(scoring::score(&claims, results))
+        Ok(scoring::score(&data.to_allocate, results))
     }
 
     fn score_extensions(&self) -> Option<&dyn ScoreExtensions> {
@@ -337,7 +341,12 @@ impl ReservePlugin for DynamicResources {
             );
         };
         let mut reserved = data.reserved.lock().unwrap_or_else(|e| e.into_inner());
-        for ((index, claim), allocation) in data.to_allocate.iter().zip(results) {
+        for ((index, claim), allocation) in data
+            .to_allocate_index
+            .iter()
+            .zip(&data.to_allocate)
+            .zip(results)
+        {
             let (ns, name) = split_key(&claim.claim);
             dra.signal_pending_allocation(&ns, &name, allocation.clone());
             reserved[*index] = Some(allocation.clone());
@@ -350,7 +359,7 @@ impl ReservePlugin for DynamicResources {
             return;
         };
         let mut reserved = data.reserved.lock().unwrap_or_else(|e| e.into_inner());
-        for (index, claim) in &data.to_allocate {
+        for (index, claim) in data.to_allocate_index.iter().zip(&data.to_allocate) {
             let (ns, name) = split_key(&claim.claim);
             dra.remove_pending_allocation(&ns, &name);
             reserved[*index] = None;

@@ -300,3 +300,119 @@ fn check_selectors(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::scenario::{Source, load};
+
+    fn source(text: &str) -> Vec<Source> {
+        vec![Source {
+            name: "x.yaml".into(),
+            text: text.into(),
+        }]
+    }
+
+    const CLASS: &str = "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata:\n  name: gpu\nspec:\n  selectors:\n  - cel:\n      expression: device.driver == \"gpu\"\n";
+
+    #[test]
+    fn claims_get_the_api_servers_v1_defaults() {
+        let text = format!(
+            "{CLASS}---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata:\n  name: c\nspec:\n  devices:\n    requests:\n    - name: a\n      exactly:\n        deviceClassName: gpu\n        tolerations:\n        - key: k\n    - name: b\n      firstAvailable:\n      - name: one\n        deviceClassName: gpu\n      - name: all\n        deviceClassName: gpu\n        allocationMode: All\n"
+        );
+        let s = load(&source(&text)).unwrap();
+        let claim = &s.dra.claims[0];
+        assert_eq!(claim.metadata.namespace.as_deref(), Some("default"));
+        let requests = claim
+            .spec
+            .as_ref()
+            .unwrap()
+            .devices
+            .as_ref()
+            .unwrap()
+            .requests
+            .as_ref()
+            .unwrap();
+        let a = requests[0].exactly.as_ref().unwrap();
+        assert_eq!(a.allocation_mode.as_deref(), Some("ExactCount"));
+        assert_eq!(a.count, Some(1));
+        assert_eq!(
+            a.tolerations.as_ref().unwrap()[0].operator.as_deref(),
+            Some("Equal")
+        );
+        let subs = requests[1].first_available.as_ref().unwrap();
+        assert_eq!(
+            (subs[0].allocation_mode.as_deref(), subs[0].count),
+            (Some("ExactCount"), Some(1))
+        );
+        assert_eq!(
+            (subs[1].allocation_mode.as_deref(), subs[1].count),
+            (Some("All"), None)
+        );
+        assert_eq!(s.dra.device_classes.len(), 1);
+    }
+
+    #[test]
+    fn a_selector_that_does_not_compile_is_one_line_naming_file_object_and_field() {
+        let text = "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata:\n  name: c\n  namespace: ml\nspec:\n  devices:\n    requests:\n    - name: gpu\n      exactly:\n        deviceClassName: gpu\n        selectors:\n        - cel:\n            expression: device.capacity[\"gpu\"].memory >=\n";
+        let e = load(&source(text)).unwrap_err().to_string();
+        assert!(
+            e.starts_with("x.yaml: ResourceClaim ml/c: spec.devices.requests[0].exactly.selectors[0].cel.expression: compilation failed"),
+            "{e}"
+        );
+        assert_eq!(e.lines().count(), 1, "{e}");
+        let class = CLASS.replace("device.driver == \"gpu\"", "gpu.driver == \"gpu\"");
+        let e = load(&source(&class)).unwrap_err().to_string();
+        assert!(e.starts_with("x.yaml: DeviceClass gpu: spec.selectors[0].cel.expression: compilation failed: undeclared reference to 'gpu'"), "{e}");
+    }
+
+    #[test]
+    fn bad_slices_and_quantities_are_errors() {
+        let slice = |devices: &str| {
+            format!(
+                "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata:\n  name: s\nspec:\n  driver: gpu\n  nodeName: n1\n  pool:\n    name: p\n    generation: 1\n    resourceSliceCount: 1\n  devices:\n{devices}"
+            )
+        };
+        let e = load(&source(&slice(
+            "  - name: a\n    capacity:\n      memory:\n        value: 40Gx\n",
+        )))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains(
+                "ResourceSlice s: spec.devices[0].capacity.memory.value: invalid quantity \"40Gx\""
+            ),
+            "{e}"
+        );
+        let e = load(&source(&slice("  - name: a\n  - name: a\n")))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("ResourceSlice s: spec.devices[1].name: duplicate device name"),
+            "{e}"
+        );
+        let no_driver = slice("  - name: a\n").replace("  driver: gpu\n", "");
+        let e = load(&source(&no_driver)).unwrap_err().to_string();
+        assert!(e.starts_with("x.yaml: ResourceSlice s: spec"), "{e}");
+    }
+
+    #[test]
+    fn other_versions_and_missing_classes_are_warned_about() {
+        let text = "apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaim\nmetadata:\n  name: old\n---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata:\n  name: c\nspec:\n  devices:\n    requests:\n    - name: gpu\n      exactly:\n        deviceClassName: nosuch\n";
+        let s = load(&source(text)).unwrap();
+        assert_eq!(s.dra.claims.len(), 1);
+        assert!(
+            s.warnings
+                .iter()
+                .any(|w| w.contains("\"resource.k8s.io/v1beta1\" is not read")),
+            "{:?}",
+            s.warnings
+        );
+        assert!(
+            s.warnings
+                .iter()
+                .any(|w| w.contains("device class \"nosuch\" is not in the scenario")),
+            "{:?}",
+            s.warnings
+        );
+    }
+}
