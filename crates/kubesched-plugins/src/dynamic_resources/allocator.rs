@@ -13,7 +13,7 @@
 //! device of the node's pools.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use k8s_openapi::api::core::v1::{
     NodeSelector as ApiNodeSelector, NodeSelectorRequirement, NodeSelectorTerm,
@@ -91,15 +91,26 @@ pub struct ClaimToAllocate {
 }
 
 /// What the CEL selectors evaluate against: the compiled context and every slice's
-/// device values.
+/// device values; and the pools of each node seen so far (slices never change during
+/// a run, so a node's pools are gathered once).
 pub struct Devices<'a> {
     /// The evaluation context.
     pub context: &'a cel::Context<'static, 'static>,
     /// Per slice of the [`DraState`], per device, the `device` variable.
     pub values: &'a [Vec<DeviceValue>],
+    /// Per slice, per device, its id.
+    pub ids: &'a [Vec<DeviceId>],
+    /// Node name → the pools that serve it.
+    pub pools: &'a PoolCache,
 }
 
-struct Pool {
+/// The pools that serve each node, gathered on first use.
+pub type PoolCache = RwLock<HashMap<String, Arc<Vec<Pool>>>>;
+
+/// A resource pool as one node sees it: the slices of its newest generation that
+/// serve the node.
+#[derive(Debug)]
+pub struct Pool {
     driver: String,
     name: String,
     /// Slice indexes into the DraState's slices.
@@ -109,9 +120,9 @@ struct Pool {
     invalid: bool,
 }
 
-#[derive(Clone)]
+/// A device by its place in the DRA state.
+#[derive(Clone, Copy)]
 struct Candidate {
-    id: DeviceId,
     slice: usize,
     device: usize,
 }
@@ -274,7 +285,24 @@ pub fn allocate(
     claims: &[ClaimToAllocate],
     node: &NodeInfo,
 ) -> Result<Allocation, String> {
-    let pools = gather_pools(state, node);
+    let cached = devices
+        .pools
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(node.name())
+        .cloned();
+    let pools = match cached {
+        Some(p) => p,
+        None => {
+            let p = Arc::new(gather_pools(state, node));
+            devices
+                .pools
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(node.name().to_owned(), Arc::clone(&p));
+            p
+        }
+    };
     let mut alloc = Search {
         state,
         node,
@@ -353,7 +381,7 @@ struct Search<'a> {
     devices: &'a Devices<'a>,
     allocated: &'a HashSet<DeviceId>,
     claims: &'a [ClaimToAllocate],
-    pools: Vec<Pool>,
+    pools: Arc<Vec<Pool>>,
     /// (slice, device, claim, request, subrequest) → selectors match.
     matches: HashMap<(usize, usize, usize, usize, usize), bool>,
     /// (claim, request, subrequest) → the devices of an `All` request.
@@ -361,7 +389,7 @@ struct Search<'a> {
     /// Per claim, per request: the chosen subrequest.
     selected: Vec<Vec<usize>>,
     /// Device → the claims it is being allocated for in this attempt.
-    allocating: HashMap<DeviceId, Vec<usize>>,
+    allocating: HashMap<(usize, usize), Vec<usize>>,
     constraints: Vec<Vec<ConstraintState>>,
     results: Vec<Vec<DeviceResult>>,
 }
@@ -379,8 +407,8 @@ impl Search<'_> {
         data: &RequestData,
     ) -> Result<usize, String> {
         let mut found = Vec::new();
-        for p in 0..self.pools.len() {
-            let pool = &self.pools[p];
+        let pools = Arc::clone(&self.pools);
+        for pool in pools.iter() {
             let id = format!("{}/{}", pool.driver, pool.name);
             if pool.incomplete {
                 return Err(format!(
@@ -396,11 +424,14 @@ impl Search<'_> {
                     data.full_name()
                 ));
             }
-            for s in self.pools[p].slices.clone() {
+            for &s in &pool.slices {
                 let n = self.slices()[s].spec.devices.as_ref().map_or(0, Vec::len);
                 for d in 0..n {
                     if self.selectable(ci, ri, si, data, s, d)? {
-                        found.push(self.candidate(s, d));
+                        found.push(Candidate {
+                            slice: s,
+                            device: d,
+                        });
                     }
                 }
             }
@@ -410,25 +441,8 @@ impl Search<'_> {
         Ok(n)
     }
 
-    fn candidate(&self, s: usize, d: usize) -> Candidate {
-        let slice = &self.slices()[s].spec;
-        let device = &slice
-            .devices
-            .as_ref()
-            .expect("device index from this slice")[d];
-        Candidate {
-            id: DeviceId::new(&slice.driver, &slice.pool.name, &device.name),
-            slice: s,
-            device: d,
-        }
-    }
-
-    fn device(&self, c: &Candidate) -> &Device {
-        &self.slices()[c.slice]
-            .spec
-            .devices
-            .as_ref()
-            .expect("device index from this slice")[c.device]
+    fn id(&self, c: Candidate) -> &DeviceId {
+        &self.devices.ids[c.slice][c.device]
     }
 
     fn selectable(
@@ -454,23 +468,27 @@ impl Search<'_> {
             if !ok {
                 break;
             }
-            ok = selector.matches(self.devices.context, value).map_err(|e| {
-                format!(
-                    "class {}: selector #{i}: CEL runtime error: {e}",
-                    data.class_name
-                )
-            })?;
+            ok = selector
+                .matches_device(self.devices.context, (s, d), value)
+                .map_err(|e| {
+                    format!(
+                        "class {}: selector #{i}: CEL runtime error: {e}",
+                        data.class_name
+                    )
+                })?;
         }
         for (i, selector) in data.selectors.iter().enumerate() {
             if !ok {
                 break;
             }
-            ok = selector.matches(self.devices.context, value).map_err(|e| {
-                format!(
-                    "claim {}: selector #{i}: CEL runtime error: {e}",
-                    claim_key(&self.claims[ci].claim)
-                )
-            })?;
+            ok = selector
+                .matches_device(self.devices.context, (s, d), value)
+                .map_err(|e| {
+                    format!(
+                        "claim {}: selector #{i}: CEL runtime error: {e}",
+                        claim_key(&self.claims[ci].claim)
+                    )
+                })?;
         }
         if ok && slice.per_device_node_selection.unwrap_or(false) {
             ok = node_matches(
@@ -484,12 +502,18 @@ impl Search<'_> {
         Ok(ok)
     }
 
-    fn in_use(&self, id: &DeviceId) -> bool {
-        self.allocated.contains(id) || self.allocating.get(id).is_some_and(|c| !c.is_empty())
+    fn in_use(&self, c: Candidate) -> bool {
+        self.allocated.contains(self.id(c))
+            || self
+                .allocating
+                .get(&(c.slice, c.device))
+                .is_some_and(|x| !x.is_empty())
     }
 
-    fn allocating_for(&self, id: &DeviceId, ci: usize) -> bool {
-        self.allocating.get(id).is_some_and(|c| c.contains(&ci))
+    fn allocating_for(&self, c: Candidate, ci: usize) -> bool {
+        self.allocating
+            .get(&(c.slice, c.device))
+            .is_some_and(|x| x.contains(&ci))
     }
 
     fn allocate_one(
@@ -546,7 +570,7 @@ impl Search<'_> {
             return Err(Stop::MaxSizeExceeded);
         }
         if all {
-            let candidate = self.all_devices[&(ci, ri, si)][di].clone();
+            let candidate = self.all_devices[&(ci, ri, si)][di];
             if !self.allocate_device(ci, &data, &candidate, true)? {
                 return Ok(false);
             }
@@ -556,19 +580,23 @@ impl Search<'_> {
             }
             return done;
         }
-        for p in 0..self.pools.len() {
-            if self.pools[p].incomplete || self.pools[p].invalid {
+        let pools = Arc::clone(&self.pools);
+        for pool in pools.iter() {
+            if pool.incomplete || pool.invalid {
                 continue;
             }
-            for s in self.pools[p].slices.clone() {
+            for &s in &pool.slices {
                 let n = self.slices()[s].spec.devices.as_ref().map_or(0, Vec::len);
                 for d in 0..n {
-                    let candidate = self.candidate(s, d);
+                    let candidate = Candidate {
+                        slice: s,
+                        device: d,
+                    };
                     if data.admin_access {
-                        if self.allocating_for(&candidate.id, ci) {
+                        if self.allocating_for(candidate, ci) {
                             continue;
                         }
-                    } else if self.in_use(&candidate.id) {
+                    } else if self.in_use(candidate) {
                         continue;
                     }
                     if !self
@@ -603,14 +631,21 @@ impl Search<'_> {
         must: bool,
     ) -> Result<bool, Stop> {
         if data.admin_access {
-            if self.allocating_for(&c.id, ci) {
+            if self.allocating_for(*c, ci) {
                 return Ok(false);
             }
-        } else if self.in_use(&c.id) {
+        } else if self.in_use(*c) {
             return Ok(false);
         }
         // Device taints (DRADeviceTaints) are off by default in v1.35: not checked.
-        let device = self.device(c).clone();
+        // The slice (an Arc) is cloned, not the device, so the device can be read while
+        // the search state changes.
+        let slice = Arc::clone(&self.slices()[c.slice]);
+        let device = &slice
+            .spec
+            .devices
+            .as_ref()
+            .expect("device index from this slice")[c.device];
         let base = data.parent.clone().unwrap_or_else(|| data.name.clone());
         let sub = data.parent.as_ref().map(|_| data.name.clone());
         let constraints = std::mem::take(&mut self.constraints[ci]);
@@ -618,7 +653,13 @@ impl Search<'_> {
         let mut added = 0;
         let mut ok = true;
         for constraint in constraints.iter_mut() {
-            if !constraint_add(constraint, &base, sub.as_deref(), &device, &c.id.driver) {
+            if !constraint_add(
+                constraint,
+                &base,
+                sub.as_deref(),
+                device,
+                &slice.spec.driver,
+            ) {
                 ok = false;
                 break;
             }
@@ -634,16 +675,20 @@ impl Search<'_> {
                     "claim {}, request {}: cannot add device {} because a claim constraint would not be satisfied",
                     claim_key(&self.claims[ci].claim),
                     data.name,
-                    c.id
+                    self.id(*c)
                 )));
             }
             return Ok(false);
         }
         self.constraints[ci] = constraints;
-        self.allocating.entry(c.id.clone()).or_default().push(ci);
+        self.allocating
+            .entry((c.slice, c.device))
+            .or_default()
+            .push(ci);
+        let id = self.id(*c).clone();
         self.results[ci].push(DeviceResult {
             request: data.full_name(),
-            id: c.id.clone(),
+            id,
             slice: c.slice,
             admin_access: data.admin_access,
             tolerations: data.tolerations.clone(),
@@ -657,7 +702,7 @@ impl Search<'_> {
         for constraint in self.constraints[ci].iter_mut() {
             constraint_remove(constraint, &base, sub.as_deref());
         }
-        if let Some(claims) = self.allocating.get_mut(&c.id)
+        if let Some(claims) = self.allocating.get_mut(&(c.slice, c.device))
             && let Some(pos) = claims.iter().position(|&x| x == ci)
         {
             claims.remove(pos);

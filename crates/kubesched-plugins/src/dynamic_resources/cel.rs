@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use cel::extractors::This;
 use cel::objects::{Key, Map, Opaque};
@@ -56,10 +56,15 @@ impl CelSemver {
     }
 }
 
-/// A compiled selector expression.
+/// A device's place in the DRA state: (slice index, device index).
+pub type DeviceKey = (usize, usize);
+
+/// A compiled selector expression, with the results it gave for each device: devices
+/// never change during a run, so each is evaluated once per expression.
 #[derive(Clone)]
 pub struct Selector {
     program: Arc<Program>,
+    results: Arc<RwLock<HashMap<DeviceKey, Result<bool, String>>>>,
 }
 
 impl fmt::Debug for Selector {
@@ -90,6 +95,7 @@ pub fn compile(expression: &str) -> Result<Selector, String> {
     }
     Ok(Selector {
         program: Arc::new(program),
+        results: Arc::default(),
     })
 }
 
@@ -167,6 +173,29 @@ fn attribute_value(a: &DeviceAttribute) -> Option<Value> {
 }
 
 impl Selector {
+    /// [`Selector::matches`] for the device at `key`, evaluated once and remembered.
+    pub fn matches_device(
+        &self,
+        context: &Context<'_, '_>,
+        key: DeviceKey,
+        device: &DeviceValue,
+    ) -> Result<bool, String> {
+        if let Some(r) = self
+            .results
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return r.clone();
+        }
+        let r = self.matches(context, device);
+        self.results
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, r.clone());
+        r
+    }
+
     /// Whether the device matches; `Err` is a CEL runtime error (a missing attribute, a
     /// type mismatch, a result that is not a bool).
     pub fn matches(&self, context: &Context<'_, '_>, device: &DeviceValue) -> Result<bool, String> {

@@ -56,8 +56,10 @@ pub struct DynamicResources {
     dra: Option<Arc<DraState>>,
     /// The CEL context, built once.
     context: OnceLock<cel_context::Shared>,
-    /// Per slice, per device: the `device` variable of CEL selectors.
-    device_values: OnceLock<Vec<Vec<DeviceValue>>>,
+    /// Per slice, per device: the `device` variable of CEL selectors, and the id.
+    device_values: OnceLock<DeviceTables>,
+    /// The pools of each node.
+    pools: allocator::PoolCache,
     /// Compiled selectors by expression.
     selectors: Mutex<HashMap<String, Result<Selector, String>>>,
 }
@@ -93,8 +95,9 @@ impl DynamicResources {
     }
 
     fn devices<'a>(&'a self, dra: &DraState) -> Devices<'a> {
-        let values = self.device_values.get_or_init(|| {
-            dra.slices()
+        let (values, ids) = self.device_values.get_or_init(|| {
+            let values = dra
+                .slices()
                 .iter()
                 .map(|s| {
                     s.spec
@@ -104,7 +107,20 @@ impl DynamicResources {
                         .map(|d| DeviceValue::new(&s.spec.driver, d))
                         .collect()
                 })
-                .collect()
+                .collect();
+            let ids = dra
+                .slices()
+                .iter()
+                .map(|s| {
+                    s.spec
+                        .devices
+                        .iter()
+                        .flatten()
+                        .map(|d| DeviceId::new(&s.spec.driver, &s.spec.pool.name, &d.name))
+                        .collect()
+                })
+                .collect();
+            (values, ids)
         });
         let context = self
             .context
@@ -112,9 +128,14 @@ impl DynamicResources {
         Devices {
             context: &context.0,
             values,
+            ids,
+            pools: &self.pools,
         }
     }
 }
+
+/// Per slice of the DRA state, per device: the CEL `device` variable and the id.
+type DeviceTables = (Vec<Vec<DeviceValue>>, Vec<Vec<DeviceId>>);
 
 /// What PreFilter found, for the later extension points of the cycle.
 #[derive(Clone)]
