@@ -41,6 +41,7 @@
 //! ```
 
 pub mod cycle_state;
+pub mod dra;
 pub mod events;
 pub mod framework;
 pub mod node_info;
@@ -57,6 +58,7 @@ pub mod status;
 pub mod storage;
 
 pub use cycle_state::{CycleState, StateData};
+pub use dra::{DeviceId, DraState};
 pub use events::{ActionType, ClusterEvent, EventResource, QueueingHints};
 pub use framework::{Framework, FrameworkError, NominatedPods, ScoreTable};
 pub use node_info::{BaseResources, HostPortInfo, ImageStateSummary, NodeCounts, NodeInfo};

@@ -223,6 +223,7 @@ mod tests {
         let handle = Handle {
             profile_name: String::new(),
             binder: None,
+            ..Handle::default()
         };
         Framework::new(&profile, &registry, &handle).unwrap()
     }

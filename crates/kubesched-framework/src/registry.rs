@@ -23,6 +23,9 @@ pub struct Handle {
     pub profile_name: String,
     /// Where bindings go; `None` in simulations.
     pub binder: Option<Arc<dyn PodBinder>>,
+    /// The DRA objects and claim assumptions every profile shares (DynamicResources
+    /// reads them); `None` where nothing provides them.
+    pub dra: Option<Arc<crate::dra::DraState>>,
 }
 
 impl fmt::Debug for Handle {
@@ -30,6 +33,7 @@ impl fmt::Debug for Handle {
         f.debug_struct("Handle")
             .field("profile_name", &self.profile_name)
             .field("binder", &self.binder.as_ref().map(|_| "PodBinder"))
+            .field("dra", &self.dra.is_some())
             .finish()
     }
 }

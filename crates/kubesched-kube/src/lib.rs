@@ -245,6 +245,7 @@ impl Runtime {
         let handle = Handle {
             profile_name: String::new(),
             binder: Some(binder),
+            ..Handle::default()
         };
         let profiles = self
             .config

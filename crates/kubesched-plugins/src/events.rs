@@ -232,6 +232,7 @@ mod tests {
         let handle = Handle {
             profile_name: String::new(),
             binder: None,
+            ..Handle::default()
         };
         let fwk = Framework::new(&config.profiles[0], &registry, &handle).unwrap();
         QueueingHints::from_frameworks([&fwk])

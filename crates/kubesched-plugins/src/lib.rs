@@ -20,7 +20,7 @@
 //! | NodeResourcesBalancedAllocation | PreScore, Score |
 //! | PodTopologySpread | PreFilter (with AddPod/RemovePod), Filter, PreScore, Score |
 //! | DefaultBinder | Bind |
-//! | DynamicResources | PreFilter, PostFilter, Score (pods without resource claims only) |
+//! | DynamicResources | PreFilter, Filter, PostFilter, Score, Reserve, PreBind (structured parameters: classes, CEL selectors, constraints, `firstAvailable`) |
 //! | VolumeRestrictions | PreFilter (with AddPod/RemovePod), Filter |
 //! | NodeVolumeLimits, VolumeZone | PreFilter, Filter |
 //! | VolumeBinding | PreFilter, Filter, PreScore, Score, Reserve (with its assume cache) |
@@ -167,7 +167,9 @@ pub fn in_tree_registry() -> Registry {
             decode_in_tree_args(default_preemption::NAME, args)?;
         Ok(Arc::new(DefaultPreemption::new(args)))
     });
-    add(dynamic_resources::NAME, stateless::<DynamicResources>);
+    add(dynamic_resources::NAME, |_, handle| {
+        Ok(Arc::new(DynamicResources::new(handle)))
+    });
     add(
         volumes::VOLUME_RESTRICTIONS,
         stateless::<VolumeRestrictions>,

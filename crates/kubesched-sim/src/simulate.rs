@@ -7,11 +7,12 @@ use std::sync::Arc;
 
 use kubesched_config::KubeSchedulerConfiguration;
 use kubesched_framework::{
-    ClusterObjects, Framework, Handle, HostSelection, NodeSearch, NominationCandidate, Outcome,
-    PodInfo, QueuedPodInfo, Registry, ScheduleError, Scheduler, SchedulerOptions, Snapshot,
+    ClusterObjects, DraState, Framework, Handle, HostSelection, NodeSearch, NominationCandidate,
+    Outcome, PodInfo, QueuedPodInfo, Registry, ScheduleError, Scheduler, SchedulerOptions,
+    Snapshot,
 };
 
-use crate::scenario::{OtherObject, Scenario};
+use crate::scenario::{DraObjects, OtherObject, Scenario};
 
 /// How a simulation runs.
 #[derive(Clone, Debug)]
@@ -145,6 +146,17 @@ pub fn cluster_objects(scenario: &Scenario) -> Result<ClusterObjects, Simulation
     Ok(objects)
 }
 
+/// The scenario's DRA objects as the state DynamicResources shares across profiles
+/// and pods.
+pub fn dra_state(dra: &DraObjects) -> DraState {
+    DraState::new(
+        dra.device_classes.iter().cloned(),
+        dra.slices.iter().cloned(),
+        dra.claims.iter().cloned(),
+        dra.templates.iter().cloned(),
+    )
+}
+
 /// Why one node was rejected: the plugin and its reasons.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rejection {
@@ -225,15 +237,24 @@ pub fn build_frameworks(
     registry: &Registry,
     source_name: &str,
 ) -> Result<Vec<Framework>, SimulationError> {
+    build_frameworks_with(config, registry, source_name, &Handle::default())
+}
+
+/// Builds one [`Framework`] per profile of `config`, each with `handle` (the shared
+/// DRA state of the scenario, ...).
+pub fn build_frameworks_with(
+    config: &KubeSchedulerConfiguration,
+    registry: &Registry,
+    source_name: &str,
+    handle: &Handle,
+) -> Result<Vec<Framework>, SimulationError> {
     config
         .profiles
         .iter()
         .map(|p| {
-            Framework::new(p, registry, &Handle::default()).map_err(|error| {
-                SimulationError::Framework {
-                    source_name: source_name.to_string(),
-                    error,
-                }
+            Framework::new(p, registry, handle).map_err(|error| SimulationError::Framework {
+                source_name: source_name.to_string(),
+                error,
             })
         })
         .collect()
@@ -350,7 +371,11 @@ pub fn prepare(
             "built-in default".to_string(),
         ),
     };
-    let profiles = build_frameworks(&config, registry, &config_source)?;
+    let handle = Handle {
+        dra: Some(Arc::new(dra_state(&scenario.dra))),
+        ..Handle::default()
+    };
+    let profiles = build_frameworks_with(&config, registry, &config_source, &handle)?;
     let mut pod_infos = Vec::with_capacity(scenario.pods.len());
     for pod in &scenario.pods {
         let info = PodInfo::new(pod.clone()).map_err(|error| SimulationError::Pod {

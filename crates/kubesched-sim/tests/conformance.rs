@@ -111,6 +111,7 @@ fn conformance_cases_agree_with_kube_scheduler() {
         ("cases-default", false, 37),
         ("cases-preemption", true, 24),
         ("cases-volumes", false, 38),
+        ("cases-dra", false, 11),
     ] {
         let dir = repo_root().join("conformance").join(folder);
         let mut cases: Vec<PathBuf> = std::fs::read_dir(&dir)

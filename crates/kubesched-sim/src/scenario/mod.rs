@@ -51,6 +51,7 @@
 
 mod decode;
 mod defaults;
+mod dra;
 mod error;
 mod parse;
 mod storage;
@@ -65,6 +66,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use serde_json::{Map, Value};
 
+pub use dra::DraObjects;
 pub use error::ScenarioError;
 pub use storage::StorageDocuments;
 
@@ -105,6 +107,9 @@ pub struct Scenario {
     /// The storage objects (PersistentVolumes, claims, StorageClasses, CSI objects),
     /// decoded and defaulted (see `storage`).
     pub storage: StorageDocuments,
+    /// The `resource.k8s.io/v1` objects (DeviceClass, ResourceSlice, ResourceClaim,
+    /// ResourceClaimTemplate), defaulted as the API server does.
+    pub dra: DraObjects,
     /// Non-fatal notes for stderr, each naming the file, the object and the field.
     pub warnings: Vec<String>,
 }
@@ -210,6 +215,8 @@ struct Builder {
     /// (file, apiVersion/kind) -> how many objects of a kind kubesched does not read.
     unknown_kinds: Vec<((String, String), usize)>,
     storage: storage::StorageLoader,
+    /// `Kind namespace/name` of every DRA object read.
+    dra_names: std::collections::HashSet<String>,
 }
 
 impl Builder {
@@ -280,6 +287,14 @@ impl Builder {
                     value,
                 });
                 Ok(())
+            }
+            (group_version, kind)
+                if group_version.starts_with("resource.k8s.io/") && dra::is_dra_kind(kind) =>
+            {
+                if self.add_dra(origin, &value, group_version, kind)? {
+                    return Ok(());
+                }
+                self.add_other(origin, value, api_version, kind.to_owned())
             }
             _ => {
                 if let Some(suggestion) = near_miss_kind(&kind) {
@@ -503,6 +518,7 @@ impl Builder {
     fn finish(mut self) -> Scenario {
         let storage_warnings = self.storage.warnings(&self.scenario.storage);
         self.scenario.warnings.extend(storage_warnings);
+        self.finish_dra();
         for ((file, kind), n) in &self.unknown_kinds {
             self.scenario.warnings.push(format!(
                 "{file}: {n} object(s) of kind {kind} ignored: kubesched does not read that kind"

@@ -1,0 +1,261 @@
+//! [`DraState`]: the dynamic resource allocation objects the DynamicResources plugin
+//! reads (DeviceClasses, ResourceSlices, ResourceClaims), shared by every profile the
+//! way kube-scheduler's `SharedDRAManager` is, and the claim assume state that holds
+//! across scheduling cycles.
+//!
+//! Classes and slices never change during a run. Claims do: DynamicResources' Reserve
+//! marks a claim's allocation as in flight ([`DraState::signal_pending_allocation`]) and
+//! its PreBind writes the allocation and `reservedFor` into the claim
+//! ([`DraState::assume_claim`]), as kube-scheduler's claim assume cache holds them, so
+//! every later pod sees the claim allocated and its devices taken.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, RwLock};
+
+use k8s_openapi::api::resource::v1::{
+    AllocationResult, DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
+};
+
+/// One device: driver, pool and device name (kube-scheduler's `DeviceID`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DeviceId {
+    /// The driver.
+    pub driver: String,
+    /// The pool.
+    pub pool: String,
+    /// The device's name in the pool.
+    pub device: String,
+}
+
+impl DeviceId {
+    /// A device id from its three parts.
+    pub fn new(driver: &str, pool: &str, device: &str) -> DeviceId {
+        DeviceId {
+            driver: driver.to_owned(),
+            pool: pool.to_owned(),
+            device: device.to_owned(),
+        }
+    }
+}
+
+impl std::fmt::Display for DeviceId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}/{}", self.driver, self.pool, self.device)
+    }
+}
+
+/// The claims and what they hold.
+#[derive(Debug, Default)]
+struct Claims {
+    /// `namespace/name` → the claim as the scheduler last saw or assumed it.
+    by_key: HashMap<String, Arc<ResourceClaim>>,
+    /// Devices of allocated claims, with how many claims hold each (admin access lets
+    /// several claims hold one device).
+    allocated: HashMap<DeviceId, usize>,
+    /// `namespace/name` → an allocation decided in Reserve and not yet written by
+    /// PreBind (kube-scheduler's in-flight allocations).
+    in_flight: HashMap<String, AllocationResult>,
+}
+
+impl Claims {
+    fn count(&mut self, claim: &ResourceClaim, add: bool) {
+        for id in allocation_devices(claim.status.as_ref().and_then(|s| s.allocation.as_ref())) {
+            if add {
+                *self.allocated.entry(id).or_default() += 1;
+            } else if let Some(n) = self.allocated.get_mut(&id) {
+                *n -= 1;
+                if *n == 0 {
+                    self.allocated.remove(&id);
+                }
+            }
+        }
+    }
+}
+
+/// The devices an allocation result names.
+pub fn allocation_devices(allocation: Option<&AllocationResult>) -> Vec<DeviceId> {
+    allocation
+        .and_then(|a| a.devices.as_ref())
+        .map(|d| {
+            d.results
+                .iter()
+                .flatten()
+                .map(|r| DeviceId::new(&r.driver, &r.pool, &r.device))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The DRA objects of a cluster and the scheduler's assumptions about its claims.
+#[derive(Debug, Default)]
+pub struct DraState {
+    classes: HashMap<String, Arc<DeviceClass>>,
+    slices: Vec<Arc<ResourceSlice>>,
+    /// Node name → indexes of the slices with that `spec.nodeName`, ascending.
+    node_slices: HashMap<String, Vec<usize>>,
+    /// Indexes of the slices not bound to one node by name (`allNodes`,
+    /// `nodeSelector`, per-device node selection), ascending.
+    shared_slices: Vec<usize>,
+    templates: HashMap<String, Arc<ResourceClaimTemplate>>,
+    claims: RwLock<Claims>,
+}
+
+fn key_of(namespace: Option<&str>, name: Option<&str>) -> String {
+    format!(
+        "{}/{}",
+        namespace.filter(|n| !n.is_empty()).unwrap_or("default"),
+        name.unwrap_or_default()
+    )
+}
+
+impl DraState {
+    /// The state of a cluster with these objects (slices in the order given, which is
+    /// the order the allocator walks them in). Objects without a namespace are in
+    /// `default`.
+    pub fn new(
+        classes: impl IntoIterator<Item = Arc<DeviceClass>>,
+        slices: impl IntoIterator<Item = Arc<ResourceSlice>>,
+        claims: impl IntoIterator<Item = Arc<ResourceClaim>>,
+        templates: impl IntoIterator<Item = Arc<ResourceClaimTemplate>>,
+    ) -> DraState {
+        let mut state = DraState {
+            classes: classes
+                .into_iter()
+                .map(|c| (c.metadata.name.clone().unwrap_or_default(), c))
+                .collect(),
+            slices: slices.into_iter().collect(),
+            templates: templates
+                .into_iter()
+                .map(|t| {
+                    let key = key_of(t.metadata.namespace.as_deref(), t.metadata.name.as_deref());
+                    (key, t)
+                })
+                .collect(),
+            ..DraState::default()
+        };
+        for (i, slice) in state.slices.iter().enumerate() {
+            match slice.spec.node_name.as_deref().filter(|n| !n.is_empty()) {
+                Some(node) => state
+                    .node_slices
+                    .entry(node.to_owned())
+                    .or_default()
+                    .push(i),
+                None => state.shared_slices.push(i),
+            }
+        }
+        let store = state.claims.get_mut().unwrap_or_else(|e| e.into_inner());
+        for claim in claims {
+            let key = key_of(
+                claim.metadata.namespace.as_deref(),
+                claim.metadata.name.as_deref(),
+            );
+            store.count(&claim, true);
+            if let Some(old) = store.by_key.insert(key, claim) {
+                store.count(&old, false);
+            }
+        }
+        state
+    }
+
+    /// A DeviceClass by name.
+    pub fn device_class(&self, name: &str) -> Option<&Arc<DeviceClass>> {
+        self.classes.get(name)
+    }
+
+    /// A ResourceClaimTemplate by namespace and name.
+    pub fn claim_template(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Option<&Arc<ResourceClaimTemplate>> {
+        self.templates.get(&format!("{namespace}/{name}"))
+    }
+
+    /// Every ResourceSlice, in order.
+    pub fn slices(&self) -> &[Arc<ResourceSlice>] {
+        &self.slices
+    }
+
+    /// The slices that may serve `node`, as indexes into [`DraState::slices`],
+    /// ascending: those with `spec.nodeName` equal to the node's name and every slice
+    /// that is not bound to one node by name (whose `allNodes`, `nodeSelector` or
+    /// per-device selection the caller checks).
+    pub fn slices_for_node(&self, node: &str) -> Vec<usize> {
+        let own = self.node_slices.get(node).map_or(&[][..], Vec::as_slice);
+        let mut out = Vec::with_capacity(own.len() + self.shared_slices.len());
+        out.extend_from_slice(own);
+        out.extend_from_slice(&self.shared_slices);
+        if !own.is_empty() && !self.shared_slices.is_empty() {
+            out.sort_unstable();
+        }
+        out
+    }
+
+    /// The claim `namespace/name` as the scheduler sees it: the cluster's object, or
+    /// what PreBind last wrote into it.
+    pub fn claim(&self, namespace: &str, name: &str) -> Option<Arc<ResourceClaim>> {
+        self.read()
+            .by_key
+            .get(&format!("{namespace}/{name}"))
+            .cloned()
+    }
+
+    /// Every device held by an allocated claim or by an allocation in flight.
+    pub fn allocated_devices(&self) -> HashSet<DeviceId> {
+        let claims = self.read();
+        let mut out: HashSet<DeviceId> = claims.allocated.keys().cloned().collect();
+        for allocation in claims.in_flight.values() {
+            out.extend(allocation_devices(Some(allocation)));
+        }
+        out
+    }
+
+    /// Replaces the claim (by its namespace and name) with `claim`, as PreBind's API
+    /// update and the assume cache do.
+    pub fn assume_claim(&self, claim: Arc<ResourceClaim>) {
+        let key = key_of(
+            claim.metadata.namespace.as_deref(),
+            claim.metadata.name.as_deref(),
+        );
+        let mut claims = self.write();
+        claims.count(&claim, true);
+        if let Some(old) = claims.by_key.insert(key, claim) {
+            claims.count(&old, false);
+        }
+    }
+
+    /// Records that `allocation` was decided for the claim `namespace/name` and is not
+    /// written yet: its devices count as taken, and other pods wait for it.
+    pub fn signal_pending_allocation(
+        &self,
+        namespace: &str,
+        name: &str,
+        allocation: AllocationResult,
+    ) {
+        self.write()
+            .in_flight
+            .insert(format!("{namespace}/{name}"), allocation);
+    }
+
+    /// Forgets the in-flight allocation of a claim (written, or given up).
+    pub fn remove_pending_allocation(&self, namespace: &str, name: &str) {
+        self.write()
+            .in_flight
+            .remove(&format!("{namespace}/{name}"));
+    }
+
+    /// Whether an allocation of the claim is in flight.
+    pub fn has_pending_allocation(&self, namespace: &str, name: &str) -> bool {
+        self.read()
+            .in_flight
+            .contains_key(&format!("{namespace}/{name}"))
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Claims> {
+        self.claims.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Claims> {
+        self.claims.write().unwrap_or_else(|e| e.into_inner())
+    }
+}

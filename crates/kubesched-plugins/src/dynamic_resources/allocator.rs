@@ -1,0 +1,853 @@
+//! The structured-parameters allocator, as kube-scheduler v1.35's
+//! (`k8s.io/dynamic-resource-allocation/structured`, the "stable" implementation) does it
+//! for one node: gather the pools whose slices serve the node, then search depth first,
+//! claim by claim, request by request, device by device, for the first combination of
+//! free devices that match the class and request selectors and satisfy the claims'
+//! `matchAttribute` constraints. Devices are tried in pool order, then slice order, then
+//! device order. kube-scheduler walks pools, and the slices of a pool, in the order of
+//! its informer cache, which varies from run to run; kubesched takes the order of the
+//! slices in the scenario (a pool where its first slice appears), so a run is
+//! repeatable and agrees with kube-scheduler wherever kube-scheduler itself is
+//! deterministic. A `firstAvailable`
+//! request tries its subrequests in order; `allocationMode: All` takes every matching
+//! device of the node's pools.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, RwLock};
+
+use k8s_openapi::api::core::v1::{
+    NodeSelector as ApiNodeSelector, NodeSelectorRequirement, NodeSelectorTerm,
+};
+use k8s_openapi::api::resource::v1::{
+    AllocationResult, Device, DeviceAllocationResult, DeviceAttribute,
+    DeviceRequestAllocationResult, DeviceToleration, ResourceClaim, ResourceSlice,
+};
+use kubesched_framework::{DeviceId, DraState, NodeInfo};
+
+use super::cel::{DeviceValue, Selector};
+use crate::node_affinity::NodeSelector;
+
+/// The most devices one claim may get (`AllocationResultsMaxSize`).
+pub const ALLOCATION_RESULTS_MAX_SIZE: usize = 32;
+
+/// One request, or one subrequest of a `firstAvailable` request, ready to allocate.
+#[derive(Clone, Debug)]
+pub struct RequestData {
+    /// The request's name (the subrequest's, for a subrequest).
+    pub name: String,
+    /// The parent request's name, for a subrequest.
+    pub parent: Option<String>,
+    /// The class's selectors, with the class name for messages.
+    pub class_name: String,
+    /// The class's compiled selectors.
+    pub class_selectors: Vec<Selector>,
+    /// The request's compiled selectors.
+    pub selectors: Vec<Selector>,
+    /// `Some(n)` for `ExactCount`, `None` for `All`.
+    pub count: Option<usize>,
+    /// `adminAccess: true`.
+    pub admin_access: bool,
+    /// The request's tolerations of device taints.
+    pub tolerations: Vec<DeviceToleration>,
+}
+
+impl RequestData {
+    /// `request` or `request/subrequest`, as allocation results name it.
+    pub fn full_name(&self) -> String {
+        match &self.parent {
+            Some(p) => format!("{p}/{}", self.name),
+            None => self.name.clone(),
+        }
+    }
+}
+
+/// One request of a claim: a plain request, or the subrequests of a `firstAvailable` one.
+#[derive(Clone, Debug)]
+pub struct ClaimRequest {
+    /// The plain request (one entry) or the subrequests, in order.
+    pub alternatives: Vec<RequestData>,
+    /// Whether it is a `firstAvailable` request.
+    pub first_available: bool,
+}
+
+/// A `matchAttribute` constraint.
+#[derive(Clone, Debug)]
+pub struct MatchAttribute {
+    /// The requests it applies to (`request` or `request/subrequest`); empty means all.
+    pub requests: HashSet<String>,
+    /// The fully qualified attribute name.
+    pub attribute: String,
+}
+
+/// A claim to allocate, validated against the classes.
+#[derive(Clone, Debug)]
+pub struct ClaimToAllocate {
+    /// The claim.
+    pub claim: Arc<ResourceClaim>,
+    /// Its requests, in order.
+    pub requests: Vec<ClaimRequest>,
+    /// Its constraints.
+    pub constraints: Vec<MatchAttribute>,
+}
+
+/// What the CEL selectors evaluate against: the compiled context and every slice's
+/// device values; and the pools of each node seen so far (slices never change during
+/// a run, so a node's pools are gathered once).
+pub struct Devices<'a> {
+    /// The evaluation context.
+    pub context: &'a cel::Context<'static, 'static>,
+    /// Per slice of the [`DraState`], per device, the `device` variable.
+    pub values: &'a [Vec<DeviceValue>],
+    /// Per slice, per device, its id.
+    pub ids: &'a [Vec<DeviceId>],
+    /// Node name → the pools that serve it.
+    pub pools: &'a PoolCache,
+}
+
+/// The pools that serve each node, gathered on first use.
+pub type PoolCache = RwLock<HashMap<String, Arc<Vec<Pool>>>>;
+
+/// A resource pool as one node sees it: the slices of its newest generation that
+/// serve the node.
+#[derive(Debug)]
+pub struct Pool {
+    driver: String,
+    name: String,
+    /// Slice indexes into the DraState's slices.
+    slices: Vec<usize>,
+    generation: i64,
+    incomplete: bool,
+    invalid: bool,
+}
+
+/// A device by its place in the DRA state.
+#[derive(Clone, Copy)]
+struct Candidate {
+    slice: usize,
+    device: usize,
+}
+
+struct DeviceResult {
+    request: String,
+    id: DeviceId,
+    slice: usize,
+    admin_access: bool,
+    tolerations: Vec<DeviceToleration>,
+}
+
+struct ConstraintState {
+    spec: MatchAttribute,
+    value: Option<DeviceAttribute>,
+    count: usize,
+}
+
+enum Stop {
+    /// A fatal problem: the whole attempt ends with this error.
+    Fatal(String),
+    /// The claim would get more than [`ALLOCATION_RESULTS_MAX_SIZE`] devices.
+    MaxSizeExceeded,
+}
+
+/// Whether a slice (or a device with per-device node selection) serves the node.
+fn node_matches(
+    node: &NodeInfo,
+    name: Option<&str>,
+    all: Option<bool>,
+    selector: Option<&ApiNodeSelector>,
+) -> bool {
+    match (
+        name.filter(|n| !n.is_empty()),
+        all.unwrap_or(false),
+        selector,
+    ) {
+        (Some(n), _, _) => node.name() == n,
+        (None, true, _) => true,
+        (None, false, Some(s)) => NodeSelector::from_api(s).matches(node),
+        _ => false,
+    }
+}
+
+fn gather_pools(state: &DraState, node: &NodeInfo) -> Vec<Pool> {
+    let slices = state.slices();
+    let mut pools: Vec<Pool> = Vec::new();
+    let mut index: HashMap<(String, String), usize> = HashMap::new();
+    for i in state.slices_for_node(node.name()) {
+        let s = &slices[i].spec;
+        let serves = if s.node_name.as_deref().is_some_and(|n| !n.is_empty())
+            || s.all_nodes.unwrap_or(false)
+            || s.node_selector.is_some()
+        {
+            node_matches(
+                node,
+                s.node_name.as_deref(),
+                s.all_nodes,
+                s.node_selector.as_ref(),
+            )
+        } else if s.per_device_node_selection.unwrap_or(false) {
+            s.devices.iter().flatten().any(|d| {
+                node_matches(
+                    node,
+                    d.node_name.as_deref(),
+                    d.all_nodes,
+                    d.node_selector.as_ref(),
+                )
+            })
+        } else {
+            false
+        };
+        if !serves {
+            continue;
+        }
+        let key = (s.driver.clone(), s.pool.name.clone());
+        match index.get(&key) {
+            None => {
+                index.insert(key, pools.len());
+                pools.push(Pool {
+                    driver: s.driver.clone(),
+                    name: s.pool.name.clone(),
+                    slices: vec![i],
+                    generation: s.pool.generation,
+                    incomplete: false,
+                    invalid: false,
+                });
+            }
+            Some(&p) => {
+                let pool = &mut pools[p];
+                if s.pool.generation < pool.generation {
+                    continue;
+                }
+                if s.pool.generation > pool.generation {
+                    pool.slices.clear();
+                    pool.generation = s.pool.generation;
+                }
+                pool.slices.push(i);
+            }
+        }
+    }
+    for pool in &mut pools {
+        let first = &slices[pool.slices[0]].spec.pool;
+        pool.incomplete = pool.slices.len() as i64 != first.resource_slice_count;
+        let mut names = HashSet::new();
+        pool.invalid = pool
+            .slices
+            .iter()
+            .flat_map(|&i| slices[i].spec.devices.iter().flatten())
+            .any(|d| !names.insert(d.name.as_str()));
+    }
+    pools
+}
+
+fn lookup_attribute<'d>(
+    device: &'d Device,
+    driver: &str,
+    name: &str,
+) -> Option<&'d DeviceAttribute> {
+    let attributes = device.attributes.as_ref()?;
+    if let Some(a) = attributes.get(name) {
+        return Some(a);
+    }
+    let (domain, id) = name.split_once('/')?;
+    if domain != driver {
+        return None;
+    }
+    attributes.get(id)
+}
+
+fn same_value(a: &DeviceAttribute, b: &DeviceAttribute) -> bool {
+    if let Some(v) = &a.string {
+        b.string.as_ref() == Some(v)
+    } else if let Some(v) = a.int {
+        b.int == Some(v)
+    } else if let Some(v) = a.bool {
+        b.bool == Some(v)
+    } else if let Some(v) = &a.version {
+        b.version.as_ref() == Some(v)
+    } else {
+        false
+    }
+}
+
+/// What allocating on one node gave.
+#[derive(Debug)]
+pub enum Allocation {
+    /// One result per claim, in order.
+    Allocated(Vec<AllocationResult>),
+    /// No combination fits; with a reason when it is not the plain one.
+    Unfit(Option<String>),
+}
+
+/// Allocates `claims` on `node`; `Err` is a fatal problem (a CEL runtime error, an
+/// `All` request over a pool that is being updated, ...) that ends the attempt.
+pub fn allocate(
+    state: &DraState,
+    devices: &Devices<'_>,
+    allocated: &HashSet<DeviceId>,
+    claims: &[ClaimToAllocate],
+    node: &NodeInfo,
+) -> Result<Allocation, String> {
+    let cached = devices
+        .pools
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(node.name())
+        .cloned();
+    let pools = match cached {
+        Some(p) => p,
+        None => {
+            let p = Arc::new(gather_pools(state, node));
+            devices
+                .pools
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(node.name().to_owned(), Arc::clone(&p));
+            p
+        }
+    };
+    let mut alloc = Search {
+        state,
+        node,
+        devices,
+        allocated,
+        claims,
+        pools,
+        matches: HashMap::new(),
+        all_devices: HashMap::new(),
+        selected: vec![Vec::new(); claims.len()],
+        allocating: HashMap::new(),
+        constraints: claims
+            .iter()
+            .map(|c| {
+                c.constraints
+                    .iter()
+                    .map(|m| ConstraintState {
+                        spec: m.clone(),
+                        value: None,
+                        count: 0,
+                    })
+                    .collect()
+            })
+            .collect(),
+        results: claims.iter().map(|_| Vec::new()).collect(),
+    };
+    for (ci, claim) in claims.iter().enumerate() {
+        let mut min_devices = 0;
+        for (ri, request) in claim.requests.iter().enumerate() {
+            let mut min_here = usize::MAX;
+            for (si, data) in request.alternatives.iter().enumerate() {
+                let n = match data.count {
+                    Some(n) => n,
+                    None => alloc.collect_all(ci, ri, si, data)?,
+                };
+                min_here = min_here.min(n);
+            }
+            min_devices += if min_here == usize::MAX { 0 } else { min_here };
+            alloc.selected[ci].push(0);
+        }
+        if min_devices > ALLOCATION_RESULTS_MAX_SIZE {
+            return Err(format!(
+                "claim {}: number of requested devices {min_devices} exceeds the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}",
+                claim_key(&claim.claim)
+            ));
+        }
+    }
+    match alloc.allocate_one(0, 0, 0, 0, false) {
+        Err(Stop::Fatal(e)) => Err(e),
+        Err(Stop::MaxSizeExceeded) | Ok(false) => {
+            // Invalid pools are not fatal: other nodes may still work.
+            Ok(Allocation::Unfit(
+                alloc
+                    .pools
+                    .iter()
+                    .any(|p| p.invalid)
+                    .then(|| "invalid resource pools were encountered".to_owned()),
+            ))
+        }
+        Ok(true) => Ok(Allocation::Allocated(alloc.finish())),
+    }
+}
+
+/// `namespace/name` of a claim.
+pub fn claim_key(claim: &ResourceClaim) -> String {
+    format!(
+        "{}/{}",
+        claim.metadata.namespace.as_deref().unwrap_or("default"),
+        claim.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+struct Search<'a> {
+    state: &'a DraState,
+    node: &'a NodeInfo,
+    devices: &'a Devices<'a>,
+    allocated: &'a HashSet<DeviceId>,
+    claims: &'a [ClaimToAllocate],
+    pools: Arc<Vec<Pool>>,
+    /// (slice, device, claim, request, subrequest) → selectors match.
+    matches: HashMap<(usize, usize, usize, usize, usize), bool>,
+    /// (claim, request, subrequest) → the devices of an `All` request.
+    all_devices: HashMap<(usize, usize, usize), Vec<Candidate>>,
+    /// Per claim, per request: the chosen subrequest.
+    selected: Vec<Vec<usize>>,
+    /// Device → the claims it is being allocated for in this attempt.
+    allocating: HashMap<(usize, usize), Vec<usize>>,
+    constraints: Vec<Vec<ConstraintState>>,
+    results: Vec<Vec<DeviceResult>>,
+}
+
+impl Search<'_> {
+    fn slices(&self) -> &[Arc<ResourceSlice>] {
+        self.state.slices()
+    }
+
+    fn collect_all(
+        &mut self,
+        ci: usize,
+        ri: usize,
+        si: usize,
+        data: &RequestData,
+    ) -> Result<usize, String> {
+        let mut found = Vec::new();
+        let pools = Arc::clone(&self.pools);
+        for pool in pools.iter() {
+            let id = format!("{}/{}", pool.driver, pool.name);
+            if pool.incomplete {
+                return Err(format!(
+                    "claim {}, request {}: asks for all devices, but resource pool {id} is currently being updated",
+                    claim_key(&self.claims[ci].claim),
+                    data.full_name()
+                ));
+            }
+            if pool.invalid {
+                return Err(format!(
+                    "claim {}, request {}: asks for all devices, but resource pool {id} is currently invalid",
+                    claim_key(&self.claims[ci].claim),
+                    data.full_name()
+                ));
+            }
+            for &s in &pool.slices {
+                let n = self.slices()[s].spec.devices.as_ref().map_or(0, Vec::len);
+                for d in 0..n {
+                    if self.selectable(ci, ri, si, data, s, d)? {
+                        found.push(Candidate {
+                            slice: s,
+                            device: d,
+                        });
+                    }
+                }
+            }
+        }
+        let n = found.len();
+        self.all_devices.insert((ci, ri, si), found);
+        Ok(n)
+    }
+
+    fn id(&self, c: Candidate) -> &DeviceId {
+        &self.devices.ids[c.slice][c.device]
+    }
+
+    fn selectable(
+        &mut self,
+        ci: usize,
+        ri: usize,
+        si: usize,
+        data: &RequestData,
+        s: usize,
+        d: usize,
+    ) -> Result<bool, String> {
+        if let Some(&m) = self.matches.get(&(s, d, ci, ri, si)) {
+            return Ok(m);
+        }
+        let value = &self.devices.values[s][d];
+        let slice = &self.slices()[s].spec;
+        let device = &slice
+            .devices
+            .as_ref()
+            .expect("device index from this slice")[d];
+        let mut ok = device.binding_conditions.as_ref().is_none_or(Vec::is_empty);
+        for (i, selector) in data.class_selectors.iter().enumerate() {
+            if !ok {
+                break;
+            }
+            ok = selector
+                .matches_device(self.devices.context, (s, d), value)
+                .map_err(|e| {
+                    format!(
+                        "class {}: selector #{i}: CEL runtime error: {e}",
+                        data.class_name
+                    )
+                })?;
+        }
+        for (i, selector) in data.selectors.iter().enumerate() {
+            if !ok {
+                break;
+            }
+            ok = selector
+                .matches_device(self.devices.context, (s, d), value)
+                .map_err(|e| {
+                    format!(
+                        "claim {}: selector #{i}: CEL runtime error: {e}",
+                        claim_key(&self.claims[ci].claim)
+                    )
+                })?;
+        }
+        if ok && slice.per_device_node_selection.unwrap_or(false) {
+            ok = node_matches(
+                self.node,
+                device.node_name.as_deref(),
+                device.all_nodes,
+                device.node_selector.as_ref(),
+            );
+        }
+        self.matches.insert((s, d, ci, ri, si), ok);
+        Ok(ok)
+    }
+
+    fn in_use(&self, c: Candidate) -> bool {
+        self.allocated.contains(self.id(c))
+            || self
+                .allocating
+                .get(&(c.slice, c.device))
+                .is_some_and(|x| !x.is_empty())
+    }
+
+    fn allocating_for(&self, c: Candidate, ci: usize) -> bool {
+        self.allocating
+            .get(&(c.slice, c.device))
+            .is_some_and(|x| x.contains(&ci))
+    }
+
+    fn allocate_one(
+        &mut self,
+        ci: usize,
+        ri: usize,
+        si: usize,
+        di: usize,
+        in_sub: bool,
+    ) -> Result<bool, Stop> {
+        if ci >= self.claims.len() {
+            return Ok(true);
+        }
+        let claim = &self.claims[ci];
+        if ri >= claim.requests.len() {
+            return match self.allocate_one(ci + 1, 0, 0, 0, false) {
+                Err(Stop::MaxSizeExceeded) => Ok(false),
+                other => other,
+            };
+        }
+        let request = &claim.requests[ri];
+        if request.first_available && !in_sub {
+            let mut all_exceeded = true;
+            for sub in 0..request.alternatives.len() {
+                match self.allocate_one(ci, ri, sub, 0, true) {
+                    Err(Stop::MaxSizeExceeded) => continue,
+                    Err(e) => return Err(e),
+                    Ok(true) => {
+                        self.selected[ci][ri] = sub;
+                        return Ok(true);
+                    }
+                    Ok(false) => all_exceeded = false,
+                }
+            }
+            return if all_exceeded {
+                Err(Stop::MaxSizeExceeded)
+            } else {
+                Ok(false)
+            };
+        }
+        let data = request.alternatives[si].clone();
+        let all = data.count.is_none();
+        let needed = match data.count {
+            Some(n) => n,
+            None => self.all_devices.get(&(ci, ri, si)).map_or(0, Vec::len),
+        };
+        if all && needed == 0 {
+            return Ok(false);
+        }
+        if di >= needed {
+            return self.allocate_one(ci, ri + 1, 0, 0, false);
+        }
+        if self.results[ci].len() + needed - di > ALLOCATION_RESULTS_MAX_SIZE {
+            return Err(Stop::MaxSizeExceeded);
+        }
+        if all {
+            let candidate = self.all_devices[&(ci, ri, si)][di];
+            if !self.allocate_device(ci, &data, &candidate, true)? {
+                return Ok(false);
+            }
+            let done = self.allocate_one(ci, ri, si, di + 1, in_sub);
+            if !matches!(done, Ok(true)) {
+                self.deallocate(ci, &data, &candidate);
+            }
+            return done;
+        }
+        let pools = Arc::clone(&self.pools);
+        for pool in pools.iter() {
+            if pool.incomplete || pool.invalid {
+                continue;
+            }
+            for &s in &pool.slices {
+                let n = self.slices()[s].spec.devices.as_ref().map_or(0, Vec::len);
+                for d in 0..n {
+                    let candidate = Candidate {
+                        slice: s,
+                        device: d,
+                    };
+                    if data.admin_access {
+                        if self.allocating_for(candidate, ci) {
+                            continue;
+                        }
+                    } else if self.in_use(candidate) {
+                        continue;
+                    }
+                    if !self
+                        .selectable(ci, ri, si, &data, s, d)
+                        .map_err(Stop::Fatal)?
+                    {
+                        continue;
+                    }
+                    if !self.allocate_device(ci, &data, &candidate, false)? {
+                        continue;
+                    }
+                    match self.allocate_one(ci, ri, si, di + 1, in_sub) {
+                        Ok(true) => return Ok(true),
+                        Ok(false) => self.deallocate(ci, &data, &candidate),
+                        Err(e) => {
+                            self.deallocate(ci, &data, &candidate);
+                            return Err(e);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// Takes the device for the claim if it is free and the constraints allow it.
+    fn allocate_device(
+        &mut self,
+        ci: usize,
+        data: &RequestData,
+        c: &Candidate,
+        must: bool,
+    ) -> Result<bool, Stop> {
+        if data.admin_access {
+            if self.allocating_for(*c, ci) {
+                return Ok(false);
+            }
+        } else if self.in_use(*c) {
+            return Ok(false);
+        }
+        // Device taints (DRADeviceTaints) are off by default in v1.35: not checked.
+        // The slice (an Arc) is cloned, not the device, so the device can be read while
+        // the search state changes.
+        let slice = Arc::clone(&self.slices()[c.slice]);
+        let device = &slice
+            .spec
+            .devices
+            .as_ref()
+            .expect("device index from this slice")[c.device];
+        let base = data.parent.clone().unwrap_or_else(|| data.name.clone());
+        let sub = data.parent.as_ref().map(|_| data.name.clone());
+        let constraints = std::mem::take(&mut self.constraints[ci]);
+        let mut constraints = constraints;
+        let mut added = 0;
+        let mut ok = true;
+        for constraint in constraints.iter_mut() {
+            if !constraint_add(
+                constraint,
+                &base,
+                sub.as_deref(),
+                device,
+                &slice.spec.driver,
+            ) {
+                ok = false;
+                break;
+            }
+            added += 1;
+        }
+        if !ok {
+            for constraint in constraints.iter_mut().take(added) {
+                constraint_remove(constraint, &base, sub.as_deref());
+            }
+            self.constraints[ci] = constraints;
+            if must {
+                return Err(Stop::Fatal(format!(
+                    "claim {}, request {}: cannot add device {} because a claim constraint would not be satisfied",
+                    claim_key(&self.claims[ci].claim),
+                    data.name,
+                    self.id(*c)
+                )));
+            }
+            return Ok(false);
+        }
+        self.constraints[ci] = constraints;
+        self.allocating
+            .entry((c.slice, c.device))
+            .or_default()
+            .push(ci);
+        let id = self.id(*c).clone();
+        self.results[ci].push(DeviceResult {
+            request: data.full_name(),
+            id,
+            slice: c.slice,
+            admin_access: data.admin_access,
+            tolerations: data.tolerations.clone(),
+        });
+        Ok(true)
+    }
+
+    fn deallocate(&mut self, ci: usize, data: &RequestData, c: &Candidate) {
+        let base = data.parent.clone().unwrap_or_else(|| data.name.clone());
+        let sub = data.parent.as_ref().map(|_| data.name.clone());
+        for constraint in self.constraints[ci].iter_mut() {
+            constraint_remove(constraint, &base, sub.as_deref());
+        }
+        if let Some(claims) = self.allocating.get_mut(&(c.slice, c.device))
+            && let Some(pos) = claims.iter().position(|&x| x == ci)
+        {
+            claims.remove(pos);
+        }
+        self.results[ci].pop();
+    }
+
+    fn finish(&self) -> Vec<AllocationResult> {
+        self.results
+            .iter()
+            .map(|devices| AllocationResult {
+                devices: Some(DeviceAllocationResult {
+                    results: Some(
+                        devices
+                            .iter()
+                            .map(|d| DeviceRequestAllocationResult {
+                                request: d.request.clone(),
+                                driver: d.id.driver.clone(),
+                                pool: d.id.pool.clone(),
+                                device: d.id.device.clone(),
+                                admin_access: d.admin_access.then_some(true),
+                                tolerations: (!d.tolerations.is_empty())
+                                    .then(|| d.tolerations.clone()),
+                                ..Default::default()
+                            })
+                            .collect(),
+                    ),
+                    config: None,
+                }),
+                node_selector: self.node_selector(devices),
+                ..Default::default()
+            })
+            .collect()
+    }
+
+    /// The node selector of an allocation: the node of the first node-local device, or
+    /// the union of the network-attached slices' selectors (none when every device is
+    /// available everywhere).
+    fn node_selector(&self, devices: &[DeviceResult]) -> Option<ApiNodeSelector> {
+        let mut term = NodeSelectorTerm::default();
+        for d in devices {
+            let spec = &self.slices()[d.slice].spec;
+            let (name, selector) = if spec.per_device_node_selection.unwrap_or(false) {
+                let device = spec
+                    .devices
+                    .iter()
+                    .flatten()
+                    .find(|x| x.name == d.id.device);
+                (
+                    device.and_then(|x| x.node_name.clone()),
+                    device.and_then(|x| x.node_selector.clone()),
+                )
+            } else {
+                (spec.node_name.clone(), spec.node_selector.clone())
+            };
+            if let Some(name) = name.filter(|n| !n.is_empty()) {
+                return Some(ApiNodeSelector {
+                    node_selector_terms: vec![NodeSelectorTerm {
+                        match_fields: Some(vec![NodeSelectorRequirement {
+                            key: "metadata.name".into(),
+                            operator: "In".into(),
+                            values: Some(vec![name]),
+                        }]),
+                        ..Default::default()
+                    }],
+                });
+            }
+            if let Some(selector) = selector
+                && let [first] = selector.node_selector_terms.as_slice()
+            {
+                merge_requirements(first.match_fields.as_deref(), &mut term.match_fields);
+                merge_requirements(
+                    first.match_expressions.as_deref(),
+                    &mut term.match_expressions,
+                );
+            }
+        }
+        let empty = term.match_fields.as_ref().is_none_or(Vec::is_empty)
+            && term.match_expressions.as_ref().is_none_or(Vec::is_empty);
+        (!empty).then(|| ApiNodeSelector {
+            node_selector_terms: vec![term],
+        })
+    }
+}
+
+fn merge_requirements(
+    from: Option<&[NodeSelectorRequirement]>,
+    to: &mut Option<Vec<NodeSelectorRequirement>>,
+) {
+    for r in from.unwrap_or_default() {
+        let values: HashSet<&String> = r.values.iter().flatten().collect();
+        let list = to.get_or_insert_with(Vec::new);
+        let present = list.iter().any(|e| {
+            e.key == r.key
+                && e.operator == r.operator
+                && e.values.iter().flatten().collect::<HashSet<_>>() == values
+        });
+        if !present {
+            list.push(r.clone());
+        }
+    }
+}
+
+fn constraint_applies(c: &ConstraintState, base: &str, sub: Option<&str>) -> bool {
+    if c.spec.requests.is_empty() {
+        return true;
+    }
+    match sub {
+        None => c.spec.requests.contains(base),
+        Some(sub) => {
+            c.spec.requests.contains(base) || c.spec.requests.contains(&format!("{base}/{sub}"))
+        }
+    }
+}
+
+fn constraint_add(
+    c: &mut ConstraintState,
+    base: &str,
+    sub: Option<&str>,
+    device: &Device,
+    driver: &str,
+) -> bool {
+    if !constraint_applies(c, base, sub) {
+        return true;
+    }
+    let Some(attribute) = lookup_attribute(device, driver, &c.spec.attribute) else {
+        return false;
+    };
+    if c.count == 0 {
+        c.value = Some(attribute.clone());
+        c.count = 1;
+        return true;
+    }
+    let Some(first) = &c.value else {
+        return false;
+    };
+    if !same_value(attribute, first) {
+        return false;
+    }
+    c.count += 1;
+    true
+}
+
+fn constraint_remove(c: &mut ConstraintState, base: &str, sub: Option<&str>) {
+    if constraint_applies(c, base, sub) {
+        c.count = c.count.saturating_sub(1);
+    }
+}
