@@ -148,7 +148,16 @@ impl Attempt {
         let row = (0..self.scores.len())
             .rev()
             .find(|&r| self.names.name(self.scores.node_indices[r]) == node)?;
-        Some((self.scores.totals[row], self.scores.len()))
+        // Distinct nodes, as the owned result's map counts them (the scheduler scores a
+        // node once, so this is the row count).
+        let mut seen = vec![false; self.names.order.len()];
+        let scored = self
+            .scores
+            .node_indices
+            .iter()
+            .filter(|&&i| !std::mem::replace(&mut seen[i], true))
+            .count();
+        Some((self.scores.totals[row], scored))
     }
 
     /// The owned record, with as much per-node detail as `detail` asks.
@@ -190,5 +199,80 @@ impl Attempt {
             }
         }
         result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output;
+    use kubesched_framework::{Code, NodeToStatus};
+
+    /// An attempt with the shapes the conformance cases rarely make: a plugin name twice,
+    /// node names out of name order, an explicit rejection, nodes left to the absent
+    /// status, and a node scored twice.
+    fn awkward() -> Attempt {
+        let names = Arc::new(NodeNames::new(Arc::new(
+            ["n3", "n1", "n10", "n2", "a"].map(String::from).to_vec(),
+        )));
+        let mut a = Attempt::new("default/p".into(), "default-scheduler".into(), names);
+        a.outcome = PodOutcome::Scheduled("n1".into());
+        a.scores = ScoreTable {
+            plugins: vec!["B".into(), "A".into(), "B".into()],
+            node_indices: vec![1, 0, 1],
+            scores: vec![1, 2, 3, 10, 20, 30, 100, 200, 300],
+            totals: vec![111, 222, 333],
+        };
+        let mut rejected = Status::with_reasons(Code::Unschedulable, ["too small", "no \"x\""]);
+        rejected.set_plugin("Fit".into());
+        let mut absent = Status::new(Code::UnschedulableAndUnresolvable, "not in PreFilter");
+        absent.set_plugin("Affinity".into());
+        a.diagnosis = Some(Diagnosis {
+            node_to_status: NodeToStatus {
+                statuses: vec![(2, rejected)],
+                absent_nodes_status: Some(absent),
+            },
+            ..Default::default()
+        });
+        a.chosen = Some(1);
+        a
+    }
+
+    #[test]
+    fn an_attempt_prints_what_its_result_prints() {
+        let a = awkward();
+        for detail in [Detail::All, Detail::Rejected, Detail::None] {
+            let mut direct = Vec::new();
+            output::write_jsonl_attempt(&mut direct, &a, detail).unwrap();
+            let mut owned = Vec::new();
+            output::write_jsonl(&mut owned, &a.to_result(Detail::All), detail).unwrap();
+            assert_eq!(
+                String::from_utf8(direct).unwrap(),
+                String::from_utf8(owned).unwrap(),
+                "{detail:?}"
+            );
+        }
+        let mut table = output::Table::default();
+        table.push_attempt(&a);
+        assert_eq!(table.render(), output::table(&[a.to_result(Detail::All)]));
+    }
+
+    #[test]
+    fn the_last_of_a_repeated_column_or_row_counts() {
+        let a = awkward();
+        let line = {
+            let mut out = Vec::new();
+            output::write_jsonl_attempt(&mut out, &a, Detail::All).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        assert!(
+            line.contains(r#""scores":{"n1":{"A":30,"B":300},"n3":{"A":20,"B":200}}"#),
+            "{line}"
+        );
+        assert!(
+            line.contains(r#""rejected":{"a":["not in PreFilter"],"n10":["too small","no \"x\""],"n2":["not in PreFilter"]}"#),
+            "{line}"
+        );
+        assert_eq!(a.chosen_score(), Some((333, 2)));
     }
 }
