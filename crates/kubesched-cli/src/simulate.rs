@@ -109,9 +109,9 @@ pub fn run(req: &Request) -> Result<(), String> {
         (Some(pod), _) => {
             let mut attempts: Vec<PodResult> = Vec::new();
             let n = prepared
-                .run_each(|r| {
+                .run_each_attempt(|r| {
                     if r.pod == pod {
-                        attempts.push(r);
+                        attempts.push(r.to_result(Detail::All));
                     }
                     Ok::<(), std::convert::Infallible>(())
                 })
@@ -125,8 +125,8 @@ pub fn run(req: &Request) -> Result<(), String> {
         (None, Format::Jsonl) => {
             let stdout = std::io::stdout().lock();
             let mut out = BufWriter::with_capacity(1 << 16, stdout);
-            let result = prepared.run_each(|r| {
-                timed(&mut || output::write_jsonl(&mut out, &r, detail))?;
+            let result = prepared.run_each_attempt(|r| {
+                timed(&mut || output::write_jsonl_attempt(&mut out, &r, detail))?;
                 // Dropped here, before the next pod is attempted.
                 drop(r);
                 Ok::<(), std::io::Error>(())
@@ -141,8 +141,8 @@ pub fn run(req: &Request) -> Result<(), String> {
         (None, Format::Table) => {
             let mut table = output::Table::default();
             let n = prepared
-                .run_each(|r| {
-                    table.push(&r);
+                .run_each_attempt(|r| {
+                    table.push_attempt(&r);
                     Ok::<(), std::convert::Infallible>(())
                 })
                 .unwrap_or_else(|never| match never {});

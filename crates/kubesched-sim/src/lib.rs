@@ -35,6 +35,7 @@
 //! assert_eq!(sim.results[0].outcome, kubesched_sim::PodOutcome::Scheduled("n1".into()));
 //! ```
 
+pub mod attempt;
 pub mod capacity;
 pub mod output;
 pub mod rollout;
@@ -43,6 +44,7 @@ pub mod simulate;
 pub mod whatif;
 pub mod workloads;
 
+pub use attempt::{Attempt, NodeNames};
 pub use simulate::{
     Decision, Detail, NodeScores, PodOutcome, PodResult, Prepared, Rejection, RunSummary,
     Simulation, SimulationError, SimulationOptions, prepare, simulate, simulate_each,

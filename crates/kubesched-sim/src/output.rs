@@ -9,11 +9,12 @@ use std::fmt::Write as _;
 use serde::ser::{Serialize, Serializer};
 use serde_json::Value;
 
+use crate::attempt::Attempt;
 use crate::simulate::{Detail, NodeScores, PodOutcome, PodResult, Rejection};
 
 /// One result as FORMAT.md's JSON object.
 pub fn to_json(result: &PodResult) -> Value {
-    serde_json::to_value(Line::new(result, Detail::All))
+    serde_json::to_value(result_line(result, Detail::All))
         .expect("a result always converts to JSON: string keys, integers and strings")
 }
 
@@ -36,14 +37,48 @@ pub fn write_jsonl(
     result: &PodResult,
     detail: Detail,
 ) -> std::io::Result<()> {
-    serde_json::to_writer(&mut *out, &Line::new(result, detail))?;
+    serde_json::to_writer(&mut *out, &result_line(result, detail))?;
+    out.write_all(b"\n")
+}
+
+fn result_line(result: &PodResult, detail: Detail) -> Line<'_, ScoresField<'_>, RejectedField<'_>> {
+    let mut line = Line::new(&result.pod, &result.scheduler, &result.outcome);
+    if line.attempted() {
+        if detail == Detail::All {
+            line.scores = Some(ScoresField(&result.scores));
+        }
+        if detail != Detail::None {
+            line.rejected = Some(RejectedField(&result.rejected));
+        }
+    }
+    line
+}
+
+/// Writes one attempt as [`write_jsonl`] writes its [`Attempt::to_result`], byte for
+/// byte, but reads the scheduler's score table and statuses directly: no string is
+/// made per node, so a line of a large cluster costs little more than its bytes.
+pub fn write_jsonl_attempt(
+    out: &mut impl std::io::Write,
+    attempt: &Attempt,
+    detail: Detail,
+) -> std::io::Result<()> {
+    let mut line = Line::new(&attempt.pod, &attempt.scheduler, &attempt.outcome);
+    if line.attempted() {
+        if detail == Detail::All {
+            line.scores = Some(AttemptScores(attempt));
+        }
+        if detail != Detail::None {
+            line.rejected = Some(AttemptRejected(attempt));
+        }
+    }
+    serde_json::to_writer(&mut *out, &line)?;
     out.write_all(b"\n")
 }
 
 /// FORMAT.md's object for one result, fields in alphabetical order: the order the
 /// collected `serde_json::Map` (a sorted map) has always printed them in.
 #[derive(serde::Serialize)]
-struct Line<'a> {
+struct Line<'a, S, R> {
     #[serde(skip_serializing_if = "Option::is_none")]
     gated: Option<&'a [String]>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -57,45 +92,36 @@ struct Line<'a> {
     nominated: Option<&'a str>,
     pod: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    rejected: Option<RejectedField<'a>>,
+    rejected: Option<R>,
     scheduler: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    scores: Option<ScoresField<'a>>,
+    scores: Option<S>,
     #[serde(skip_serializing_if = "Option::is_none")]
     victims: Option<&'a [String]>,
 }
 
-impl<'a> Line<'a> {
-    fn new(result: &'a PodResult, detail: Detail) -> Self {
+impl<'a, S, R> Line<'a, S, R> {
+    /// The line without `scores` and `rejected`.
+    fn new(pod: &'a str, scheduler: &'a str, outcome: &'a PodOutcome) -> Self {
         let mut line = Line {
             gated: None,
             ignored: None,
             message: None,
             node: None,
             nominated: None,
-            pod: &result.pod,
+            pod,
             rejected: None,
-            scheduler: &result.scheduler,
+            scheduler,
             scores: None,
             victims: None,
         };
-        let attempted = match &result.outcome {
-            PodOutcome::Ignored => {
-                line.ignored = Some(true);
-                false
-            }
-            PodOutcome::Gated(gates) => {
-                line.gated = Some(gates);
-                false
-            }
-            PodOutcome::Scheduled(node) => {
-                line.node = Some(Some(node));
-                true
-            }
+        match outcome {
+            PodOutcome::Ignored => line.ignored = Some(true),
+            PodOutcome::Gated(gates) => line.gated = Some(gates),
+            PodOutcome::Scheduled(node) => line.node = Some(Some(node)),
             PodOutcome::Unschedulable(message) => {
                 line.node = Some(None);
                 line.message = Some(message);
-                true
             }
             PodOutcome::Nominated {
                 message,
@@ -107,18 +133,81 @@ impl<'a> Line<'a> {
                 line.message = Some(message);
                 line.nominated = Some(node);
                 line.victims = Some(victims);
-                true
-            }
-        };
-        if attempted {
-            if detail == Detail::All {
-                line.scores = Some(ScoresField(&result.scores));
-            }
-            if detail != Detail::None {
-                line.rejected = Some(RejectedField(&result.rejected));
             }
         }
         line
+    }
+
+    /// Whether the pod went through the filters (so the line has per-node detail).
+    fn attempted(&self) -> bool {
+        self.node.is_some()
+    }
+}
+
+/// An attempt's `scores`, in node-name order, each node's plugins in name order.
+struct AttemptScores<'a>(&'a Attempt);
+
+impl Serialize for AttemptScores<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let attempt = self.0;
+        let columns = attempt.plugin_columns();
+        let rows = attempt.rows_by_node();
+        let names = attempt.names();
+        serializer.collect_map(
+            names
+                .by_name()
+                .iter()
+                .filter(|&&node| rows[node] != usize::MAX)
+                .map(|&node| {
+                    let row = NodeRow {
+                        table: &attempt.scores,
+                        columns: &columns,
+                        row: rows[node],
+                    };
+                    (names.name(node), row)
+                }),
+        )
+    }
+}
+
+/// One scored node's `{"Plugin": score, ...}`.
+struct NodeRow<'a> {
+    table: &'a kubesched_framework::ScoreTable,
+    columns: &'a [usize],
+    row: usize,
+}
+
+impl Serialize for NodeRow<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let rows = self.table.len();
+        serializer.collect_map(self.columns.iter().map(|&c| {
+            (
+                &*self.table.plugins[c],
+                self.table.scores[c * rows + self.row],
+            )
+        }))
+    }
+}
+
+/// An attempt's `rejected`, in node-name order.
+struct AttemptRejected<'a>(&'a Attempt);
+
+impl Serialize for AttemptRejected<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let statuses = self.0.rejections_by_node();
+        let names = self.0.names();
+        serializer.collect_map(names.by_name().iter().filter_map(|&node| {
+            statuses[node].map(|status| (names.name(node), Reasons(status.reasons())))
+        }))
+    }
+}
+
+/// A status's reasons as a JSON array of strings.
+struct Reasons<'a>(&'a [std::borrow::Cow<'static, str>]);
+
+impl Serialize for Reasons<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(|r| &**r))
     }
 }
 
@@ -155,16 +244,16 @@ fn node_column(outcome: &PodOutcome) -> String {
     }
 }
 
-fn reason_column(result: &PodResult) -> String {
-    match &result.outcome {
-        PodOutcome::Ignored => format!("not ours: no profile named {:?}", result.scheduler),
+/// The reason cell; `chosen` is the chosen node's total and the number of scored nodes
+/// (`None` when scoring was skipped).
+fn reason_column(scheduler: &str, outcome: &PodOutcome, chosen: Option<(i64, usize)>) -> String {
+    match outcome {
+        PodOutcome::Ignored => format!("not ours: no profile named {scheduler:?}"),
         PodOutcome::Gated(g) => format!("scheduling gates: {}", g.join(", ")),
-        PodOutcome::Scheduled(node) => match result.scores.get(node) {
-            Some(s) => format!(
-                "highest score {} of {} feasible node(s)",
-                s.total,
-                result.scores.len()
-            ),
+        PodOutcome::Scheduled(_) => match chosen {
+            Some((total, scored)) => {
+                format!("highest score {total} of {scored} feasible node(s)")
+            }
             None => "the only feasible node".into(),
         },
         PodOutcome::Unschedulable(m) => m.clone(),
@@ -196,11 +285,26 @@ impl Table {
     /// Adds the row of one result (its reason needs the chosen node's score, so the
     /// result should have [`Detail::All`]).
     pub fn push(&mut self, r: &PodResult) {
+        let chosen = match &r.outcome {
+            PodOutcome::Scheduled(node) => r.scores.get(node).map(|s| (s.total, r.scores.len())),
+            _ => None,
+        };
         self.rows.push([
             r.pod.clone(),
             r.scheduler.clone(),
             node_column(&r.outcome),
-            reason_column(r),
+            reason_column(&r.scheduler, &r.outcome, chosen),
+        ]);
+    }
+
+    /// Adds the row of one attempt, as [`Table::push`] adds its
+    /// [`Attempt::to_result`], reading only the chosen node's score.
+    pub fn push_attempt(&mut self, a: &Attempt) {
+        self.rows.push([
+            a.pod.clone(),
+            a.scheduler.clone(),
+            node_column(&a.outcome),
+            reason_column(&a.scheduler, &a.outcome, a.chosen_score()),
         ]);
     }
 

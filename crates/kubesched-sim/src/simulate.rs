@@ -12,6 +12,7 @@ use kubesched_framework::{
     Snapshot,
 };
 
+use crate::attempt::{Attempt, NodeNames};
 use crate::scenario::{DraObjects, OtherObject, Scenario};
 
 /// How a simulation runs.
@@ -448,22 +449,31 @@ impl Prepared {
     /// Runs as [`Prepared::run`] does, but hands each result to `sink` as soon as the
     /// pod is decided instead of collecting them; stops at the first error `sink`
     /// returns. Returns the number of results.
-    pub fn run_each<E>(
+    pub fn run_each<E>(self, mut sink: impl FnMut(PodResult) -> Result<(), E>) -> Result<usize, E> {
+        let detail = self.detail;
+        self.run_each_attempt(|a| sink(a.to_result(detail)))
+    }
+
+    /// Runs as [`Prepared::run_each`] does, but hands `sink` each [`Attempt`] with its
+    /// per-node detail unconverted: the way to print results of a large cluster
+    /// ([`output::write_jsonl_attempt`](crate::output::write_jsonl_attempt)) without a
+    /// string per node. Returns the number of attempts.
+    pub fn run_each_attempt<E>(
         mut self,
-        mut sink: impl FnMut(PodResult) -> Result<(), E>,
+        mut sink: impl FnMut(Attempt) -> Result<(), E>,
     ) -> Result<usize, E> {
-        let node_order = self.node_order();
+        let names = Arc::new(NodeNames::new(self.node_order()));
         let queue = std::mem::take(&mut self.queue);
         let mut count = 0;
         for queued in &queue {
             loop {
-                let result = self.attempt(&queued.pod_info, &node_order);
-                let evicted = match &result.outcome {
+                let attempt = self.attempt_raw(&queued.pod_info, &names);
+                let evicted = match &attempt.outcome {
                     PodOutcome::Nominated { node, victims, .. } => self.evict(node, victims),
                     _ => 0,
                 };
                 count += 1;
-                sink(result)?;
+                sink(attempt)?;
                 if evicted == 0 {
                     break;
                 }
@@ -554,128 +564,63 @@ impl Prepared {
     /// for every later attempt. `node_order` is [`Prepared::node_order`]. Used by the
     /// what-if tools (capacity, rollout) to schedule pods one at a time.
     pub fn attempt(&mut self, pod: &Arc<PodInfo>, node_order: &Arc<Vec<String>>) -> PodResult {
+        let names = Arc::new(NodeNames::new(node_order.clone()));
+        self.attempt_raw(pod, &names).to_result(self.detail)
+    }
+
+    /// Attempts one pod as [`Prepared::attempt`] does, but leaves the per-node detail as
+    /// the scheduler made it (see [`Attempt`]).
+    pub fn attempt_raw(&mut self, pod: &Arc<PodInfo>, names: &Arc<NodeNames>) -> Attempt {
         let scheduler = &mut self.scheduler;
-        let mut result = PodResult {
-            pod: pod.key().to_string(),
-            scheduler: pod.scheduler_name().to_string(),
-            outcome: PodOutcome::Ignored,
-            scores: BTreeMap::new(),
-            rejected: BTreeMap::new(),
-            node_order: node_order.clone(),
-        };
+        let mut attempt = Attempt::new(
+            pod.key().to_string(),
+            pod.scheduler_name().to_string(),
+            names.clone(),
+        );
         if scheduler.framework_for(pod.scheduler_name()).is_none() {
-            return result;
+            return attempt;
         }
         let gates = kubesched_plugins::scheduling_gates::gate_names(pod);
         if !gates.is_empty() {
-            result.outcome = PodOutcome::Gated(gates);
-            return result;
+            attempt.outcome = PodOutcome::Gated(gates);
+            return attempt;
         }
         match scheduler.schedule_one(pod) {
             Outcome::NotOurs => {}
             Outcome::Gated(_) => {
-                result.outcome =
+                attempt.outcome =
                     PodOutcome::Gated(kubesched_plugins::scheduling_gates::gate_names(pod))
             }
             Outcome::Scheduled { node, result: r } => {
-                fill_details(
-                    &mut result,
-                    self.detail,
-                    scheduler.snapshot(),
-                    &r.diagnosis,
-                    &r.scores,
-                    Some(r.suggested_host),
-                );
-                result.outcome = PodOutcome::Scheduled(node);
+                attempt.scores = r.scores;
+                attempt.diagnosis = Some(r.diagnosis);
+                attempt.chosen = Some(r.suggested_host);
+                attempt.outcome = PodOutcome::Scheduled(node);
             }
             Outcome::Unschedulable { error, nominated } => {
-                let diagnosis = match &error {
-                    ScheduleError::Unfit(fit) => Some(&fit.diagnosis),
-                    ScheduleError::FilterFailed { diagnosis, .. } => Some(&**diagnosis),
-                    _ => None,
-                };
-                if let Some(diagnosis) = diagnosis {
-                    fill_details(
-                        &mut result,
-                        self.detail,
-                        scheduler.snapshot(),
-                        diagnosis,
-                        &Default::default(),
-                        None,
-                    );
+                let message = error.to_string();
+                match error {
+                    ScheduleError::Unfit(fit) => attempt.diagnosis = Some(fit.diagnosis),
+                    ScheduleError::FilterFailed { diagnosis, .. } => {
+                        attempt.diagnosis = Some(*diagnosis)
+                    }
+                    _ => {}
                 }
-                result.outcome = match nominated {
+                attempt.outcome = match nominated {
                     Some(n) => PodOutcome::Nominated {
-                        message: error.to_string(),
+                        message,
                         node: n.nominated_node_name.unwrap_or_default(),
                         victims: n.victims,
                         candidates: n.candidates,
                         selection_reason: n.selection_reason,
                     },
-                    None => PodOutcome::Unschedulable(error.to_string()),
+                    None => PodOutcome::Unschedulable(message),
                 };
             }
             Outcome::BindingFailed { status, .. } => {
-                result.outcome = PodOutcome::Unschedulable(status.message());
+                attempt.outcome = PodOutcome::Unschedulable(status.message());
             }
         }
-        result
-    }
-}
-
-fn fill_details(
-    result: &mut PodResult,
-    detail: Detail,
-    snapshot: &Snapshot,
-    diagnosis: &kubesched_framework::Diagnosis,
-    scores: &kubesched_framework::ScoreTable,
-    chosen: Option<usize>,
-) {
-    if detail == Detail::None {
-        return;
-    }
-    if detail == Detail::All {
-        for (node_index, plugins, total) in scores.rows() {
-            result.scores.insert(
-                snapshot.node_at(node_index).name().to_string(),
-                NodeScores {
-                    plugins: plugins
-                        .into_iter()
-                        .map(|(p, v)| (p.to_string(), v))
-                        .collect(),
-                    total,
-                },
-            );
-        }
-    }
-    let explicit = &diagnosis.node_to_status.statuses;
-    for (index, status) in explicit {
-        result.rejected.insert(
-            snapshot.node_at(*index).name().to_string(),
-            Rejection {
-                plugin: status.plugin().map(str::to_string),
-                reasons: status.reasons().iter().map(|r| r.to_string()).collect(),
-            },
-        );
-    }
-    if let Some(absent) = &diagnosis.node_to_status.absent_nodes_status {
-        let evaluated: std::collections::BTreeSet<usize> = explicit
-            .iter()
-            .map(|(i, _)| *i)
-            .chain(scores.node_indices.iter().copied())
-            .chain(chosen)
-            .collect();
-        for (i, node) in snapshot.nodes().iter().enumerate() {
-            if evaluated.contains(&i) {
-                continue;
-            }
-            result
-                .rejected
-                .entry(node.name().to_string())
-                .or_insert_with(|| Rejection {
-                    plugin: absent.plugin().map(str::to_string),
-                    reasons: absent.reasons().iter().map(|r| r.to_string()).collect(),
-                });
-        }
+        attempt
     }
 }

@@ -1,13 +1,15 @@
-//! The streaming path (`simulate_each` into `output::write_jsonl`, as `kubesched
-//! simulate --format jsonl` runs it) against the collected one (`simulate`, each result
-//! printed as its `serde_json::Value`, as the command printed before it streamed): the
-//! same bytes for every conformance case, and `Detail::Rejected` / `Detail::None` are
-//! those lines with `scores` (and `rejected`) taken out.
+//! The streaming paths (`simulate_each` into `output::write_jsonl`, and
+//! `Prepared::run_each_attempt` into `output::write_jsonl_attempt` and
+//! `Table::push_attempt`, as `kubesched simulate` runs it) against the collected one
+//! (`simulate`, each result printed as its `serde_json::Value`, as the command printed
+//! before it streamed): the same bytes for every conformance case, and
+//! `Detail::Rejected` / `Detail::None` are those lines with `scores` (and `rejected`)
+//! taken out.
 
 use std::path::{Path, PathBuf};
 
 use kubesched_sim::scenario::{self, Source};
-use kubesched_sim::{Detail, SimulationOptions, output, simulate, simulate_each};
+use kubesched_sim::{Detail, SimulationOptions, output, prepare, simulate, simulate_each};
 use serde_json::Value;
 
 fn cases() -> Vec<(PathBuf, bool)> {
@@ -61,6 +63,42 @@ fn streamed(scenario: &scenario::Scenario, preemption: bool, detail: Detail) -> 
     text
 }
 
+/// The lines `kubesched simulate --format jsonl` prints: straight from each attempt.
+fn streamed_attempts(scenario: &scenario::Scenario, preemption: bool, detail: Detail) -> String {
+    let options = SimulationOptions {
+        preemption,
+        detail,
+        ..Default::default()
+    };
+    let registry = kubesched_plugins::in_tree_registry();
+    let prepared = prepare(scenario, &options, &registry).unwrap();
+    let mut out = Vec::new();
+    let n = prepared
+        .run_each_attempt(|a| output::write_jsonl_attempt(&mut out, &a, detail))
+        .unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert_eq!(text.lines().count(), n);
+    text
+}
+
+/// The table `kubesched simulate` prints: a row from each attempt.
+fn streamed_table(scenario: &scenario::Scenario, preemption: bool) -> String {
+    let options = SimulationOptions {
+        preemption,
+        ..Default::default()
+    };
+    let registry = kubesched_plugins::in_tree_registry();
+    let prepared = prepare(scenario, &options, &registry).unwrap();
+    let mut table = output::Table::default();
+    prepared
+        .run_each_attempt(|a| {
+            table.push_attempt(&a);
+            Ok::<(), std::convert::Infallible>(())
+        })
+        .unwrap();
+    table.render()
+}
+
 #[test]
 fn streaming_prints_the_bytes_the_collected_results_printed() {
     let mut checked = 0;
@@ -79,6 +117,14 @@ fn streaming_prints_the_bytes_the_collected_results_printed() {
         assert!(!before.is_empty(), "{}: no result", path.display());
         let after = streamed(&scenario, preemption, Detail::All);
         assert_eq!(after, before, "{}", path.display());
+        let direct = streamed_attempts(&scenario, preemption, Detail::All);
+        assert_eq!(direct, before, "{} (from the attempts)", path.display());
+        assert_eq!(
+            streamed_table(&scenario, preemption),
+            output::table(&collected.results),
+            "{} (table)",
+            path.display()
+        );
         assert_eq!(
             output::jsonl(&collected.results),
             before,
@@ -111,6 +157,8 @@ fn less_detail_is_the_same_lines_without_the_per_node_fields() {
                 .collect();
             let actual = streamed(&scenario, preemption, detail);
             assert_eq!(actual, expected, "{} {detail:?}", path.display());
+            let direct = streamed_attempts(&scenario, preemption, detail);
+            assert_eq!(direct, expected, "{} {detail:?} (attempts)", path.display());
         }
     }
 }
