@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use crate::cycle_state::CycleState;
 use crate::events::ClusterEvent;
 use crate::node_info::NodeInfo;
-use crate::observer::{PluginObserver, sampled, timed, timed_extension_point};
+use crate::observer::{PluginObserver, evaluated, sampled, timed, timed_extension_point};
 use crate::plugin::*;
 use crate::pod_info::PodInfo;
 use crate::registry::{Handle, Registry};
@@ -507,8 +507,12 @@ impl Framework {
     /// ([`PluginObserver::observe_extension_point`]): on every cycle, as
     /// kube-scheduler's `Run*Plugins` functions record
     /// `scheduler_framework_extension_point_duration_seconds`.
+    ///
+    /// Public for the Filter point, which kube-scheduler times around the whole pass
+    /// over the nodes (one run per cycle, not per node): the caller of
+    /// [`Framework::run_filter_plugins_on_nodes`] times it with `point` `"Filter"`.
     #[inline]
-    fn timed_point<T>(
+    pub fn timed_point<T>(
         &self,
         point: &'static str,
         code: impl FnOnce(&T) -> Code,
@@ -650,6 +654,7 @@ impl Framework {
         let mut returned = Status::success();
         let obs = sampled(&self.observer, state);
         for w in &self.pre_filter {
+            evaluated(&self.observer, &self.profile_name, &w.name, "PreFilter", 1);
             let (r, s) = timed(
                 obs,
                 &w.name,
@@ -796,6 +801,7 @@ impl Framework {
             if state.skips_filter(i) {
                 continue;
             }
+            evaluated(&self.observer, &self.profile_name, &w.name, "Filter", 1);
             let s = timed(obs, &w.name, "Filter", Status::code, || {
                 w.plugin.filter(state, pod, node)
             });
@@ -844,6 +850,13 @@ impl Framework {
             if state.skips_filter(i) {
                 continue;
             }
+            evaluated(
+                &self.observer,
+                &self.profile_name,
+                &w.name,
+                "Filter",
+                alive.len(),
+            );
             w.plugin.filter_nodes(state, pod, &alive, &mut verdicts);
             if verdicts.is_empty() {
                 continue;
@@ -1008,6 +1021,7 @@ impl Framework {
         let mut skip = BTreeSet::new();
         let obs = sampled(&self.observer, state);
         for w in &self.pre_score {
+            evaluated(&self.observer, &self.profile_name, &w.name, "PreScore", 1);
             let s = timed(obs, &w.name, "PreScore", Status::code, || {
                 w.plugin.pre_score(state, pod, nodes, snapshot)
             });
@@ -1061,6 +1075,15 @@ impl Framework {
             .collect();
         let width = active.len();
         let rows = nodes.len();
+        for s in &active {
+            evaluated(
+                &self.observer,
+                &self.profile_name,
+                &s.wired.name,
+                "Score",
+                rows,
+            );
+        }
         let mut table = ScoreTable {
             plugins: active.iter().map(|s| s.wired.name.clone()).collect(),
             node_indices: nodes.iter().map(|&(i, _)| i).collect(),

@@ -47,9 +47,10 @@ pub trait PluginObserver: Send + Sync {
     /// `scheduler_framework_extension_point_duration_seconds`. Called on every cycle,
     /// sampled or not, by the `Framework::run_*` method of the point (its name is one of
     /// `PreEnqueue`, `PreFilter`, `PostFilter`, `PreScore`, `Score`, `Reserve`,
-    /// `Unreserve`, `Permit`, `PreBind`, `Bind`, `PostBind`). Filter, which runs once per
-    /// node, is not an extension point here, as in kube-scheduler; nor is
-    /// `ScoreExtensionNormalize`, which is part of `Score`. `code` is the code of the
+    /// `Unreserve`, `Permit`, `PreBind`, `Bind`, `PostBind`), and `Filter`, timed by the
+    /// caller of the per-node Filter runs around its whole pass over the nodes, as
+    /// kube-scheduler's `findNodesThatPassFilters` does.
+    /// `ScoreExtensionNormalize` is part of `Score`. `code` is the code of the
     /// status the run returned (`Unreserve` and `PostBind` return none: `Success`).
     ///
     /// The default does nothing, so observers written before this method keep
@@ -62,6 +63,16 @@ pub trait PluginObserver: Send + Sync {
         took: Duration,
     ) {
         let _ = (profile, extension_point, code, took);
+    }
+
+    /// `plugin` of `profile` was called `n` times at `extension_point` (`PreFilter`,
+    /// `Filter` once per node, `PreScore`, `Score` once per node), on every cycle:
+    /// kube-scheduler's `scheduler_plugin_evaluation_total`. Filter calls are reported
+    /// per run of nodes, so this is called far less often than the plugin.
+    ///
+    /// The default does nothing.
+    fn plugin_evaluated(&self, profile: &str, plugin: &str, extension_point: &'static str, n: u64) {
+        let _ = (profile, plugin, extension_point, n);
     }
 }
 
@@ -79,6 +90,22 @@ pub(crate) fn sampled<'a>(
     let o = observer.as_deref()?;
     state.read::<RecordPluginMetrics>()?;
     Some(o)
+}
+
+/// Reports `n` calls of `plugin` at `extension_point` to `observer`, if any.
+#[inline]
+pub(crate) fn evaluated(
+    observer: &Option<std::sync::Arc<dyn PluginObserver>>,
+    profile: &str,
+    plugin: &str,
+    extension_point: &'static str,
+    n: usize,
+) {
+    if let Some(o) = observer.as_deref()
+        && n > 0
+    {
+        o.plugin_evaluated(profile, plugin, extension_point, n as u64);
+    }
 }
 
 /// Runs `f`, timing it when `observer` is set.

@@ -45,7 +45,7 @@
 //! assert_eq!(q.pop().unwrap().info.attempts, 2);
 //! ```
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -558,6 +558,36 @@ impl SchedulingQueue {
         }
     }
 
+    /// The pods waiting in the unschedulable set (gated ones included, as in
+    /// kube-scheduler's `unschedulablePods`), counted once for each plugin that rejected
+    /// them, by `(scheduler name, plugin)`: kube-scheduler's
+    /// `scheduler_unschedulable_pods` gauge.
+    pub fn unschedulable_by_plugin(&self) -> BTreeMap<(String, String), usize> {
+        let mut counts = BTreeMap::new();
+        for p in self.unschedulable.values().chain(self.gated.values()) {
+            for plugin in &p.unschedulable_plugins {
+                *counts
+                    .entry((p.info.pod_info.scheduler_name().to_string(), plugin.clone()))
+                    .or_insert(0) += 1;
+            }
+        }
+        counts
+    }
+
+    /// What kube-scheduler's `inFlightEvents` list holds, by the `event` label of its
+    /// `scheduler_inflight_events` gauge: one `PodPopped` per pod being scheduled, and
+    /// the cluster events kept for them.
+    pub fn in_flight_event_counts(&self) -> BTreeMap<String, usize> {
+        let mut counts = BTreeMap::new();
+        if !self.in_flight.is_empty() {
+            counts.insert("PodPopped".to_string(), self.in_flight.len());
+        }
+        for e in &self.in_flight_events {
+            *counts.entry(e.event.label().into_owned()).or_insert(0) += 1;
+        }
+        counts
+    }
+
     /// Takes a pod out of the in-flight set and forgets the events no pod in flight
     /// can still see; returns the pod's object if it was updated in flight.
     fn leave_flight(&mut self, key: &str) -> Option<Arc<PodInfo>> {
@@ -859,6 +889,43 @@ mod tests {
             ..Default::default()
         });
         Arc::new(PodInfo::new(Arc::new(p)).unwrap())
+    }
+
+    #[test]
+    fn gauges_count_unschedulable_pods_by_plugin_and_events_in_flight() {
+        let (mut q, _clock) = queue();
+        q.add(pod("a", 0));
+        q.add(pod("b", 0));
+        let a = q.pop().unwrap();
+        let b = q.pop().unwrap();
+        assert_eq!(
+            q.in_flight_event_counts(),
+            BTreeMap::from([("PodPopped".to_string(), 2)])
+        );
+        q.move_all_to_active_or_backoff(ClusterEvent::NODE_ADD);
+        q.add_unschedulable(a, rejected_by(&["NodeResourcesFit", "NodeAffinity"]));
+        // b is still in flight: the event stays for it.
+        assert_eq!(
+            q.in_flight_event_counts(),
+            BTreeMap::from([("NodeAdd".to_string(), 1), ("PodPopped".to_string(), 1)])
+        );
+        q.add_unschedulable(b, rejected_by(&["NodeResourcesFit"]));
+        assert!(q.in_flight_event_counts().is_empty());
+        // Both saw NodeAdd while in flight, which may help them: they went to backoff.
+        assert!(q.unschedulable_by_plugin().is_empty());
+        q.add(pod("c", 0));
+        let c = q.pop().unwrap();
+        q.add_unschedulable(c, rejected_by(&["NodeResourcesFit", "NodeAffinity"]));
+        let scheduler = pod("x", 0).scheduler_name().to_string();
+        assert_eq!(
+            q.unschedulable_by_plugin(),
+            BTreeMap::from([
+                ((scheduler.clone(), "NodeAffinity".to_string()), 1),
+                ((scheduler, "NodeResourcesFit".to_string()), 1),
+            ])
+        );
+        q.delete("default/c");
+        assert!(q.unschedulable_by_plugin().is_empty());
     }
 
     #[test]

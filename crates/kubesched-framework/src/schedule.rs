@@ -618,15 +618,29 @@ impl Scheduler {
                 .collect();
             (feasible, Vec::new())
         } else {
-            filter_nodes(
-                fwk,
-                state,
-                pod,
-                snapshot,
-                &self.nominated_pods,
-                &candidates,
-                start,
-                to_find,
+            // kube-scheduler times the whole pass over the nodes as the Filter
+            // extension point: Error when a filter failed, else Success.
+            fwk.timed_point(
+                "Filter",
+                |(_, rejected): &(Vec<usize>, Vec<(usize, Status)>)| {
+                    if rejected.iter().any(|(_, s)| !s.is_rejected()) {
+                        Code::Error
+                    } else {
+                        Code::Success
+                    }
+                },
+                || {
+                    filter_nodes(
+                        fwk,
+                        state,
+                        pod,
+                        snapshot,
+                        &self.nominated_pods,
+                        &candidates,
+                        start,
+                        to_find,
+                    )
+                },
             )
         };
         if self.options.node_search == NodeSearch::Adaptive && self.snapshot.num_nodes() > 0 {

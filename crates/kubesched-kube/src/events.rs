@@ -20,7 +20,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use tokio::sync::watch;
 
-use crate::outage::{Outage, jitter};
+use crate::outage::{Outage, Refusals, jitter};
 
 /// client-go's `maxTriesPerEvent`.
 const MAX_TRIES: u32 = 12;
@@ -72,6 +72,7 @@ pub(crate) struct Recorder {
     hostname: String,
     cache: Mutex<HashMap<String, Cached>>,
     outage: Outage,
+    refusals: Refusals,
     rt: tokio::runtime::Handle,
 }
 
@@ -117,6 +118,7 @@ impl Recorder {
             hostname: crate::hostname(),
             cache: Mutex::new(HashMap::new()),
             outage: Outage::new("events"),
+            refusals: Refusals::new("events"),
             rt,
         })
     }
@@ -193,10 +195,16 @@ impl Recorder {
             match self.write(&event).await {
                 Written::Done => {
                     self.outage.succeeded("events");
+                    self.refusals.succeeded();
                     return;
                 }
                 Written::GiveUp(e) => {
-                    tracing::warn!(event = ?event.metadata.name, error = %e, "server rejected event (will not retry)");
+                    let kind = match &e {
+                        kube::Error::Api(s) => format!("{} {}", s.code, s.reason),
+                        _ => "other".to_string(),
+                    };
+                    let name = event.metadata.name.as_deref().unwrap_or("");
+                    self.refusals.refused(&kind, name, &e);
                     return;
                 }
                 Written::Retry(e) => self.outage.failed("events", &e),

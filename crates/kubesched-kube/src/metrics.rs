@@ -1,7 +1,8 @@
 //! kube-scheduler's metrics, with its names and labels, in Prometheus text
 //! (prometheus-client's OpenMetrics encoding).
 
-use std::sync::Mutex;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use prometheus_client::encoding::text::encode;
@@ -80,8 +81,26 @@ pub struct Metrics {
     preemption_victims: Histogram,
     cache_size: Family<Labels, Gauge>,
     goroutines: Family<Labels, Gauge>,
+    unschedulable_pods: Family<Labels, Gauge>,
+    plugin_evaluation: Family<Labels, Counter>,
+    /// The counters of `plugin_evaluation` by profile, plugin and extension point, so
+    /// that counting a Filter run looks them up without building labels.
+    evaluation_counters: RwLock<EvaluationCounters>,
+    event_handling: HistogramFamily,
+    inflight_events: Family<Labels, Gauge>,
+    /// The series of the two gauges above set so far: set to 0 when they empty.
+    queue_series: Mutex<QueueSeries>,
+    refresh: Mutex<Option<Refresher>>,
     process: ProcessMetrics,
 }
+
+/// The `(profile, plugin)` series of the unschedulable pods and the events in flight.
+type QueueSeries = (BTreeSet<(String, String)>, BTreeSet<String>);
+
+type EvaluationCounters = HashMap<String, HashMap<String, HashMap<&'static str, Counter>>>;
+
+/// Sets the gauges read from the scheduler's state when the metrics are encoded.
+pub type Refresher = Arc<dyn Fn(&Metrics) + Send + Sync>;
 
 /// process_* as the Prometheus Go client's process collector, read from /proc when
 /// the metrics are encoded.
@@ -333,6 +352,31 @@ impl Metrics {
         goroutines
             .get_or_create(&labels(&[("operation", "binding")]))
             .set(0);
+        let unschedulable_pods = Family::<Labels, Gauge>::default();
+        registry.register(
+            "scheduler_unschedulable_pods",
+            "The number of unschedulable pods broken down by plugin name. A pod will increment the gauge for all plugins that caused it to not schedule and so this metric have meaning only when broken down by plugin",
+            unschedulable_pods.clone(),
+        );
+        let plugin_evaluation = Family::<Labels, Counter>::default();
+        registry.register(
+            "scheduler_plugin_evaluation",
+            "Number of attempts to schedule pods by each plugin and the extension point (available only in PreFilter, Filter, PreScore, and Score)",
+            plugin_evaluation.clone(),
+        );
+        // kube-scheduler: ExponentialBuckets(0.0001, 2, 12), as the extension points.
+        let event_handling = HistogramFamily::new_with_constructor(extension_point_histogram);
+        registry.register(
+            "scheduler_event_handling_duration_seconds",
+            "Event handling latency in seconds",
+            event_handling.clone(),
+        );
+        let inflight_events = Family::<Labels, Gauge>::default();
+        registry.register(
+            "scheduler_inflight_events",
+            "Number of events currently tracked in the scheduling queue",
+            inflight_events.clone(),
+        );
         let process = ProcessMetrics::register(&mut registry);
         for q in ["active", "backoff", "unschedulable", "gated"] {
             pending_pods.get_or_create(&labels(&[("queue", q)])).set(0);
@@ -356,6 +400,13 @@ impl Metrics {
             preemption_victims,
             cache_size,
             goroutines,
+            unschedulable_pods,
+            plugin_evaluation,
+            evaluation_counters: RwLock::new(HashMap::new()),
+            event_handling,
+            inflight_events,
+            queue_series: Mutex::new((BTreeSet::new(), BTreeSet::new())),
+            refresh: Mutex::new(None),
             process,
         }
     }
@@ -475,8 +526,88 @@ impl Metrics {
         self.leader.set(i64::from(leading));
     }
 
+    /// A watch event (`event`: kube-scheduler's label, `NodeAdd`, `AssignedPodUpdate`,
+    /// `UnschedulablePodDelete`, ...) was handled in `took`.
+    pub fn event_handled(&self, event: &str, took: Duration) {
+        self.event_handling
+            .get_or_create(&labels(&[("event", event)]))
+            .observe(took.as_secs_f64());
+    }
+
+    /// `plugin` of `profile` ran `n` times at `point`.
+    pub fn plugin_evaluated(&self, profile: &str, plugin: &str, point: &'static str, n: u64) {
+        let read = self
+            .evaluation_counters
+            .read()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = read
+            .get(profile)
+            .and_then(|m| m.get(plugin))
+            .and_then(|m| m.get(point))
+        {
+            c.inc_by(n);
+            return;
+        }
+        drop(read);
+        let counter = self
+            .plugin_evaluation
+            .get_or_create(&labels(&[
+                ("plugin", plugin),
+                ("extension_point", point),
+                ("profile", profile),
+            ]))
+            .clone();
+        counter.inc_by(n);
+        self.evaluation_counters
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(profile.to_string())
+            .or_default()
+            .entry(plugin.to_string())
+            .or_default()
+            .insert(point, counter);
+    }
+
+    /// The queue's unschedulable pods by `(profile, plugin)` that rejected them, and
+    /// its in-flight events by label; series that were set before and are not in
+    /// these go to 0, as kube-scheduler's gauges do when their pods leave.
+    pub fn set_queue_gauges(
+        &self,
+        unschedulable: &BTreeMap<(String, String), usize>,
+        in_flight: &BTreeMap<String, usize>,
+    ) {
+        let mut seen = self.queue_series.lock().unwrap_or_else(|e| e.into_inner());
+        seen.0.extend(unschedulable.keys().cloned());
+        seen.1.extend(in_flight.keys().cloned());
+        for key in &seen.0 {
+            let (profile, plugin) = key;
+            self.unschedulable_pods
+                .get_or_create(&labels(&[("plugin", plugin), ("profile", profile)]))
+                .set(unschedulable.get(key).copied().unwrap_or(0) as i64);
+        }
+        for event in &seen.1 {
+            self.inflight_events
+                .get_or_create(&labels(&[("event", event)]))
+                .set(in_flight.get(event).copied().unwrap_or(0) as i64);
+        }
+    }
+
+    /// Calls `refresh` each time the metrics are encoded, before encoding (the gauges
+    /// read from the scheduler's state).
+    pub fn set_refresher(&self, refresh: Refresher) {
+        *self.refresh.lock().unwrap_or_else(|e| e.into_inner()) = Some(refresh);
+    }
+
     /// The Prometheus text exposition.
     pub fn encode(&self) -> String {
+        let refresh = self
+            .refresh
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(refresh) = refresh {
+            refresh(self);
+        }
         self.process.refresh();
         let mut out = String::new();
         let registry = self.registry.lock().unwrap_or_else(|e| e.into_inner());
@@ -505,5 +636,41 @@ impl kubesched_framework::PluginObserver for Metrics {
         took: Duration,
     ) {
         self.extension_point(extension_point, profile, code.as_str(), took);
+    }
+
+    fn plugin_evaluated(&self, profile: &str, plugin: &str, extension_point: &'static str, n: u64) {
+        Metrics::plugin_evaluated(self, profile, plugin, extension_point, n);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_gauges_are_set_and_go_to_zero_when_their_pods_leave() {
+        let m = Metrics::new();
+        let mut unschedulable = BTreeMap::new();
+        unschedulable.insert(("p".to_string(), "NodeResourcesFit".to_string()), 3);
+        let mut in_flight = BTreeMap::new();
+        in_flight.insert("PodPopped".to_string(), 2);
+        in_flight.insert("NodeAdd".to_string(), 1);
+        m.set_queue_gauges(&unschedulable, &in_flight);
+        let text = m.encode();
+        for needle in [
+            "scheduler_unschedulable_pods{plugin=\"NodeResourcesFit\",profile=\"p\"} 3",
+            "scheduler_inflight_events{event=\"PodPopped\"} 2",
+            "scheduler_inflight_events{event=\"NodeAdd\"} 1",
+        ] {
+            assert!(text.contains(needle), "{needle} missing from:\n{text}");
+        }
+        m.set_queue_gauges(&BTreeMap::new(), &BTreeMap::new());
+        let text = m.encode();
+        for needle in [
+            "scheduler_unschedulable_pods{plugin=\"NodeResourcesFit\",profile=\"p\"} 0",
+            "scheduler_inflight_events{event=\"PodPopped\"} 0",
+        ] {
+            assert!(text.contains(needle), "{needle} missing from:\n{text}");
+        }
     }
 }

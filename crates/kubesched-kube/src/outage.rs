@@ -1,9 +1,11 @@
 //! Saying that the API server cannot be reached once per outage, not once per failed
 //! request: the first failure of a quiet period is a warning, the failures after it
 //! are debug lines, and the first success after them is one "recovered" line with how
-//! long it lasted and how many requests failed meanwhile.
+//! long it lasted and how many requests failed meanwhile. Refusals that retrying cannot
+//! change ([`Refusals`]: an event the API server rejects) are said the same way, once
+//! per kind of refusal until a request goes through again.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -74,6 +76,61 @@ impl Outage {
     /// Whether requests are failing now (per-request lines are then debug).
     pub(crate) fn active(&self) -> bool {
         self.lock().since.is_some()
+    }
+}
+
+/// Requests the API server refused for good (a 403, a 422: retrying cannot help), by
+/// kind of refusal: the first of a kind is a warning, the others of that kind debug
+/// lines, until a request of the same traffic succeeds; then one line says how many
+/// were refused meanwhile.
+#[derive(Debug)]
+pub(crate) struct Refusals {
+    what: &'static str,
+    /// The refusals since the last success, by kind.
+    kinds: Mutex<BTreeMap<String, u64>>,
+}
+
+impl Refusals {
+    pub(crate) fn new(what: &'static str) -> Refusals {
+        Refusals {
+            what,
+            kinds: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, u64>> {
+        self.kinds.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The API server refused the request about `subject` with a refusal of `kind` (its
+    /// code and reason); returns whether this was said as a warning (the first of its
+    /// kind since the last success).
+    pub(crate) fn refused(&self, kind: &str, subject: &str, error: &dyn std::fmt::Display) -> bool {
+        let mut kinds = self.lock();
+        let count = kinds.entry(kind.to_string()).or_insert(0);
+        *count += 1;
+        let first = *count == 1;
+        drop(kinds);
+        if first {
+            tracing::warn!(what = self.what, %kind, %subject, error = %error, "server refused the write (will not retry; said once per kind until a write succeeds)");
+        } else {
+            tracing::debug!(what = self.what, %kind, %subject, error = %error, "server refused the write");
+        }
+        first
+    }
+
+    /// A request went through: the refusals since the last one, if any, are summed up
+    /// in one line.
+    pub(crate) fn succeeded(&self) {
+        let mut kinds = self.lock();
+        if kinds.is_empty() {
+            return;
+        }
+        let refused = std::mem::take(&mut *kinds);
+        drop(kinds);
+        for (kind, count) in refused {
+            tracing::info!(what = self.what, %kind, refused_requests = count, "writes go through again");
+        }
     }
 }
 
@@ -158,5 +215,19 @@ mod tests {
         // A success of a key that was not failing ends nothing and starts nothing.
         o.succeeded("Service");
         assert!(!o.active());
+    }
+
+    #[test]
+    fn a_refusal_is_said_once_per_kind_until_a_write_succeeds() {
+        let r = Refusals::new("events");
+        assert!(r.refused("422 Invalid", "e1", &"note too long"));
+        assert!(!r.refused("422 Invalid", "e2", &"note too long"));
+        assert!(r.refused("403 Forbidden", "e3", &"forbidden"));
+        assert!(!r.refused("403 Forbidden", "e4", &"forbidden"));
+        r.succeeded();
+        assert!(
+            r.refused("422 Invalid", "e5", &"note too long"),
+            "said again"
+        );
     }
 }

@@ -266,7 +266,7 @@ impl Shared {
         queue.set_queueing_hints(hints);
         let m = metrics.clone();
         queue.set_incoming_hook(Arc::new(move |q, event| m.incoming(q.label(), event)));
-        Arc::new(Shared {
+        let shared = Arc::new(Shared {
             inner: Mutex::new(Inner {
                 sched,
                 queue,
@@ -292,7 +292,20 @@ impl Shared {
             profiles,
             sample_percent: u64::from(sample_percent),
             cycles: AtomicU64::new(0),
-        })
+        });
+        // The queue's gauges are read when /metrics is scraped: counting them on every
+        // event would walk the unschedulable pods each time.
+        let weak = Arc::downgrade(&shared);
+        shared.metrics.set_refresher(Arc::new(move |m| {
+            if let Some(shared) = weak.upgrade() {
+                let inner = lock(&shared.inner);
+                m.set_queue_gauges(
+                    &inner.queue.unschedulable_by_plugin(),
+                    &inner.queue.in_flight_event_counts(),
+                );
+            }
+        }));
+        shared
     }
 
     pub(crate) fn notify(&self) {
@@ -345,8 +358,16 @@ impl Shared {
     /// change kube-scheduler tells apart (allocatable, labels, taints, conditions, ...),
     /// so that only the pods those changes can help are retried.
     pub(crate) fn node_changed(&self, node: Node, deleted: bool) {
+        let start = Instant::now();
         let name = node.metadata.name.clone().unwrap_or_default();
         let mut inner = lock(&self.inner);
+        let label = if deleted {
+            "NodeDelete"
+        } else if inner.nodes.contains_key(&name) {
+            "NodeUpdate"
+        } else {
+            "NodeAdd"
+        };
         let events = if deleted {
             if inner.nodes.remove(&name).is_none() {
                 return;
@@ -367,6 +388,7 @@ impl Shared {
         self.update_pending_metrics(&inner);
         drop(inner);
         self.notify();
+        self.metrics.event_handled(label, start.elapsed());
     }
 
     /// The pod list was (re)loaded: pods not in it are gone.
@@ -393,7 +415,13 @@ impl Shared {
     }
 
     pub(crate) fn pod_deleted(&self, key: &str) {
+        let start = Instant::now();
         let mut inner = lock(&self.inner);
+        let label = if inner.pods.contains_key(key) {
+            "AssignedPodDelete"
+        } else {
+            "UnschedulablePodDelete"
+        };
         inner.queue.delete(key);
         if let Some(p) = inner.pending.remove(key)
             && let Some(uid) = p.metadata.uid.as_deref()
@@ -422,9 +450,11 @@ impl Shared {
         self.update_pending_metrics(&inner);
         drop(inner);
         self.notify();
+        self.metrics.event_handled(label, start.elapsed());
     }
 
     pub(crate) fn pod_changed(&self, pod: Pod) {
+        let start = Instant::now();
         let key = key_of(&pod.metadata);
         // A finished pod frees its node (kube-scheduler's informer leaves out Succeeded
         // and Failed pods); a terminating one keeps holding it until the API server
@@ -445,6 +475,17 @@ impl Shared {
             }
         };
         let mut inner = lock(&self.inner);
+        // kube-scheduler's handler of the event: the cache's for a bound pod, the
+        // queue's for a pending one.
+        // A pod we assumed arrives bound: to kube-scheduler's informer it is new to the
+        // assigned pods (an add), as a pod bound by another scheduler.
+        let known_bound = inner.pods.contains_key(&key) && !inner.assumed.contains_key(&key);
+        let label = match (info.node_name().is_some(), known_bound) {
+            (true, true) => "AssignedPodUpdate",
+            (true, false) => "AssignedPodAdd",
+            (false, _) if inner.pending.contains_key(&key) => "UnschedulablePodUpdate",
+            (false, _) => "UnschedulablePodAdd",
+        };
         if let Some(node) = info.node_name() {
             // Bound: into the cache; confirms an assumed pod.
             let node = node.to_string();
@@ -518,6 +559,7 @@ impl Shared {
         self.update_pending_metrics(&inner);
         drop(inner);
         self.notify();
+        self.metrics.event_handled(label, start.elapsed());
     }
 
     /// The list of one object kind was (re)loaded.
