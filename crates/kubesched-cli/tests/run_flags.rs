@@ -3,14 +3,10 @@
 //! taken as true (as kube-scheduler takes it).
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn kubesched(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kubesched"))
-        .args(args)
-        .output()
-        .expect("run kubesched")
-}
+mod common;
+use common::kubesched;
 
 fn config_file(name: &str, text: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("run_flags");

@@ -2,51 +2,14 @@
 //! level, streamed output byte for byte as the collected results print, the note for a
 //! scenario with nothing to schedule, and `--explain` with a bare or misspelled name.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 use kubesched_sim::scenario::{self, Source};
 use kubesched_sim::{SimulationOptions, output, simulate};
 
-fn data(name: &str) -> String {
-    let p: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name);
-    p.to_string_lossy().into_owned()
-}
-
-fn kubesched(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kubesched"))
-        .args(args)
-        .output()
-        .expect("run kubesched")
-}
-
-fn with_stdin(args: &[&str], input: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kubesched"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run kubesched");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+mod common;
+use common::{data, kubesched, stderr, stdout, with_stdin};
 
 /// Runs `simulate` and expects success and exactly `lines` on stdout.
 fn assert_lines(args: &[&str], lines: &[&str]) {

@@ -2,32 +2,12 @@
 //! to end, on the worked examples of docs/simulating-your-cluster.md (answers computed
 //! by hand there), and their bad-input errors (one line, exit status 2).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
-fn data(name: &str) -> String {
-    let p: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name);
-    p.to_string_lossy().into_owned()
-}
-
-fn kubesched(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kubesched"))
-        .args(args)
-        .output()
-        .expect("run kubesched")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+mod common;
+use common::{data, kubesched, stderr, stdout};
 
 fn write(name: &str, text: &str) -> String {
     let dir = std::env::temp_dir().join(format!("kubesched-whatif-{}", std::process::id()));

@@ -1,0 +1,54 @@
+//! What the `kubesched` command tests share: running the binary (with or without
+//! standard input), reading its output, and the path of a file in `tests/data`.
+
+// Each test binary uses only some of these.
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+/// Runs `kubesched` with `args`.
+pub fn kubesched(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kubesched"))
+        .args(args)
+        .output()
+        .expect("run kubesched")
+}
+
+/// Runs `kubesched` with `args`, writing `input` to its standard input.
+pub fn with_stdin(args: &[&str], input: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kubesched"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run kubesched");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// The standard output, as text.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The standard error, as text.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The path of `tests/data/NAME`.
+pub fn data(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
