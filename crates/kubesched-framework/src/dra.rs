@@ -3,13 +3,15 @@
 //! way kube-scheduler's `SharedDRAManager` is, and the claim assume state that holds
 //! across scheduling cycles.
 //!
-//! Classes and slices never change during a run. Claims do: DynamicResources' Reserve
+//! Classes, slices and templates form a [`DraCatalog`], replaced as a whole when the
+//! runtime's watches show a change (never during a simulation). Claims change too: DynamicResources' Reserve
 //! marks a claim's allocation as in flight ([`DraState::signal_pending_allocation`]) and
 //! its PreBind writes the allocation and `reservedFor` into the claim
 //! ([`DraState::assume_claim`]), as kube-scheduler's claim assume cache holds them, so
 //! every later pod sees the claim allocated and its devices taken.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use k8s_openapi::api::resource::v1::{
@@ -86,9 +88,12 @@ pub fn allocation_devices(allocation: Option<&AllocationResult>) -> Vec<DeviceId
         .unwrap_or_default()
 }
 
-/// The DRA objects of a cluster and the scheduler's assumptions about its claims.
+/// The classes, slices and templates of a cluster, indexed once: what the allocator
+/// reads. Immutable; the runtime replaces the whole catalog when one of them changes
+/// ([`DraState::set_catalog`]), and its [`DraCatalog::generation`] tells caches built
+/// on an older one apart.
 #[derive(Debug, Default)]
-pub struct DraState {
+pub struct DraCatalog {
     classes: HashMap<String, Arc<DeviceClass>>,
     slices: Vec<Arc<ResourceSlice>>,
     /// Node name → indexes of the slices with that `spec.nodeName`, ascending.
@@ -97,28 +102,20 @@ pub struct DraState {
     /// `nodeSelector`, per-device node selection), ascending.
     shared_slices: Vec<usize>,
     templates: HashMap<String, Arc<ResourceClaimTemplate>>,
-    claims: RwLock<Claims>,
+    generation: u64,
 }
 
-fn key_of(namespace: Option<&str>, name: Option<&str>) -> String {
-    format!(
-        "{}/{}",
-        namespace.filter(|n| !n.is_empty()).unwrap_or("default"),
-        name.unwrap_or_default()
-    )
-}
+static GENERATIONS: AtomicU64 = AtomicU64::new(1);
 
-impl DraState {
-    /// The state of a cluster with these objects (slices in the order given, which is
-    /// the order the allocator walks them in). Objects without a namespace are in
-    /// `default`.
+impl DraCatalog {
+    /// A catalog of these objects (slices in the order given, which is the order the
+    /// allocator walks them in), with a generation no other catalog has.
     pub fn new(
         classes: impl IntoIterator<Item = Arc<DeviceClass>>,
         slices: impl IntoIterator<Item = Arc<ResourceSlice>>,
-        claims: impl IntoIterator<Item = Arc<ResourceClaim>>,
         templates: impl IntoIterator<Item = Arc<ResourceClaimTemplate>>,
-    ) -> DraState {
-        let mut state = DraState {
+    ) -> DraCatalog {
+        let mut catalog = DraCatalog {
             classes: classes
                 .into_iter()
                 .map(|c| (c.metadata.name.clone().unwrap_or_default(), c))
@@ -131,30 +128,25 @@ impl DraState {
                     (key, t)
                 })
                 .collect(),
-            ..DraState::default()
+            generation: GENERATIONS.fetch_add(1, Ordering::Relaxed),
+            ..DraCatalog::default()
         };
-        for (i, slice) in state.slices.iter().enumerate() {
+        for (i, slice) in catalog.slices.iter().enumerate() {
             match slice.spec.node_name.as_deref().filter(|n| !n.is_empty()) {
-                Some(node) => state
+                Some(node) => catalog
                     .node_slices
                     .entry(node.to_owned())
                     .or_default()
                     .push(i),
-                None => state.shared_slices.push(i),
+                None => catalog.shared_slices.push(i),
             }
         }
-        let store = state.claims.get_mut().unwrap_or_else(|e| e.into_inner());
-        for claim in claims {
-            let key = key_of(
-                claim.metadata.namespace.as_deref(),
-                claim.metadata.name.as_deref(),
-            );
-            store.count(&claim, true);
-            if let Some(old) = store.by_key.insert(key, claim) {
-                store.count(&old, false);
-            }
-        }
-        state
+        catalog
+    }
+
+    /// This catalog's generation: a new catalog has a new one.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// A DeviceClass by name.
@@ -176,7 +168,7 @@ impl DraState {
         &self.slices
     }
 
-    /// The slices that may serve `node`, as indexes into [`DraState::slices`],
+    /// The slices that may serve `node`, as indexes into [`DraCatalog::slices`],
     /// ascending: those with `spec.nodeName` equal to the node's name and every slice
     /// that is not bound to one node by name (whose `allNodes`, `nodeSelector` or
     /// per-device selection the caller checks).
@@ -189,6 +181,133 @@ impl DraState {
             out.sort_unstable();
         }
         out
+    }
+}
+
+/// The DRA objects of a cluster and the scheduler's assumptions about its claims.
+#[derive(Debug, Default)]
+pub struct DraState {
+    catalog: RwLock<Arc<DraCatalog>>,
+    claims: RwLock<Claims>,
+    /// Why the objects cannot be had (the API server does not serve them, or refuses
+    /// them to this scheduler); `None` when they can.
+    unavailable: RwLock<Option<String>>,
+}
+
+fn key_of(namespace: Option<&str>, name: Option<&str>) -> String {
+    format!(
+        "{}/{}",
+        namespace.filter(|n| !n.is_empty()).unwrap_or("default"),
+        name.unwrap_or_default()
+    )
+}
+
+fn claim_key(claim: &ResourceClaim) -> String {
+    key_of(
+        claim.metadata.namespace.as_deref(),
+        claim.metadata.name.as_deref(),
+    )
+}
+
+/// A resourceVersion as a number (etcd's revisions), for "is this newer" as
+/// kube-scheduler's assume cache asks it; `None` when it is not one.
+fn version(claim: &ResourceClaim) -> Option<u64> {
+    claim.metadata.resource_version.as_deref()?.parse().ok()
+}
+
+impl DraState {
+    /// The state of a cluster with these objects (slices in the order given, which is
+    /// the order the allocator walks them in). Objects without a namespace are in
+    /// `default`.
+    pub fn new(
+        classes: impl IntoIterator<Item = Arc<DeviceClass>>,
+        slices: impl IntoIterator<Item = Arc<ResourceSlice>>,
+        claims: impl IntoIterator<Item = Arc<ResourceClaim>>,
+        templates: impl IntoIterator<Item = Arc<ResourceClaimTemplate>>,
+    ) -> DraState {
+        let state = DraState {
+            catalog: RwLock::new(Arc::new(DraCatalog::new(classes, slices, templates))),
+            ..DraState::default()
+        };
+        for claim in claims {
+            state.assume_claim(claim);
+        }
+        state
+    }
+
+    /// The classes, slices and templates as they are now.
+    pub fn catalog(&self) -> Arc<DraCatalog> {
+        self.catalog
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Replaces the classes, slices and templates (the runtime, when a watch shows a
+    /// change).
+    pub fn set_catalog(&self, catalog: DraCatalog) {
+        *self.catalog.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(catalog);
+    }
+
+    /// Why the DRA objects cannot be had, when they cannot.
+    pub fn unavailable(&self) -> Option<String> {
+        self.unavailable
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Says why the DRA objects cannot be had (`None`: they can again).
+    pub fn set_unavailable(&self, reason: Option<String>) {
+        *self.unavailable.write().unwrap_or_else(|e| e.into_inner()) = reason;
+    }
+
+    /// A claim as a watch shows it: it replaces what the scheduler knew, unless that
+    /// is newer (an object PreBind wrote and the watch has not shown yet), as
+    /// kube-scheduler's assume cache keeps it.
+    pub fn claim_changed(&self, claim: Arc<ResourceClaim>) {
+        let key = claim_key(&claim);
+        let mut claims = self.write();
+        if let Some(old) = claims.by_key.get(&key)
+            && let (Some(old_v), Some(new_v)) = (version(old), version(&claim))
+            && new_v < old_v
+        {
+            return;
+        }
+        claims.count(&claim, true);
+        if let Some(old) = claims.by_key.insert(key, claim) {
+            claims.count(&old, false);
+        }
+    }
+
+    /// A claim the watch shows deleted.
+    pub fn claim_deleted(&self, namespace: &str, name: &str) {
+        let mut claims = self.write();
+        if let Some(old) = claims.by_key.remove(&format!("{namespace}/{name}")) {
+            claims.count(&old, false);
+        }
+    }
+
+    /// The full list of claims (a relist): claims not in it are gone.
+    pub fn claims_listed(&self, listed: Vec<Arc<ResourceClaim>>) {
+        let keys: HashSet<String> = listed.iter().map(|c| claim_key(c)).collect();
+        {
+            let mut claims = self.write();
+            let gone: Vec<String> = claims
+                .by_key
+                .keys()
+                .filter(|k| !keys.contains(*k))
+                .cloned()
+                .collect();
+            for k in gone {
+                if let Some(old) = claims.by_key.remove(&k) {
+                    claims.count(&old, false);
+                }
+            }
+        }
+        for claim in listed {
+            self.claim_changed(claim);
+        }
     }
 
     /// The claim `namespace/name` as the scheduler sees it: the cluster's object, or
@@ -213,10 +332,7 @@ impl DraState {
     /// Replaces the claim (by its namespace and name) with `claim`, as PreBind's API
     /// update and the assume cache do.
     pub fn assume_claim(&self, claim: Arc<ResourceClaim>) {
-        let key = key_of(
-            claim.metadata.namespace.as_deref(),
-            claim.metadata.name.as_deref(),
-        );
+        let key = claim_key(&claim);
         let mut claims = self.write();
         claims.count(&claim, true);
         if let Some(old) = claims.by_key.insert(key, claim) {

@@ -56,9 +56,10 @@ pub mod schedule;
 pub mod snapshot;
 pub mod status;
 pub mod storage;
+pub mod writer;
 
 pub use cycle_state::{CycleState, StateData};
-pub use dra::{DeviceId, DraState};
+pub use dra::{DeviceId, DraCatalog, DraState};
 pub use events::{ActionType, ClusterEvent, EventResource, QueueingHints};
 pub use framework::{Framework, FrameworkError, NominatedPods, ScoreTable};
 pub use node_info::{BaseResources, HostPortInfo, ImageStateSummary, NodeCounts, NodeInfo};
@@ -76,3 +77,4 @@ pub use schedule::{
 pub use snapshot::{ClusterObjects, Snapshot, SnapshotError};
 pub use status::{Code, Reason, Status};
 pub use storage::StorageObjects;
+pub use writer::{BindingCheck, BindingView, ClusterWriter, WriteError};

@@ -26,6 +26,9 @@ pub struct Handle {
     /// The DRA objects and claim assumptions every profile shares (DynamicResources
     /// reads them); `None` where nothing provides them.
     pub dra: Option<Arc<crate::dra::DraState>>,
+    /// Where VolumeBinding and DynamicResources write what PreBind and Unreserve
+    /// decide; `None` in simulations (they only assume there).
+    pub writer: Option<Arc<dyn crate::writer::ClusterWriter>>,
 }
 
 impl fmt::Debug for Handle {
@@ -34,6 +37,7 @@ impl fmt::Debug for Handle {
             .field("profile_name", &self.profile_name)
             .field("binder", &self.binder.as_ref().map(|_| "PodBinder"))
             .field("dra", &self.dra.is_some())
+            .field("writer", &self.writer.is_some())
             .finish()
     }
 }

@@ -68,6 +68,9 @@ pub struct StorageObjects {
     capacities: Vec<Arc<CSIStorageCapacity>>,
     /// `spec.nodeName` → the attachments to that node.
     attachments: HashMap<String, Vec<Arc<VolumeAttachment>>>,
+    /// Why some of the objects cannot be had (the runtime could not list a kind);
+    /// `None` when they all can.
+    unavailable: Option<String>,
 }
 
 fn name_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> String {
@@ -189,6 +192,17 @@ impl StorageObjects {
     /// The VolumeAttachments whose `spec.nodeName` is `node`.
     pub fn attachments_of_node(&self, node: &str) -> &[Arc<VolumeAttachment>] {
         self.attachments.get(node).map_or(&[], Vec::as_slice)
+    }
+
+    /// Says why some kinds cannot be had (the volume plugins then refuse the pods that
+    /// need them, with this reason, rather than decide on missing objects).
+    pub fn set_unavailable(&mut self, reason: Option<String>) {
+        self.unavailable = reason;
+    }
+
+    /// Why some kinds cannot be had, when so.
+    pub fn unavailable(&self) -> Option<&str> {
+        self.unavailable.as_deref()
     }
 
     /// `true` when there are no objects at all.

@@ -23,7 +23,7 @@
 //! | DynamicResources | PreFilter, Filter, PostFilter, Score, Reserve, PreBind (structured parameters: classes, CEL selectors, constraints, `firstAvailable`) |
 //! | VolumeRestrictions | PreFilter (with AddPod/RemovePod), Filter |
 //! | NodeVolumeLimits, VolumeZone | PreFilter, Filter |
-//! | VolumeBinding | PreFilter, Filter, PreScore, Score, Reserve (with its assume cache) |
+//! | VolumeBinding | PreFilter, Filter, PreScore, Score, Reserve (with its assume cache), PreBind (through the API in the runtime) |
 //! | DefaultPreemption | PostFilter (preemption: dry run, PodDisruptionBudgets, candidate selection) |
 //!
 //! Each plugin that can reject a pod registers the cluster events that may make that
@@ -175,12 +175,12 @@ pub fn in_tree_registry() -> Registry {
         stateless::<VolumeRestrictions>,
     );
     add(volumes::NODE_VOLUME_LIMITS, stateless::<NodeVolumeLimits>);
-    add(volumes::VOLUME_BINDING, |args, _| {
-        decode_in_tree_args::<kubesched_config::args::VolumeBindingArgs>(
+    add(volumes::VOLUME_BINDING, |args, handle| {
+        let args = decode_in_tree_args::<kubesched_config::args::VolumeBindingArgs>(
             volumes::VOLUME_BINDING,
             args,
         )?;
-        Ok(Arc::new(VolumeBinding::new()))
+        Ok(Arc::new(VolumeBinding::with_args(&args, handle)))
     });
     add(volumes::VOLUME_ZONE, stateless::<VolumeZone>);
     r

@@ -22,7 +22,7 @@ use k8s_openapi::api::resource::v1::{
     AllocationResult, Device, DeviceAllocationResult, DeviceAttribute,
     DeviceRequestAllocationResult, DeviceToleration, ResourceClaim, ResourceSlice,
 };
-use kubesched_framework::{DeviceId, DraState, NodeInfo};
+use kubesched_framework::{DeviceId, DraCatalog, NodeInfo};
 
 use super::cel::{DeviceValue, Selector};
 use crate::node_affinity::NodeSelector;
@@ -91,12 +91,12 @@ pub struct ClaimToAllocate {
 }
 
 /// What the CEL selectors evaluate against: the compiled context and every slice's
-/// device values; and the pools of each node seen so far (slices never change during
-/// a run, so a node's pools are gathered once).
+/// device values; and the pools of each node seen so far (all built on one catalog:
+/// a node's pools are gathered once per catalog).
 pub struct Devices<'a> {
     /// The evaluation context.
     pub context: &'a cel::Context<'static, 'static>,
-    /// Per slice of the [`DraState`], per device, the `device` variable.
+    /// Per slice of the [`DraCatalog`], per device, the `device` variable.
     pub values: &'a [Vec<DeviceValue>],
     /// Per slice, per device, its id.
     pub ids: &'a [Vec<DeviceId>],
@@ -113,7 +113,7 @@ pub type PoolCache = RwLock<HashMap<String, Arc<Vec<Pool>>>>;
 pub struct Pool {
     driver: String,
     name: String,
-    /// Slice indexes into the DraState's slices.
+    /// Slice indexes into the catalog's slices.
     slices: Vec<usize>,
     generation: i64,
     incomplete: bool,
@@ -167,7 +167,7 @@ fn node_matches(
     }
 }
 
-fn gather_pools(state: &DraState, node: &NodeInfo) -> Vec<Pool> {
+fn gather_pools(state: &DraCatalog, node: &NodeInfo) -> Vec<Pool> {
     let slices = state.slices();
     let mut pools: Vec<Pool> = Vec::new();
     let mut index: HashMap<(String, String), usize> = HashMap::new();
@@ -279,7 +279,7 @@ pub enum Allocation {
 /// Allocates `claims` on `node`; `Err` is a fatal problem (a CEL runtime error, an
 /// `All` request over a pool that is being updated, ...) that ends the attempt.
 pub fn allocate(
-    state: &DraState,
+    state: &DraCatalog,
     devices: &Devices<'_>,
     allocated: &HashSet<DeviceId>,
     claims: &[ClaimToAllocate],
@@ -376,7 +376,7 @@ pub fn claim_key(claim: &ResourceClaim) -> String {
 }
 
 struct Search<'a> {
-    state: &'a DraState,
+    state: &'a DraCatalog,
     node: &'a NodeInfo,
     devices: &'a Devices<'a>,
     allocated: &'a HashSet<DeviceId>,

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::resource::v1::{DeviceSelector, ResourceClaim};
-use kubesched_framework::{DraState, PodInfo};
+use kubesched_framework::{DraCatalog, DraState, PodInfo};
 
 use super::allocator::{ClaimRequest, ClaimToAllocate, MatchAttribute, RequestData};
 use super::cel::Selector;
@@ -122,7 +122,7 @@ fn selectors(
 /// A claim that needs allocation, ready for the allocator. `Ok(Err(reject))` when a
 /// class is missing (an unschedulable pod), `Err` for a problem that is an error.
 pub fn prepare_claim(
-    state: &DraState,
+    state: &DraCatalog,
     claim: &Arc<ResourceClaim>,
     compile: &dyn Fn(&str) -> Result<Selector, String>,
 ) -> Result<Result<ClaimToAllocate, Reject>, String> {

@@ -10,15 +10,19 @@
 //!   others (`cannot allocate all claims`), keeping each node's allocation.
 //! - Score / NormalizeScore rank nodes by the `firstAvailable` subrequests they give
 //!   ([`scoring`]).
-//! - Reserve marks the chosen node's allocations in flight, PreBind writes them and the
-//!   pod's `reservedFor` entry into the claims held by the shared [`DraState`] (the
-//!   claim assume cache), so later pods see the devices taken; Unreserve drops what
-//!   Reserve marked.
+//! - Reserve marks the chosen node's allocations in flight. PreBind, with a
+//!   [`ClusterWriter`] (the runtime), writes them as kube-scheduler's `bindClaim` does:
+//!   the `resource.kubernetes.io/delete-protection` finalizer, then the allocation and
+//!   the pod's `reservedFor` entry in the claim's status, re-reading the claim on a
+//!   conflict; the written claim is assumed in the shared [`DraState`] (the claim
+//!   assume cache) until the watch shows it. Without a writer (the simulator) PreBind
+//!   only assumes. Unreserve drops what Reserve marked and takes the pod out of the
+//!   `reservedFor` PreBind wrote (the allocation stays, as in kube-scheduler).
 //! - PostFilter has no claims to deallocate ("no new claims to deallocate").
 //!
-//! The objects come from the framework [`Handle`]'s `dra`; without one (a runtime that
-//! does not watch `resource.k8s.io`), a pod with claims is rejected with a message that
-//! says so, never passed silently.
+//! The objects come from the framework [`Handle`]'s `dra`; without one, or when the
+//! runtime cannot list `resource.k8s.io` (not served, or forbidden), a pod with claims
+//! is rejected with a message that says so, never passed silently.
 
 pub mod allocator;
 pub mod cel;
@@ -32,10 +36,10 @@ use k8s_openapi::api::resource::v1::{
     AllocationResult, ResourceClaim, ResourceClaimConsumerReference, ResourceClaimStatus,
 };
 use kubesched_framework::{
-    Code, CycleState, DeviceId, DraState, FilterPlugin, Handle, NodeInfo, NodeScore, NodeToStatus,
-    Plugin, PodInfo, PostFilterContext, PostFilterPlugin, PostFilterResult, PreBindPlugin,
-    PreFilterPlugin, PreFilterResult, ReservePlugin, ScoreExtensions, ScorePlugin, Snapshot,
-    Status,
+    ClusterWriter, Code, CycleState, DeviceId, DraCatalog, DraState, FilterPlugin, Handle,
+    NodeInfo, NodeScore, NodeToStatus, Plugin, PodInfo, PostFilterContext, PostFilterPlugin,
+    PostFilterResult, PreBindPlugin, PreFilterPlugin, PreFilterResult, ReservePlugin,
+    ScoreExtensions, ScorePlugin, Snapshot, Status,
 };
 
 use crate::node_affinity::NodeSelector;
@@ -54,14 +58,23 @@ pub const NOT_AVAILABLE: &str = "resourceclaim not available on the node";
 #[derive(Default)]
 pub struct DynamicResources {
     dra: Option<Arc<DraState>>,
+    /// Where PreBind and Unreserve write claims; `None` in simulations.
+    writer: Option<Arc<dyn ClusterWriter>>,
     /// The CEL context, built once.
     context: OnceLock<cel_context::Shared>,
-    /// Per slice, per device: the `device` variable of CEL selectors, and the id.
-    device_values: OnceLock<DeviceTables>,
-    /// The pools of each node.
-    pools: allocator::PoolCache,
+    /// The device tables and node pools of the latest catalog.
+    tables: Mutex<Option<Arc<DeviceTables>>>,
     /// Compiled selectors by expression.
     selectors: Mutex<HashMap<String, Result<Selector, String>>>,
+}
+
+/// What the allocator reads of one catalog, built once per catalog: per slice, per
+/// device, the CEL `device` variable and the id; and the pools of each node.
+struct DeviceTables {
+    generation: u64,
+    values: Vec<Vec<DeviceValue>>,
+    ids: Vec<Vec<DeviceId>>,
+    pools: allocator::PoolCache,
 }
 
 mod cel_context {
@@ -82,6 +95,7 @@ impl DynamicResources {
     pub fn new(handle: &Handle) -> DynamicResources {
         DynamicResources {
             dra: handle.dra.clone(),
+            writer: handle.writer.clone(),
             ..DynamicResources::default()
         }
     }
@@ -94,48 +108,61 @@ impl DynamicResources {
             .clone()
     }
 
-    fn devices<'a>(&'a self, dra: &DraState) -> Devices<'a> {
-        let (values, ids) = self.device_values.get_or_init(|| {
-            let values = dra
-                .slices()
-                .iter()
-                .map(|s| {
-                    s.spec
-                        .devices
-                        .iter()
-                        .flatten()
-                        .map(|d| DeviceValue::new(&s.spec.driver, d))
-                        .collect()
-                })
-                .collect();
-            let ids = dra
-                .slices()
-                .iter()
-                .map(|s| {
-                    s.spec
-                        .devices
-                        .iter()
-                        .flatten()
-                        .map(|d| DeviceId::new(&s.spec.driver, &s.spec.pool.name, &d.name))
-                        .collect()
-                })
-                .collect();
-            (values, ids)
+    /// The device tables of `catalog`: those built already when it is the catalog
+    /// they were built on, else new ones.
+    fn tables(&self, catalog: &DraCatalog) -> Arc<DeviceTables> {
+        let mut cached = self.tables.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(t) = cached.as_ref()
+            && t.generation == catalog.generation()
+        {
+            return t.clone();
+        }
+        let values = catalog
+            .slices()
+            .iter()
+            .map(|s| {
+                s.spec
+                    .devices
+                    .iter()
+                    .flatten()
+                    .map(|d| DeviceValue::new(&s.spec.driver, d))
+                    .collect()
+            })
+            .collect();
+        let ids = catalog
+            .slices()
+            .iter()
+            .map(|s| {
+                s.spec
+                    .devices
+                    .iter()
+                    .flatten()
+                    .map(|d| DeviceId::new(&s.spec.driver, &s.spec.pool.name, &d.name))
+                    .collect()
+            })
+            .collect();
+        let tables = Arc::new(DeviceTables {
+            generation: catalog.generation(),
+            values,
+            ids,
+            pools: allocator::PoolCache::default(),
         });
+        *cached = Some(tables.clone());
+        tables
+    }
+
+    fn devices<'a>(&'a self, tables: &'a DeviceTables) -> Devices<'a> {
         let context = self
             .context
             .get_or_init(|| cel_context::Shared(cel::context()));
         Devices {
             context: &context.0,
-            values,
-            ids,
-            pools: &self.pools,
+            values: &tables.values,
+            ids: &tables.ids,
+            pools: &tables.pools,
         }
     }
 }
-
-/// Per slice of the DRA state, per device: the CEL `device` variable and the id.
-type DeviceTables = (Vec<Vec<DeviceValue>>, Vec<Vec<DeviceId>>);
 
 /// What PreFilter found, for the later extension points of the cycle.
 #[derive(Clone)]
@@ -144,6 +171,12 @@ struct CycleData(Arc<PodClaims>);
 struct PodClaims {
     /// Every claim of the pod, in order.
     claims: Vec<Arc<ResourceClaim>>,
+    /// The classes and slices the cycle allocates from, and their tables.
+    catalog: Arc<DraCatalog>,
+    tables: Arc<DeviceTables>,
+    /// The claims as PreBind wrote them to the API server, per claim index (what
+    /// Unreserve takes back).
+    written: Mutex<Vec<Option<Arc<ResourceClaim>>>>,
     /// For allocated claims with a node selector: where they can be used.
     available_on: Vec<Option<NodeSelector>>,
     /// The claims to allocate, in order.
@@ -200,16 +233,25 @@ impl PreFilterPlugin for DynamicResources {
         let Some(first) = pod.spec().resource_claims.iter().flatten().next() else {
             return (None, Status::skip());
         };
-        let Some(dra) = &self.dra else {
+        let reason = match &self.dra {
+            None => Some(
+                "no ResourceClaims, DeviceClasses or ResourceSlices are available to this scheduler"
+                    .to_owned(),
+            ),
+            Some(dra) => dra.unavailable(),
+        };
+        let (Some(dra), None) = (&self.dra, reason.as_ref()) else {
             return (
                 None,
                 unschedulable(format!(
-                    "pod {} uses resource claim {:?}: no ResourceClaims, DeviceClasses or ResourceSlices are available to this scheduler",
+                    "pod {} uses resource claim {:?}: {}",
                     pod.key(),
-                    first.name
+                    first.name,
+                    reason.unwrap_or_default()
                 )),
             );
         };
+        let catalog = dra.catalog();
         let claims = match claims::pod_claims(dra, pod) {
             Ok(c) => c,
             Err(reason) => return (None, unschedulable(reason)),
@@ -242,7 +284,7 @@ impl PreFilterPlugin for DynamicResources {
                             )),
                         );
                     }
-                    match claims::prepare_claim(dra, claim, &|e| self.compile(e)) {
+                    match claims::prepare_claim(&catalog, claim, &|e| self.compile(e)) {
                         Ok(Ok(c)) => {
                             to_allocate.push(c);
                             to_allocate_index.push(index);
@@ -259,8 +301,21 @@ impl PreFilterPlugin for DynamicResources {
             dra.allocated_devices()
         };
         let n = claims.len();
+        let tables = if to_allocate.is_empty() {
+            Arc::new(DeviceTables {
+                generation: 0,
+                values: Vec::new(),
+                ids: Vec::new(),
+                pools: allocator::PoolCache::default(),
+            })
+        } else {
+            self.tables(&catalog)
+        };
         state.write(CycleData(Arc::new(PodClaims {
             claims,
+            catalog,
+            tables,
+            written: Mutex::new(vec![None; n]),
             available_on,
             to_allocate,
             to_allocate_index,
@@ -274,7 +329,7 @@ impl PreFilterPlugin for DynamicResources {
 
 impl FilterPlugin for DynamicResources {
     fn filter(&self, state: &CycleState, _: &PodInfo, node: &NodeInfo) -> Status {
-        let (Some(CycleData(data)), Some(dra)) = (state.read::<CycleData>(), &self.dra) else {
+        let Some(CycleData(data)) = state.read::<CycleData>() else {
             return Status::success();
         };
         if data
@@ -288,8 +343,14 @@ impl FilterPlugin for DynamicResources {
         if data.to_allocate.is_empty() {
             return Status::success();
         }
-        let devices = self.devices(dra);
-        match allocator::allocate(dra, &devices, &data.allocated, &data.to_allocate, node) {
+        let devices = self.devices(&data.tables);
+        match allocator::allocate(
+            &data.catalog,
+            &devices,
+            &data.allocated,
+            &data.to_allocate,
+            node,
+        ) {
             Err(error) => Status::new(Code::Error, error),
             Ok(Allocation::Unfit(reason)) => {
                 unschedulable(reason.unwrap_or_else(|| CANNOT_ALLOCATE.to_owned()))
@@ -375,16 +436,162 @@ impl ReservePlugin for DynamicResources {
         Status::success()
     }
 
-    fn unreserve(&self, state: &mut CycleState, _: &PodInfo, _: &str) {
+    fn unreserve(&self, state: &mut CycleState, pod: &PodInfo, _: &str) {
         let (Some(CycleData(data)), Some(dra)) = (state.read::<CycleData>(), &self.dra) else {
             return;
         };
-        let mut reserved = data.reserved.lock().unwrap_or_else(|e| e.into_inner());
-        for (index, claim) in data.to_allocate_index.iter().zip(&data.to_allocate) {
-            let (ns, name) = split_key(&claim.claim);
-            dra.remove_pending_allocation(&ns, &name);
-            reserved[*index] = None;
+        {
+            let mut reserved = data.reserved.lock().unwrap_or_else(|e| e.into_inner());
+            for (index, claim) in data.to_allocate_index.iter().zip(&data.to_allocate) {
+                let (ns, name) = split_key(&claim.claim);
+                dra.remove_pending_allocation(&ns, &name);
+                reserved[*index] = None;
+            }
         }
+        let Some(writer) = &self.writer else {
+            return;
+        };
+        // What PreBind wrote: the pod leaves `reservedFor` (a strategic merge patch, so
+        // that the latest claim is not needed; the claim's UID as a precondition). The
+        // allocation stays, as kube-scheduler leaves it (a claim reserved for nobody is
+        // deallocated by the resourceclaim controller, or used by the pod's next try).
+        let written = data.written.lock().unwrap_or_else(|e| e.into_inner());
+        for (index, original) in data.claims.iter().enumerate() {
+            let claim = written[index].as_ref().unwrap_or(original);
+            let allocated = claim
+                .status
+                .as_ref()
+                .is_some_and(|s| s.allocation.is_some());
+            if !allocated || !claims::reserved_for_pod(claim, pod) {
+                continue;
+            }
+            let (ns, name) = split_key(claim);
+            let patch = serde_json::json!({
+                "metadata": {"uid": claim.metadata.uid},
+                "status": {"reservedFor": [{"$patch": "delete", "uid": pod.uid()}]},
+            });
+            // A failure is logged by the writer; the pod's next try comes here again.
+            let _ = writer.patch_resource_claim_status(&ns, &name, &patch);
+        }
+    }
+}
+
+/// The finalizer that keeps an allocated claim from being deleted while in use
+/// (`resource.kubernetes.io/delete-protection`), added with the allocation.
+pub const DELETE_PROTECTION_FINALIZER: &str = "resource.kubernetes.io/delete-protection";
+
+/// How many times a claim write is tried when the claim changed meanwhile
+/// (client-go's `retry.DefaultRetry`: 5 steps, 10 ms apart).
+const CONFLICT_RETRIES: usize = 5;
+
+/// A failed attempt of [`bind_claim`]: whether it was a conflict (retried), and the
+/// message.
+struct Failed {
+    conflict: bool,
+    message: String,
+}
+
+impl Failed {
+    fn new(e: &kubesched_framework::WriteError, context: String) -> Failed {
+        Failed {
+            conflict: e.is_conflict(),
+            message: format!("{context}: {e}"),
+        }
+    }
+
+    fn fatal(message: String) -> Failed {
+        Failed {
+            conflict: false,
+            message,
+        }
+    }
+}
+
+/// kube-scheduler's `bindClaim`: writes the finalizer and the allocation (when this
+/// cycle allocated the claim) and the pod's `reservedFor` entry through the API,
+/// re-reading the claim and trying again when it changed meanwhile.
+fn bind_claim(
+    writer: &dyn ClusterWriter,
+    claim: &ResourceClaim,
+    allocation: Option<&AllocationResult>,
+    pod: &PodInfo,
+) -> Result<ResourceClaim, String> {
+    let (ns, name) = split_key(claim);
+    let key = format!("{ns}/{name}");
+    let mut claim = claim.clone();
+    let mut attempt = 0;
+    loop {
+        if attempt > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            claim = writer
+                .get_resource_claim(&ns, &name)
+                .map_err(|e| format!("get updated claim {key} after conflict: {e}"))?;
+        }
+        attempt += 1;
+        match try_bind_claim(writer, claim.clone(), allocation, pod, &key) {
+            Ok(c) => return Ok(c),
+            Err(f) if f.conflict && attempt < CONFLICT_RETRIES => continue,
+            Err(f) => return Err(f.message),
+        }
+    }
+}
+
+fn try_bind_claim(
+    writer: &dyn ClusterWriter,
+    mut claim: ResourceClaim,
+    allocation: Option<&AllocationResult>,
+    pod: &PodInfo,
+    key: &str,
+) -> Result<ResourceClaim, Failed> {
+    if claim.metadata.deletion_timestamp.is_some() {
+        return Err(Failed::fatal(format!(
+            "claim {key} got deleted in the meantime"
+        )));
+    }
+    if let Some(allocation) = allocation {
+        if claim
+            .status
+            .as_ref()
+            .is_some_and(|s| s.allocation.is_some())
+        {
+            return Err(Failed::fatal(format!(
+                "claim {key} got allocated elsewhere in the meantime"
+            )));
+        }
+        let finalizers = claim.metadata.finalizers.get_or_insert_with(Vec::new);
+        if !finalizers.iter().any(|f| f == DELETE_PROTECTION_FINALIZER) {
+            finalizers.push(DELETE_PROTECTION_FINALIZER.to_owned());
+            claim = writer
+                .update_resource_claim(&claim)
+                .map_err(|e| Failed::new(&e, format!("add finalizer to claim {key}")))?;
+        }
+        claim
+            .status
+            .get_or_insert_with(ResourceClaimStatus::default)
+            .allocation = Some(allocation.clone());
+    }
+    claim
+        .status
+        .get_or_insert_with(ResourceClaimStatus::default)
+        .reserved_for
+        .get_or_insert_with(Vec::new)
+        .push(consumer(pod));
+    writer.update_resource_claim_status(&claim).map_err(|e| {
+        let what = if allocation.is_some() {
+            "add allocation and reservation to claim"
+        } else {
+            "add reservation to claim"
+        };
+        Failed::new(&e, format!("{what} {key}"))
+    })
+}
+
+fn consumer(pod: &PodInfo) -> ResourceClaimConsumerReference {
+    ResourceClaimConsumerReference {
+        resource: "pods".into(),
+        name: pod.name().to_owned(),
+        uid: pod.uid().to_owned(),
+        api_group: None,
     }
 }
 
@@ -393,35 +600,70 @@ impl PreBindPlugin for DynamicResources {
         let (Some(CycleData(data)), Some(dra)) = (state.read::<CycleData>(), &self.dra) else {
             return Status::success();
         };
-        let reserved = data.reserved.lock().unwrap_or_else(|e| e.into_inner());
-        for (index, original) in data.claims.iter().enumerate() {
-            let (ns, name) = split_key(original);
-            // The claim as it is now: another pod sharing it may have written it since.
-            let current = dra.claim(&ns, &name).unwrap_or_else(|| original.clone());
-            let mut claim = (*current).clone();
-            let status = claim
-                .status
-                .get_or_insert_with(ResourceClaimStatus::default);
-            if let Some(allocation) = &reserved[index]
-                && status.allocation.is_none()
-            {
-                status.allocation = Some(allocation.clone());
+        let reserved = data
+            .reserved
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let Some(writer) = &self.writer else {
+            // A simulation: the decision is assumed, as if the API server took it.
+            assume_bound(dra, data, &reserved, pod);
+            return Status::success();
+        };
+        for (index, claim) in data.claims.iter().enumerate() {
+            if claims::reserved_for_pod(claim, pod) {
+                continue;
             }
-            let consumers = status.reserved_for.get_or_insert_with(Vec::new);
-            if !consumers.iter().any(|c| c.uid == pod.uid()) {
-                consumers.push(ResourceClaimConsumerReference {
-                    resource: "pods".into(),
-                    name: pod.name().to_owned(),
-                    uid: pod.uid().to_owned(),
-                    api_group: None,
-                });
-            }
-            dra.assume_claim(Arc::new(claim));
-            if reserved[index].is_some() {
+            let (ns, name) = split_key(claim);
+            let allocation = reserved[index].as_ref();
+            let result = bind_claim(writer.as_ref(), claim, allocation, pod);
+            if allocation.is_some() {
+                if let Ok(written) = &result {
+                    dra.assume_claim(Arc::new(written.clone()));
+                }
                 dra.remove_pending_allocation(&ns, &name);
+            }
+            match result {
+                Ok(written) => {
+                    data.written.lock().unwrap_or_else(|e| e.into_inner())[index] =
+                        Some(Arc::new(written));
+                }
+                Err(message) => return Status::error(message),
             }
         }
         Status::success()
+    }
+}
+
+/// The simulator's PreBind: the claims as the API server would hold them after
+/// kube-scheduler's writes, assumed.
+fn assume_bound(
+    dra: &DraState,
+    data: &PodClaims,
+    reserved: &[Option<AllocationResult>],
+    pod: &PodInfo,
+) {
+    for (index, original) in data.claims.iter().enumerate() {
+        let (ns, name) = split_key(original);
+        // The claim as it is now: another pod sharing it may have written it since.
+        let current = dra.claim(&ns, &name).unwrap_or_else(|| original.clone());
+        let mut claim = (*current).clone();
+        let status = claim
+            .status
+            .get_or_insert_with(ResourceClaimStatus::default);
+        if let Some(allocation) = &reserved[index]
+            && status.allocation.is_none()
+        {
+            status.allocation = Some(allocation.clone());
+        }
+        let consumers = status.reserved_for.get_or_insert_with(Vec::new);
+        if !consumers.iter().any(|c| c.uid == pod.uid()) {
+            consumers.push(consumer(pod));
+        }
+        dra.assume_claim(Arc::new(claim));
+        if reserved[index].is_some() {
+            dra.remove_pending_allocation(&ns, &name);
+        }
     }
 }
 

@@ -3,9 +3,9 @@
 //!
 //! They read the cluster's storage objects (PersistentVolumes, claims, StorageClasses,
 //! CSI objects) from the snapshot's [`kubesched_framework::StorageObjects`], the way
-//! kube-scheduler's read their listers. A caller that does not track storage objects
-//! (the snapshot has none, as in `kubesched run` today) gets a clear rejection for a pod
-//! that needs them, never a silent pass: see [`unsupported_volume`].
+//! kube-scheduler's read their listers. A caller that does not track storage objects,
+//! or a runtime that could not list some kinds (forbidden, not served), gets a clear
+//! rejection for a pod that needs them, never a silent pass: see [`storage_volume`].
 //!
 //! This module holds what the four share: the claims a pod's volumes name (a
 //! `persistentVolumeClaim`, or the `<pod>-<volume>` claim of a generic ephemeral
@@ -13,7 +13,9 @@
 //! wording.
 
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Volume};
-use kubesched_framework::{Code, PodInfo, Status};
+use std::sync::Arc;
+
+use kubesched_framework::{Code, PodInfo, Snapshot, Status, StorageObjects};
 
 pub mod node_volume_limits;
 pub mod volume_binding;
@@ -40,8 +42,8 @@ pub const ANN_SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
 pub const ANN_BIND_COMPLETED: &str = "pv.kubernetes.io/bind-completed";
 
 /// The first volume of the pod that the volume plugins would have to examine, with
-/// its kind: `(volume name, kind)`. Used only when the snapshot has no storage objects.
-pub fn unsupported_volume(pod: &PodInfo) -> Option<(&str, &'static str)> {
+/// its kind: `(volume name, kind)`. Used only when the storage objects cannot be had.
+pub fn storage_volume(pod: &PodInfo) -> Option<(&str, &'static str)> {
     pod.spec().volumes.iter().flatten().find_map(|v| {
         let kind = if v.persistent_volume_claim.is_some() {
             "persistentVolumeClaim"
@@ -68,16 +70,32 @@ pub fn unsupported_volume(pod: &PodInfo) -> Option<(&str, &'static str)> {
     })
 }
 
-/// The rejection for a pod that needs storage objects the caller does not track.
-pub(crate) fn unsupported_status(plugin: &str, pod: &PodInfo) -> Option<Status> {
-    let (volume, kind) = unsupported_volume(pod)?;
-    Some(Status::new(
-        Code::UnschedulableAndUnresolvable,
-        format!(
-            "pod {} uses volume {volume:?} ({kind}): volumes that need {plugin} are not supported by kubesched's runtime yet",
-            pod.key()
-        ),
-    ))
+/// The snapshot's storage objects for a plugin's PreFilter, or what PreFilter returns
+/// without them: Skip for a pod with no volume the plugin examines, else a rejection
+/// that says why the objects are missing (the caller tracks none, or could not list
+/// some kinds), never a silent pass.
+pub(crate) fn storage_for<'a>(
+    plugin: &str,
+    pod: &PodInfo,
+    snapshot: &'a Snapshot,
+) -> Result<&'a Arc<StorageObjects>, Status> {
+    let why = match snapshot.storage() {
+        Some(storage) => match storage.unavailable() {
+            None => return Ok(storage),
+            Some(reason) => reason.to_owned(),
+        },
+        None => "this scheduler tracks no storage objects".to_owned(),
+    };
+    match storage_volume(pod) {
+        None => Err(Status::skip()),
+        Some((volume, kind)) => Err(Status::new(
+            Code::UnschedulableAndUnresolvable,
+            format!(
+                "pod {} uses volume {volume:?} ({kind}), which {plugin} cannot check: {why}",
+                pod.key()
+            ),
+        )),
+    }
 }
 
 /// The claim a volume uses: `(claim name, is a generic ephemeral volume)`, or `None`

@@ -22,7 +22,7 @@ use kubesched_framework::{
     PreFilterPlugin, PreFilterResult, Snapshot, Status,
 };
 
-use super::{VOLUME_RESTRICTIONS, claim_access_modes, claim_not_found, unsupported_status};
+use super::{VOLUME_RESTRICTIONS, claim_access_modes, claim_not_found, storage_for};
 
 /// Filter's reason for a disk conflict on the node.
 pub const ERR_REASON_DISK_CONFLICT: &str = "node(s) had no available disk";
@@ -122,11 +122,9 @@ impl PreFilterPlugin for VolumeRestrictions {
         pod: &PodInfo,
         snapshot: &Snapshot,
     ) -> (Option<PreFilterResult>, Status) {
-        let Some(storage) = snapshot.storage() else {
-            return match unsupported_status(VOLUME_RESTRICTIONS, pod) {
-                Some(s) => (None, s),
-                None => (None, Status::skip()),
-            };
+        let storage = match storage_for(VOLUME_RESTRICTIONS, pod, snapshot) {
+            Ok(storage) => storage,
+            Err(status) => return (None, status),
         };
         let volumes = pod.spec().volumes.as_deref().unwrap_or_default();
         let needs_check = volumes.iter().any(needs_restrictions_check);

@@ -23,8 +23,7 @@ use kubesched_framework::{
 };
 
 use super::{
-    VOLUME_ZONE, claim_not_found, class_not_found, pv_not_found, unsupported_status,
-    volume_claim_name,
+    VOLUME_ZONE, claim_not_found, class_not_found, pv_not_found, storage_for, volume_claim_name,
 };
 
 /// Filter's reason.
@@ -111,11 +110,9 @@ impl PreFilterPlugin for VolumeZone {
         pod: &PodInfo,
         snapshot: &Snapshot,
     ) -> (Option<PreFilterResult>, Status) {
-        let Some(storage) = snapshot.storage() else {
-            return match unsupported_status(VOLUME_ZONE, pod) {
-                Some(s) => (None, s),
-                None => (None, Status::skip()),
-            };
+        let storage = match storage_for(VOLUME_ZONE, pod, snapshot) {
+            Ok(storage) => storage,
+            Err(status) => return (None, status),
         };
         let mut topologies = Vec::new();
         for volume in pod.spec().volumes.iter().flatten() {

@@ -30,8 +30,7 @@ use kubesched_framework::{
 };
 
 use super::{
-    NODE_VOLUME_LIMITS, claim_not_found, ephemeral_claim_is_for_pod, unsupported_status,
-    volume_claim_name,
+    NODE_VOLUME_LIMITS, claim_not_found, ephemeral_claim_is_for_pod, storage_for, volume_claim_name,
 };
 
 /// Filter's reason.
@@ -241,11 +240,9 @@ impl PreFilterPlugin for NodeVolumeLimits {
         pod: &PodInfo,
         snapshot: &Snapshot,
     ) -> (Option<PreFilterResult>, Status) {
-        let Some(storage) = snapshot.storage() else {
-            return match unsupported_status(NODE_VOLUME_LIMITS, pod) {
-                Some(s) => (None, s),
-                None => (None, Status::skip()),
-            };
+        let storage = match storage_for(NODE_VOLUME_LIMITS, pod, snapshot) {
+            Ok(storage) => storage,
+            Err(status) => return (None, status),
         };
         let relevant = pod.spec().volumes.iter().flatten().any(|v| {
             v.persistent_volume_claim.is_some()

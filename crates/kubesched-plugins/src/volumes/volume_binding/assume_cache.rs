@@ -3,14 +3,18 @@
 //! claim assumed with `volume.kubernetes.io/selected-node`.
 //!
 //! Reads go through the cache: an assumed object hides the API object of the same
-//! name. The API objects never change during a simulation (FORMAT-volumes rule 11), so
-//! an assumption holds until it is reverted (Unreserve), as in kube-scheduler when no
-//! PreBind follows.
+//! name, unless the API object is newer (a higher `resourceVersion`: the watch showed
+//! a change made since, such as PreBind's own write), as kube-scheduler's assume cache
+//! lets a newer informer object replace an assumed one. The API objects never change
+//! during a simulation (FORMAT-volumes rule 11), so there an assumption holds until it
+//! is reverted (Unreserve), as in kube-scheduler when no PreBind follows.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use k8s_openapi::Metadata;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kubesched_framework::StorageObjects;
 
 /// The assumed PVs and claims of one VolumeBinding instance.
@@ -20,6 +24,25 @@ pub struct AssumeCache {
     pvs: HashMap<String, Arc<PersistentVolume>>,
     /// `namespace/name` → assumed claim.
     claims: HashMap<String, Arc<PersistentVolumeClaim>>,
+}
+
+/// A resourceVersion as a number (etcd's revision); `None` when it is not one.
+fn version(meta: &ObjectMeta) -> Option<u64> {
+    meta.resource_version.as_deref()?.parse().ok()
+}
+
+/// The assumed object, unless the API object is newer.
+fn newest<'a, T: Metadata<Ty = ObjectMeta>>(
+    assumed: Option<&'a Arc<T>>,
+    api: Option<&'a Arc<T>>,
+) -> Option<&'a Arc<T>> {
+    match (assumed, api) {
+        (Some(a), Some(b)) => match (version(a.metadata()), version(b.metadata())) {
+            (Some(va), Some(vb)) if vb > va => Some(b),
+            _ => Some(a),
+        },
+        (a, b) => a.or(b),
+    }
 }
 
 fn claim_key(claim: &PersistentVolumeClaim) -> String {
@@ -38,15 +61,16 @@ impl AssumeCache {
         namespace: &str,
         name: &str,
     ) -> Option<Arc<PersistentVolumeClaim>> {
-        self.claims
-            .get(&format!("{namespace}/{name}"))
-            .or_else(|| storage.claim(namespace, name))
-            .cloned()
+        newest(
+            self.claims.get(&format!("{namespace}/{name}")),
+            storage.claim(namespace, name),
+        )
+        .cloned()
     }
 
     /// A PV: the assumed one, else the API object.
     pub fn pv(&self, storage: &StorageObjects, name: &str) -> Option<Arc<PersistentVolume>> {
-        self.pvs.get(name).or_else(|| storage.pv(name)).cloned()
+        newest(self.pvs.get(name), storage.pv(name)).cloned()
     }
 
     /// The PVs of a class, each as assumed.
@@ -59,7 +83,7 @@ impl AssumeCache {
             .pvs_of_class(class)
             .map(|pv| {
                 let name = pv.metadata.name.as_deref().unwrap_or_default();
-                self.pvs.get(name).unwrap_or(pv).clone()
+                newest(self.pvs.get(name), Some(pv)).unwrap_or(pv).clone()
             })
             .collect()
     }

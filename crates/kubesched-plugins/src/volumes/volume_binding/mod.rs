@@ -23,16 +23,20 @@ pub mod binder;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 
-use k8s_openapi::api::core::v1::ObjectReference;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolume, PersistentVolumeClaim};
+use kubesched_config::args::VolumeBindingArgs;
 use kubesched_framework::storage::claim_class;
 use kubesched_framework::{
-    ClusterEvent, Code, CycleState, FilterPlugin, NodeInfo, Plugin, PodInfo, PreFilterPlugin,
-    PreFilterResult, PreScorePlugin, ReservePlugin, ScorePlugin, Snapshot, Status, StorageObjects,
+    BindingView, ClusterEvent, ClusterWriter, Code, CycleState, FilterPlugin, Handle, NodeInfo,
+    Plugin, PodInfo, PreBindPlugin, PreFilterPlugin, PreFilterResult, PreScorePlugin,
+    ReservePlugin, ScorePlugin, Snapshot, Status, StorageObjects,
 };
 
 use super::{
-    ANN_BIND_COMPLETED, VOLUME_BINDING, claim_not_found, ephemeral_claim_is_for_pod,
-    unsupported_status, volume_claim_name,
+    ANN_BIND_COMPLETED, VOLUME_BINDING, claim_not_found, ephemeral_claim_is_for_pod, storage_for,
+    volume_claim_name,
 };
 use assume_cache::AssumeCache;
 use binder::{CandidatePv, PodVolumeClaims, PodVolumes, find_pod_volumes};
@@ -44,9 +48,22 @@ pub const ERR_REASON_UNBOUND_IMMEDIATE: &str = "pod has unbound immediate Persis
 const ANN_BOUND_BY_CONTROLLER: &str = "pv.kubernetes.io/bound-by-controller";
 
 /// The plugin, with its assume cache (one per profile, as in kube-scheduler).
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct VolumeBinding {
     cache: RwLock<AssumeCache>,
+    /// Where PreBind writes; `None` in simulations (Reserve's assumptions stand).
+    writer: Option<Arc<dyn ClusterWriter>>,
+    /// How long PreBind waits for the claims to be bound (`bindTimeoutSeconds`).
+    bind_timeout: Duration,
+}
+
+impl std::fmt::Debug for VolumeBinding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VolumeBinding")
+            .field("writer", &self.writer.is_some())
+            .field("bind_timeout", &self.bind_timeout)
+            .finish()
+    }
 }
 
 /// PreFilter's state, shared by the Filter calls of one cycle.
@@ -56,6 +73,19 @@ struct State {
     claims: Arc<PodVolumeClaims>,
     /// Node name → what Filter found there.
     by_node: Arc<Mutex<HashMap<String, PodVolumes>>>,
+    /// What Reserve assumed, for PreBind.
+    reserved: Arc<Mutex<Option<Reserved>>>,
+}
+
+/// What Reserve assumed for the chosen node.
+#[derive(Clone, Debug, Default)]
+struct Reserved {
+    /// Every claim was bound already: PreBind has nothing to do.
+    all_bound: bool,
+    /// (the PV as assumed, with its `claimRef`; the claim).
+    bindings: Vec<(Arc<PersistentVolume>, Arc<PersistentVolumeClaim>)>,
+    /// The claims as assumed, with `volume.kubernetes.io/selected-node`.
+    provisions: Vec<Arc<PersistentVolumeClaim>>,
 }
 
 /// Whether a claim binds on first consumer (`IsDelayBindingMode`): its class exists and
@@ -76,9 +106,21 @@ fn unresolvable(message: impl Into<kubesched_framework::Reason>) -> Status {
 }
 
 impl VolumeBinding {
-    /// A plugin with an empty assume cache.
+    /// A plugin with an empty assume cache, for a simulation (no writer) and the
+    /// default `bindTimeoutSeconds` (600).
     pub fn new() -> VolumeBinding {
-        VolumeBinding::default()
+        VolumeBinding::with_args(&VolumeBindingArgs::default(), &Handle::default())
+    }
+
+    /// A plugin with these args, writing through the handle's writer when it has one.
+    pub fn with_args(args: &VolumeBindingArgs, handle: &Handle) -> VolumeBinding {
+        VolumeBinding {
+            cache: RwLock::default(),
+            writer: handle.writer.clone(),
+            bind_timeout: Duration::from_secs(
+                u64::try_from(args.bind_timeout_seconds).unwrap_or(0),
+            ),
+        }
     }
 
     /// `podHasPVCs`, on the API objects: `Ok(false)` for a pod without claims, `Err`
@@ -224,6 +266,9 @@ impl Plugin for VolumeBinding {
     fn as_reserve(self: Arc<Self>) -> Option<Arc<dyn ReservePlugin>> {
         Some(self)
     }
+    fn as_pre_bind(self: Arc<Self>) -> Option<Arc<dyn PreBindPlugin>> {
+        Some(self)
+    }
 }
 
 impl PreFilterPlugin for VolumeBinding {
@@ -233,11 +278,9 @@ impl PreFilterPlugin for VolumeBinding {
         pod: &PodInfo,
         snapshot: &Snapshot,
     ) -> (Option<PreFilterResult>, Status) {
-        let Some(storage) = snapshot.storage() else {
-            return match unsupported_status(VOLUME_BINDING, pod) {
-                Some(s) => (None, s),
-                None => (None, Status::skip()),
-            };
+        let storage = match storage_for(VOLUME_BINDING, pod, snapshot) {
+            Ok(storage) => storage,
+            Err(status) => return (None, status),
         };
         match Self::pod_has_claims(storage, pod) {
             Err(reason) => return (None, unresolvable(reason)),
@@ -253,6 +296,7 @@ impl PreFilterPlugin for VolumeBinding {
             storage: storage.clone(),
             claims: Arc::new(claims),
             by_node: Arc::default(),
+            reserved: Arc::default(),
         });
         (None, Status::success())
     }
@@ -310,8 +354,13 @@ impl ReservePlugin for VolumeBinding {
             return Status::success();
         };
         if self.pod_volumes_bound(&s.storage, pod) {
+            *s.reserved.lock().unwrap_or_else(|e| e.into_inner()) = Some(Reserved {
+                all_bound: true,
+                ..Reserved::default()
+            });
             return Status::success();
         }
+        let mut reserved = Reserved::default();
         let mut cache = self.cache.write().unwrap_or_else(|e| e.into_inner());
         for (pv, claim) in &volumes.static_bindings {
             let bound_to_claim = binder::is_volume_bound_to_claim(pv, claim);
@@ -344,9 +393,14 @@ impl ReservePlugin for VolumeBinding {
                 annotations.insert(ANN_BOUND_BY_CONTROLLER.to_owned(), "yes".to_owned());
                 dirty = true;
             }
-            if dirty {
-                cache.assume_pv(Arc::new(new_pv));
-            }
+            let new_pv = if dirty {
+                let new_pv = Arc::new(new_pv);
+                cache.assume_pv(new_pv.clone());
+                new_pv
+            } else {
+                pv.clone()
+            };
+            reserved.bindings.push((new_pv, claim.clone()));
         }
         for claim in &volumes.dynamic_provisions {
             let mut new_claim = (**claim).clone();
@@ -355,8 +409,11 @@ impl ReservePlugin for VolumeBinding {
                 .annotations
                 .get_or_insert_with(Default::default)
                 .insert(super::ANN_SELECTED_NODE.to_owned(), node.to_owned());
-            cache.assume_claim(Arc::new(new_claim));
+            let new_claim = Arc::new(new_claim);
+            cache.assume_claim(new_claim.clone());
+            reserved.provisions.push(new_claim);
         }
+        *s.reserved.lock().unwrap_or_else(|e| e.into_inner()) = Some(reserved);
         Status::success()
     }
 
@@ -381,6 +438,179 @@ impl ReservePlugin for VolumeBinding {
             cache.restore_claim(claim);
         }
     }
+}
+
+impl PreBindPlugin for VolumeBinding {
+    /// kube-scheduler's `BindPodVolumes`: writes what Reserve assumed (each PV's
+    /// `claimRef`, each claim's `volume.kubernetes.io/selected-node`), then waits
+    /// until the PV controller (or the provisioner) has bound every claim, up to
+    /// `bindTimeoutSeconds`. In a simulation (no writer) Reserve's assumptions stand.
+    fn pre_bind(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
+        let Some(s) = state.read::<State>() else {
+            // A pod without claims.
+            return Status::success();
+        };
+        let Some(writer) = &self.writer else {
+            return Status::success();
+        };
+        let reserved = s.reserved.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let Some(reserved) = reserved else {
+            return Status::error(format!("no pod volumes found for node {node:?}"));
+        };
+        if reserved.all_bound {
+            return Status::success();
+        }
+        let mut bindings = Vec::with_capacity(reserved.bindings.len());
+        for (pv, claim) in &reserved.bindings {
+            match writer.update_pv(pv) {
+                Ok(written) => bindings.push((written, claim.clone())),
+                Err(e) => return Status::error(e.message),
+            }
+        }
+        let mut provisions = Vec::with_capacity(reserved.provisions.len());
+        for claim in &reserved.provisions {
+            match writer.update_pvc(claim) {
+                Ok(written) => provisions.push(written),
+                Err(e) => return Status::error(e.message),
+            }
+        }
+        let mut check =
+            |view: &BindingView<'_>| check_bindings(view, pod, node, &bindings, &provisions);
+        match writer.wait_for_bindings(pod, node, self.bind_timeout, &mut check) {
+            Ok(()) => Status::success(),
+            Err(e) => Status::error(format!("binding volumes: {e}")),
+        }
+    }
+}
+
+/// A resourceVersion as a number; `None` when it is not one.
+fn version(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> Option<u64> {
+    meta.resource_version.as_deref()?.parse().ok()
+}
+
+/// Whether the API server's object is older than the one `written` (the watch has
+/// not shown our write yet).
+fn older(
+    written: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    api: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> bool {
+    matches!((version(written), version(api)), (Some(w), Some(a)) if w > a)
+}
+
+fn fully_bound(claim: &PersistentVolumeClaim) -> bool {
+    claim
+        .spec
+        .as_ref()
+        .and_then(|s| s.volume_name.as_deref())
+        .is_some_and(|n| !n.is_empty())
+        && claim
+            .metadata
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.contains_key(ANN_BIND_COMPLETED))
+}
+
+/// kube-scheduler's `checkBindings`, on the API server's objects: `Ok(true)` when every
+/// claim the pod's PreBind wrote is fully bound, `Ok(false)` to look again, `Err` when
+/// binding failed for good (the pod is gone, a PV's `claimRef` was reset, the
+/// provisioner gave up, a PV does not fit the node).
+fn check_bindings(
+    view: &BindingView<'_>,
+    pod: &PodInfo,
+    node_name: &str,
+    bindings: &[(PersistentVolume, Arc<PersistentVolumeClaim>)],
+    provisions: &[PersistentVolumeClaim],
+) -> Result<bool, String> {
+    let Some(node) = view.node else {
+        return Err(format!(
+            "failed to get node {node_name:?}: node {node_name:?} not found"
+        ));
+    };
+    let node = NodeInfo::new(node.clone()).map_err(|e| e.to_string())?;
+    if !view.pod_exists {
+        return Err(format!(
+            "pod does not exist any more: pod {:?} not found",
+            pod.name()
+        ));
+    }
+    let storage = view.storage;
+    let affinity = |pv: &PersistentVolume| -> Result<(), String> {
+        if binder::CandidatePv::new(Arc::new(pv.clone())).fits(&node) {
+            Ok(())
+        } else {
+            Err(format!(
+                "pv {:?} node affinity doesn't match node {node_name:?}: no matching NodeSelectorTerms",
+                pv.metadata.name.as_deref().unwrap_or_default()
+            ))
+        }
+    };
+    let claim_of = |claim: &PersistentVolumeClaim| {
+        let ns = claim.metadata.namespace.as_deref().unwrap_or("default");
+        let name = claim.metadata.name.as_deref().unwrap_or_default();
+        storage
+            .claim(ns, name)
+            .cloned()
+            .ok_or_else(|| format!("could not find v1.PersistentVolumeClaim \"{ns}/{name}\""))
+    };
+    for (written, claim) in bindings {
+        let name = written.metadata.name.as_deref().unwrap_or_default();
+        let pv = storage
+            .pv(name)
+            .ok_or_else(|| {
+                format!("failed to check binding: could not find v1.PersistentVolume {name:?}")
+            })?
+            .clone();
+        let api_claim = claim_of(claim).map_err(|e| format!("failed to check binding: {e}"))?;
+        if older(&written.metadata, &pv.metadata) {
+            return Ok(false);
+        }
+        affinity(&pv)?;
+        let reset = pv
+            .spec
+            .as_ref()
+            .and_then(|s| s.claim_ref.as_ref())
+            .is_none_or(|r| r.uid.as_deref().unwrap_or_default().is_empty());
+        if reset {
+            return Err(format!("ClaimRef got reset for pv {name:?}"));
+        }
+        if !fully_bound(&api_claim) {
+            return Ok(false);
+        }
+    }
+    for written in provisions {
+        let api_claim =
+            claim_of(written).map_err(|e| format!("failed to check provisioning pvc: {e}"))?;
+        if older(&written.metadata, &api_claim.metadata) {
+            return Ok(false);
+        }
+        let name = api_claim.metadata.name.as_deref().unwrap_or_default();
+        let Some(annotations) = &api_claim.metadata.annotations else {
+            return Err(format!("selectedNode annotation reset for PVC {name:?}"));
+        };
+        if annotations
+            .get(super::ANN_SELECTED_NODE)
+            .map(String::as_str)
+            != Some(node_name)
+        {
+            return Err(format!("provisioning failed for PVC {name:?}"));
+        }
+        let volume = api_claim
+            .spec
+            .as_ref()
+            .and_then(|s| s.volume_name.as_deref())
+            .unwrap_or_default();
+        if !volume.is_empty() {
+            let Some(pv) = storage.pv(volume) else {
+                // Not seen yet: the watch may lag; look again.
+                return Ok(false);
+            };
+            affinity(pv)?;
+        }
+        if !fully_bound(&api_claim) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 #[cfg(test)]
@@ -469,7 +699,7 @@ mod tests {
         let (_, status) = plugin.pre_filter(&mut state, &pod("p"), &snapshot);
         assert_eq!(status.code(), Code::UnschedulableAndUnresolvable);
         assert!(
-            status.message().contains("not supported"),
+            status.message().contains("tracks no storage objects"),
             "{}",
             status.message()
         );
