@@ -1,8 +1,9 @@
 //! # kubesched-kube
 //!
 //! kubesched as a real scheduler beside kube-scheduler: the runtime watches a
-//! Kubernetes API server's nodes and pods (and the Services, workloads, Namespaces and
-//! PodDisruptionBudgets plugins read) with kube-rs, keeps a cache of the cluster in
+//! Kubernetes API server's nodes and pods (and the Services, workloads, Namespaces,
+//! PodDisruptionBudgets, storage objects and `resource.k8s.io` objects plugins read)
+//! with kube-rs, keeps a cache of the cluster in
 //! step, queues the pending pods whose `spec.schedulerName` is one of its profiles
 //! (and only those) in kubesched-framework's [`SchedulingQueue`], schedules them one at
 //! a time with the profiles' plugins, and binds them through the `binding`
@@ -47,8 +48,10 @@ pub mod metrics;
 mod outage;
 mod runtime;
 pub mod serve;
+mod storage;
 pub mod testing;
 mod watch;
+mod writer;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -242,10 +245,13 @@ impl Runtime {
             unanswered.clone(),
         ));
         let recorder = events::Recorder::new(self.events_client.clone(), rt.clone());
+        let writer = Arc::new(writer::ApiWriter::new(self.client.clone(), rt.clone()));
+        let dra = Arc::new(kubesched_framework::DraState::default());
         let handle = Handle {
             profile_name: String::new(),
             binder: Some(binder),
-            ..Handle::default()
+            dra: Some(dra.clone()),
+            writer: Some(writer.clone()),
         };
         let profiles = self
             .config
@@ -279,7 +285,9 @@ impl Runtime {
             rt.clone(),
             self.assumed_pod_ttl,
             self.plugin_metrics_sample_percent,
+            dra,
         );
+        writer.attach(&shared);
         let (stop_tx, stop_rx) = tokio_watch::channel(false);
         let readiness = Arc::new(serve::Readiness::new());
         let secure_address = match &self.serving {
@@ -339,14 +347,29 @@ impl Runtime {
         {
             use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
             use k8s_openapi::api::core::v1::{Namespace, ReplicationController, Service};
+            use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
             use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+            use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
+            use k8s_openapi::api::storage::v1::{
+                CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment,
+            };
             watch_objects!(
                 Service,
                 ReplicationController,
                 ReplicaSet,
                 StatefulSet,
                 Namespace,
-                PodDisruptionBudget
+                PodDisruptionBudget,
+                PersistentVolume,
+                PersistentVolumeClaim,
+                StorageClass,
+                CSINode,
+                CSIDriver,
+                CSIStorageCapacity,
+                VolumeAttachment,
+                DeviceClass,
+                ResourceSlice,
+                ResourceClaim
             );
         }
         let _ = nodes_rx.await;

@@ -7,14 +7,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Binding, Node, ObjectReference, Pod};
+use k8s_openapi::api::core::v1::{Binding, Node, ObjectReference, Pod, PodResourceClaimStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kubesched_framework::events::{node_update_events, pod_update_events};
 use kubesched_framework::queue::QueuedPod;
 use kubesched_framework::{
-    ClusterEvent, CycleState, Framework, PodBinder, PodInfo, QueueOptions, QueueingHints,
+    ClusterEvent, CycleState, DraState, Framework, PodBinder, PodInfo, QueueOptions, QueueingHints,
     RecordPluginMetrics, ScheduleError, Scheduler, SchedulingQueue, Snapshot, Status, SystemClock,
 };
 use tokio::sync::oneshot;
@@ -22,6 +22,7 @@ use tokio::sync::oneshot;
 use crate::events::{EventSpec, Recorder};
 use crate::metrics::{AttemptResult, Metrics};
 use crate::outage::Outage;
+use crate::storage::{DraCache, StorageCache};
 use crate::watch::{Cached, ObjectCache, object_key};
 
 /// Binds through the API server's `binding` subresource, with the pod's UID as a
@@ -174,7 +175,7 @@ impl WaitingPods {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -189,25 +190,32 @@ struct Assumed {
 pub(crate) struct Inner {
     pub(crate) sched: Scheduler,
     pub(crate) queue: SchedulingQueue,
-    nodes: BTreeMap<String, Arc<Node>>,
+    pub(crate) nodes: BTreeMap<String, Arc<Node>>,
     /// Pods on nodes (bound, or assumed), by key.
-    pods: HashMap<String, Arc<PodInfo>>,
+    pub(crate) pods: HashMap<String, Arc<PodInfo>>,
     assumed: HashMap<String, Assumed>,
     /// Pending pods of our profiles, by key (to tell a spec change from a status one).
     pending: HashMap<String, Arc<Pod>>,
     /// Services, workloads, namespaces and PodDisruptionBudgets.
     objects: ObjectCache,
+    /// PVs, claims, StorageClasses and the CSI objects.
+    pub(crate) storage: StorageCache,
+    /// DeviceClasses and ResourceSlices (the DRA catalog's sources).
+    pub(crate) dra_cache: DraCache,
     dirty: bool,
 }
 
 /// The runtime's shared state.
 pub(crate) struct Shared {
     pub(crate) inner: Mutex<Inner>,
-    wake: Condvar,
+    /// Notified on every change of the cache (and on stopping).
+    pub(crate) wake: Condvar,
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) waiting: Arc<WaitingPods>,
     pub(crate) leading: AtomicBool,
     pub(crate) stopping: AtomicBool,
+    /// The DRA objects and claim assumptions every profile's DynamicResources shares.
+    pub(crate) dra: Arc<DraState>,
     client: kube::Client,
     rt: tokio::runtime::Handle,
     assumed_ttl: Duration,
@@ -252,6 +260,7 @@ impl Shared {
         rt: tokio::runtime::Handle,
         assumed_ttl: Duration,
         sample_percent: u8,
+        dra: Arc<DraState>,
     ) -> Arc<Shared> {
         let fwk = sched.profiles()[0].clone();
         let hints = QueueingHints::from_frameworks(sched.profiles().iter().map(|f| &**f));
@@ -275,6 +284,8 @@ impl Shared {
                 assumed: HashMap::new(),
                 pending: HashMap::new(),
                 objects: ObjectCache::default(),
+                storage: StorageCache::default(),
+                dra_cache: DraCache::default(),
                 dirty: true,
             }),
             wake: Condvar::new(),
@@ -282,6 +293,7 @@ impl Shared {
             waiting: Arc::new(WaitingPods::default()),
             leading: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
+            dra,
             client,
             rt,
             assumed_ttl,
@@ -312,7 +324,7 @@ impl Shared {
         self.wake.notify_all();
     }
 
-    fn update_pending_metrics(&self, inner: &Inner) {
+    pub(crate) fn update_pending_metrics(&self, inner: &Inner) {
         self.metrics
             .set_cache_size(inner.nodes.len(), inner.pods.len(), inner.assumed.len());
         let p = inner.queue.pending();
@@ -536,9 +548,13 @@ impl Shared {
             let changed = match inner.pending.get(&key) {
                 None => true,
                 Some(old) => {
+                    fn claim_statuses(p: &Pod) -> Option<&Vec<PodResourceClaimStatus>> {
+                        p.status.as_ref()?.resource_claim_statuses.as_ref()
+                    }
                     old.spec != pod.spec
                         || old.metadata.labels != pod.metadata.labels
                         || old.metadata.annotations != pod.metadata.annotations
+                        || claim_statuses(old) != claim_statuses(&pod)
                 }
             };
             // A nomination written to the pod's status (by us before a restart, or
@@ -609,6 +625,9 @@ impl Shared {
             if inner.dirty {
                 self.rebuild(&mut inner);
             }
+            if inner.storage.changed() {
+                Self::storage_objects(&mut inner);
+            }
             match inner.queue.pop() {
                 Some(qp) => {
                     self.update_pending_metrics(&inner);
@@ -636,8 +655,10 @@ impl Shared {
         match Snapshot::new(nodes, inner.pods.values().cloned()) {
             Ok((snapshot, _orphans)) => {
                 let objects = inner.sched.snapshot().objects().clone();
+                let storage = inner.storage.objects();
                 *inner.sched.snapshot_mut() = snapshot;
                 inner.sched.snapshot_mut().set_objects(Arc::new(objects));
+                inner.sched.snapshot_mut().set_storage(Some(storage));
                 inner.dirty = false;
             }
             Err(e) => tracing::error!(error = %e, "cannot build the cluster snapshot"),
@@ -855,19 +876,26 @@ impl Shared {
                 }
             };
         }
+        // Whether PreBind (rather than Permit or Bind) failed.
+        let mut at_pre_bind = false;
         let (state, status) = if status.is_success() {
             let (fwk2, assumed2, node2) = (fwk.clone(), assumed.clone(), node.clone());
+            // PreBind may wait (VolumeBinding waits for the PV controller): on a
+            // blocking thread of its own, never the scheduling loop's.
             let r = tokio::task::spawn_blocking(move || {
                 let s = fwk2.run_pre_bind_plugins(&mut state, &assumed2, &node2);
                 if !s.is_success() {
-                    return (state, s);
+                    return (state, s, true);
                 }
                 let s = fwk2.run_bind_plugins(&mut state, &assumed2, &node2);
-                (state, s)
+                (state, s, false)
             })
             .await;
             match r {
-                Ok(x) => x,
+                Ok((state, s, pre_bind)) => {
+                    at_pre_bind = pre_bind;
+                    (state, s)
+                }
                 Err(e) => (
                     CycleState::new(),
                     Status::error(format!("binding task: {e}")),
@@ -904,9 +932,27 @@ impl Shared {
             return;
         }
         // Failure: unreserve, forget, requeue with backoff (unless the pod got bound
-        // or deleted meanwhile).
-        fwk.run_reserve_plugins_unreserve(&mut state, &assumed, &node);
-        let message = format!("Binding rejected: {}", status.message());
+        // or deleted meanwhile). Unreserve may write (DynamicResources takes the pod
+        // out of its claims' reservedFor): on a blocking thread too.
+        {
+            let (fwk2, assumed2, node2) = (fwk.clone(), assumed.clone(), node.clone());
+            let _ = tokio::task::spawn_blocking(move || {
+                fwk2.run_reserve_plugins_unreserve(&mut state, &assumed2, &node2);
+            })
+            .await;
+        }
+        let message = if at_pre_bind && status.is_rejected() {
+            status.message()
+        } else if at_pre_bind {
+            // kube-scheduler's RunPreBindPlugins wraps a plugin's error so.
+            format!(
+                "running PreBind plugin {:?}: {}",
+                status.plugin().unwrap_or_default(),
+                status.message()
+            )
+        } else {
+            format!("Binding rejected: {}", status.message())
+        };
         // The API server refuses a binding of a pod that is bound already: one of our
         // bindings whose answer an outage lost, or another scheduler, bound it. Read the
         // pod now, as the watch would show it (the watch may still be backing off), so
@@ -937,7 +983,10 @@ impl Shared {
             let still_pending = inner.pending.contains_key(&key) && !inner.pods.contains_key(&key);
             self.metrics
                 .attempt(&profile, AttemptResult::Error, start.elapsed());
-            if still_pending {
+            if still_pending && status.is_rejected() {
+                let plugins = status.plugin().map(|p| p.to_string()).into_iter().collect();
+                inner.queue.add_unschedulable(qp, plugins);
+            } else if still_pending {
                 inner.queue.add_backoff(qp);
             } else {
                 inner.queue.done(&key);

@@ -5,7 +5,8 @@
 //! already bound), the pod `status` subresource (strategic merge of conditions and
 //! `nominatedNodeName`), pod deletion,
 //! `events.k8s.io/v1` events, and `coordination.k8s.io/v1` leases with optimistic
-//! concurrency (409 on a stale resourceVersion). Lists honour `limit` and `continue`
+//! concurrency (409 on a stale resourceVersion); and the storage and DRA kinds, with
+//! their updates and a PV controller the test plays ([`storage`]). Lists honour `limit` and `continue`
 //! (the continue token is the offset of the next item), and every request is recorded
 //! ([`FakeApiServer::requests`]), so a test can check that a reader wrote nothing.
 //!
@@ -18,6 +19,8 @@
 //! # let _ = client;
 //! # }
 //! ```
+
+mod storage;
 
 use std::collections::{BTreeMap, HashMap};
 use std::convert::Infallible;
@@ -63,6 +66,10 @@ struct Store {
     requests: Vec<(String, String)>,
     /// Watches from a resourceVersion below this are answered 410 Gone.
     compacted: u64,
+    /// Resources whose list and watch are refused, with the status code.
+    refused: HashMap<String, u16>,
+    /// Resources whose updates fail, with the status code.
+    fail_writes: HashMap<&'static str, u16>,
 }
 
 struct Fake {
@@ -184,7 +191,8 @@ impl FakeApiServer {
             .route(
                 "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{name}",
                 get(get_lease).put(replace_lease),
-            )
+            );
+        let app = storage::routes(app)
             .layer(axum::middleware::from_fn_with_state(
                 fake.clone(),
                 record_request,
@@ -343,7 +351,9 @@ impl FakeApiServer {
     }
 
     /// Adds (or replaces) a Service, ReplicationController, ReplicaSet, StatefulSet,
-    /// Namespace or PodDisruptionBudget.
+    /// Namespace or PodDisruptionBudget, or a storage or `resource.k8s.io` object
+    /// (PersistentVolume, claim, StorageClass, CSI object, DeviceClass, ResourceSlice,
+    /// ResourceClaim); a UID is given when it has none.
     pub fn apply_object<K>(&self, object: &K)
     where
         K: kube::Resource<DynamicType = ()> + serde::Serialize,
@@ -357,6 +367,9 @@ impl FakeApiServer {
             Some(ns) => key(ns, m.name.as_deref().unwrap_or("")),
             None => m.name.clone().unwrap_or_default(),
         };
+        if v["metadata"]["uid"].is_null() {
+            v["metadata"]["uid"] = json!(format!("uid-{resource}-{k}"));
+        }
         let mut s = self.fake.lock();
         let type_ = if s.objects.get(resource).is_some_and(|o| o.contains_key(&k)) {
             "MODIFIED"
@@ -480,8 +493,20 @@ async fn list_or_watch(
         "namespaces" => "NamespaceList",
         "replicasets" => "ReplicaSetList",
         "statefulsets" => "StatefulSetList",
-        _ => "PodDisruptionBudgetList",
+        "poddisruptionbudgets" => "PodDisruptionBudgetList",
+        _ => "List",
     };
+    if let Some(code) = fake.lock().refused.get(resource).copied() {
+        let message = if code == 404 {
+            "the server could not find the requested resource".to_owned()
+        } else {
+            format!(
+                "{resource} is forbidden: User \"system:serviceaccount:kube-system:my-scheduler\" cannot list resource \"{resource}\" at the cluster scope"
+            )
+        };
+        let reason = if code == 404 { "NotFound" } else { "Forbidden" };
+        return status(code, reason, message);
+    }
     if q.get("watch").map(String::as_str) != Some("true") {
         let s = fake.lock();
         let items: Vec<&Value> = match resource {
@@ -628,7 +653,8 @@ fn object_resource(plural: &str) -> &'static str {
         "replicasets" => "replicasets",
         "statefulsets" => "statefulsets",
         "poddisruptionbudgets" => "poddisruptionbudgets",
-        other => panic!("FakeApiServer does not serve {other}"),
+        other => storage::resource(other)
+            .unwrap_or_else(|| panic!("FakeApiServer does not serve {other}")),
     }
 }
 

@@ -1,6 +1,8 @@
 //! List-then-watch loops for pods, nodes and the objects plugins read (Services,
 //! ReplicationControllers, ReplicaSets, StatefulSets, Namespaces,
-//! PodDisruptionBudgets) that keep the runtime's cache in step, as client-go's
+//! PodDisruptionBudgets; the storage and DRA kinds of [`crate::storage`], which the
+//! runtime goes on without when the API server does not serve or allow them) that
+//! keep the runtime's cache in step, as client-go's
 //! reflector: relisting at once when a watch's resourceVersion is too old (410 Gone),
 //! and after a jittered exponential backoff when the API server fails.
 
@@ -29,10 +31,16 @@ pub(crate) trait Watched:
     + Sync
     + 'static
 {
+    /// Whether the runtime goes on without this kind when the API server does not
+    /// serve it or refuses it to this scheduler (404, 403): the kinds only some pods
+    /// need (storage, DRA). The others are retried until they can be listed.
+    const OPTIONAL: bool = false;
     /// The full list, on the first sync and on every relist.
     fn listed(shared: &Shared, items: Vec<Self>);
     /// One watch event: added or modified, or deleted.
     fn changed(shared: &Shared, object: Self, deleted: bool);
+    /// An optional kind cannot be listed (`Some(why)`), or can again (`None`).
+    fn refused(_shared: &Shared, _reason: Option<String>) {}
 }
 
 impl Watched for Pod {
@@ -90,18 +98,36 @@ pub(crate) async fn run<K: Watched>(
     let mut synced = Some(synced);
     let mut backoff = Backoff::new();
     let kind = K::kind(&()).to_string();
+    let mut refused = false;
     loop {
         if *stop.borrow() {
             return;
         }
         let r = tokio::select! {
-            r = list_and_watch::<K>(&shared, &client, &mut synced, &kind) => r,
+            r = list_and_watch::<K>(&shared, &client, &mut synced, &kind, &mut refused) => r,
             _ = stop.changed() => return,
         };
         let wait = match r {
             Ended::Expired => {
                 tracing::debug!(%kind, "watch expired (410 Gone); relisting");
                 continue;
+            }
+            Ended::Failed(kube::Error::Api(s))
+                if K::OPTIONAL && (s.code == 403 || s.code == 404) =>
+            {
+                // Not served, or not allowed: said once; the pods that need the kind
+                // stay unschedulable with this reason; listing is tried again now and
+                // then (the RBAC may be fixed, the API group enabled).
+                let why = format!("{} ({})", s.message, s.code);
+                if !refused {
+                    tracing::warn!(%kind, reason = %why, "cannot list this kind; pods that need it stay unschedulable until it can be listed");
+                    refused = true;
+                    K::refused(&shared, Some(why));
+                }
+                if let Some(s) = synced.take() {
+                    let _ = s.send(());
+                }
+                backoff.next_wait()
             }
             Ended::Failed(e) => {
                 shared.watch_outage.failed(&kind, &e);
@@ -120,6 +146,7 @@ async fn list_and_watch<K: Watched>(
     client: &kube::Client,
     synced: &mut Option<tokio::sync::oneshot::Sender<()>>,
     kind: &str,
+    refused: &mut bool,
 ) -> Ended {
     let api: Api<K> = Api::all(client.clone());
     let list = match api.list(&ListParams::default()).await {
@@ -127,6 +154,11 @@ async fn list_and_watch<K: Watched>(
         Err(e) => return e.into(),
     };
     shared.watch_outage.succeeded(kind);
+    if *refused {
+        tracing::info!(%kind, "this kind can be listed again");
+        *refused = false;
+        K::refused(shared, None);
+    }
     let mut rv = list.metadata.resource_version.clone().unwrap_or_default();
     K::listed(shared, list.items);
     if let Some(s) = synced.take() {
