@@ -4,6 +4,8 @@
 //! made. A scenario that fails does not stop the others; the test fails with every
 //! failure. Without the control plane the test fails: it never passes silently.
 
+#[path = "realcluster_scenarios/storage.rs"]
+mod storage_scenarios;
 mod support;
 
 use std::collections::BTreeMap;
@@ -63,6 +65,13 @@ fn against_a_real_api_server() {
         ("/metrics behind delegated auth", |c| {
             Box::pin(metrics_auth(c))
         }),
+        ("WaitForFirstConsumer claims bound through PreBind", |c| {
+            Box::pin(storage_scenarios::volumes(c))
+        }),
+        (
+            "a ResourceClaim allocated and reserved through PreBind",
+            |c| Box::pin(storage_scenarios::resource_claim_allocated(c)),
+        ),
     ];
     let mut failed = Vec::new();
     for (name, scenario) in scenarios {
