@@ -31,7 +31,8 @@ fn version(meta: &ObjectMeta) -> Option<u64> {
     meta.resource_version.as_deref()?.parse().ok()
 }
 
-/// The assumed object, unless the API object is newer.
+/// The assumed object, unless the API object is newer; nothing when the API object
+/// is gone (a deleted object leaves kube-scheduler's assume cache too).
 fn newest<'a, T: Metadata<Ty = ObjectMeta>>(
     assumed: Option<&'a Arc<T>>,
     api: Option<&'a Arc<T>>,
@@ -41,7 +42,7 @@ fn newest<'a, T: Metadata<Ty = ObjectMeta>>(
             (Some(va), Some(vb)) if vb > va => Some(b),
             _ => Some(a),
         },
-        (a, b) => a.or(b),
+        (_, b) => b,
     }
 }
 
@@ -107,5 +108,50 @@ impl AssumeCache {
     /// Forgets an assumed claim.
     pub fn restore_claim(&mut self, claim: &PersistentVolumeClaim) {
         self.claims.remove(&claim_key(claim));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pv(rv: &str, claim: Option<&str>) -> Arc<PersistentVolume> {
+        let mut v = json!({"metadata": {"name": "pv", "resourceVersion": rv}, "spec": {}});
+        if let Some(c) = claim {
+            v["spec"]["claimRef"] = json!({"name": c, "namespace": "default"});
+        }
+        Arc::new(serde_json::from_value(v).unwrap())
+    }
+
+    fn claim_of(p: &PersistentVolume) -> Option<String> {
+        p.spec.as_ref()?.claim_ref.as_ref()?.name.clone()
+    }
+
+    #[test]
+    fn an_assumption_holds_until_the_api_object_is_newer_or_gone() {
+        let mut api = StorageObjects::new();
+        api.add_pv(pv("5", None));
+        let mut cache = AssumeCache::default();
+        cache.assume_pv(pv("5", Some("data")));
+        let seen = cache.pv(&api, "pv").unwrap();
+        assert_eq!(
+            claim_of(&seen).as_deref(),
+            Some("data"),
+            "same version: assumed"
+        );
+        assert_eq!(cache.pvs_of_class(&api, "").len(), 1);
+
+        // The watch brings the API server's newer object (PreBind's write, or the
+        // PV controller's): it replaces the assumption.
+        let mut newer = StorageObjects::new();
+        newer.add_pv(pv("7", Some("other")));
+        let seen = cache.pv(&newer, "pv").unwrap();
+        assert_eq!(claim_of(&seen).as_deref(), Some("other"));
+        let listed = cache.pvs_of_class(&newer, "");
+        assert_eq!(claim_of(&listed[0]).as_deref(), Some("other"));
+
+        // Deleted from the API server: gone, assumption or not.
+        assert!(cache.pv(&StorageObjects::new(), "pv").is_none());
     }
 }
