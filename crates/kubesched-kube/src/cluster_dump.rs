@@ -3,12 +3,22 @@
 //!
 //! [`dump`] lists, with a [`kube::Client`], every kind the simulator's scenario loader
 //! reads — Nodes, Namespaces, Pods, Services, ReplicationControllers, ReplicaSets,
-//! StatefulSets and PodDisruptionBudgets (the [`KINDS`], the same the runtime watches) —
-//! and returns them as one `kind: List` JSON document, each item with its `kind` and
-//! `apiVersion` set (list responses leave them out). That is the document
-//! `kubectl get nodes,namespaces,pods,... -A -o json` prints, so the loader reads it as it
-//! reads such a dump and the results are the same. Nodes keep the order the API server
-//! returns them in: that is the node order of the simulation.
+//! StatefulSets and PodDisruptionBudgets; the storage kinds the volume plugins read
+//! (PersistentVolumes, PersistentVolumeClaims, StorageClasses, CSINodes, CSIDrivers,
+//! CSIStorageCapacities, VolumeAttachments); and the `resource.k8s.io/v1` kinds of
+//! DynamicResources (DeviceClasses, ResourceSlices, ResourceClaims,
+//! ResourceClaimTemplates) — the [`KINDS`], and returns them as one `kind: List` JSON
+//! document, each item with its `kind` and `apiVersion` set (list responses leave them
+//! out). That is the document `kubectl get nodes,namespaces,pods,... -A -o json` prints,
+//! so the loader reads it as it reads such a dump and the results are the same. Nodes
+//! keep the order the API server returns them in: that is the node order of the
+//! simulation.
+//!
+//! The storage and DRA kinds are [`OPTIONAL_KINDS`]: a cluster may not serve them
+//! (`resource.k8s.io/v1` is off before Kubernetes v1.34 or when DRA is disabled), and a
+//! read-only role may not be allowed to list them. A list of one of them answered 404
+//! or 403 leaves that kind out with one warning naming it ([`ClusterDump::warnings`]);
+//! any other failure, and any failure of the other kinds, fails the dump.
 //!
 //! It only ever lists: nothing is created, changed or deleted, so it is safe against a
 //! production cluster with a read-only role. Lists are paged (`limit` 500 and
@@ -42,9 +52,18 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ReplicationController, Service};
+use k8s_openapi::api::core::v1::{
+    Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController, Service,
+};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::resource::v1::{
+    DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
+};
+use k8s_openapi::api::storage::v1::{
+    CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment,
+};
 use kube::api::{Api, ListParams};
 use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 use serde::Serialize;
@@ -52,7 +71,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 /// The kinds [`dump`] lists, in the order their objects appear in the dump.
-pub const KINDS: [&str; 8] = [
+pub const KINDS: [&str; 19] = [
     "Node",
     "Namespace",
     "Pod",
@@ -61,6 +80,33 @@ pub const KINDS: [&str; 8] = [
     "ReplicaSet",
     "StatefulSet",
     "PodDisruptionBudget",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "StorageClass",
+    "CSINode",
+    "CSIDriver",
+    "CSIStorageCapacity",
+    "VolumeAttachment",
+    "DeviceClass",
+    "ResourceSlice",
+    "ResourceClaim",
+    "ResourceClaimTemplate",
+];
+
+/// The [`KINDS`] a cluster may not serve or may not let the reader list: left out
+/// with a warning when their list is answered 404 or 403.
+pub const OPTIONAL_KINDS: [&str; 11] = [
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "StorageClass",
+    "CSINode",
+    "CSIDriver",
+    "CSIStorageCapacity",
+    "VolumeAttachment",
+    "DeviceClass",
+    "ResourceSlice",
+    "ResourceClaim",
+    "ResourceClaimTemplate",
 ];
 
 /// How long connecting to the API server may take before the cluster counts as
@@ -79,8 +125,12 @@ pub struct ClusterDump {
     /// The `kind: List` JSON document: every object of the [`KINDS`], in that order of
     /// kinds and, within a kind, in the API server's order.
     pub text: String,
-    /// How many objects of each of the [`KINDS`] were read, in that order.
+    /// How many objects of each of the [`KINDS`] were read, in that order (0 for a
+    /// kind left out).
     pub counts: Vec<(&'static str, usize)>,
+    /// One line for each of the [`OPTIONAL_KINDS`] that the server does not serve or
+    /// does not let the reader list, naming the kind: it is left out of the dump.
+    pub warnings: Vec<String>,
 }
 
 impl ClusterDump {
@@ -133,24 +183,46 @@ async fn dump_paged(client: &kube::Client, page_size: u32) -> Result<ClusterDump
     // Nodes first, alone: an unreachable cluster or refused credentials then fail on
     // one request, the same one every time.
     let nodes = list_all::<Node>(client, page_size).await?;
-    let others = tokio::try_join!(
-        list_all::<Namespace>(client, page_size),
-        list_all::<Pod>(client, page_size),
-        list_all::<Service>(client, page_size),
-        list_all::<ReplicationController>(client, page_size),
-        list_all::<ReplicaSet>(client, page_size),
-        list_all::<StatefulSet>(client, page_size),
-        list_all::<PodDisruptionBudget>(client, page_size),
-    )?;
-    let lists = [
-        nodes, others.0, others.1, others.2, others.3, others.4, others.5, others.6,
+    let c = client;
+    let p = page_size;
+    let others: Vec<BoxFuture<'_, Result<Listed, DumpError>>> = vec![
+        required::<Namespace>(c, p),
+        required::<Pod>(c, p),
+        required::<Service>(c, p),
+        required::<ReplicationController>(c, p),
+        required::<ReplicaSet>(c, p),
+        required::<StatefulSet>(c, p),
+        required::<PodDisruptionBudget>(c, p),
+        optional::<PersistentVolume>(c, p),
+        optional::<PersistentVolumeClaim>(c, p),
+        optional::<StorageClass>(c, p),
+        optional::<CSINode>(c, p),
+        optional::<CSIDriver>(c, p),
+        optional::<CSIStorageCapacity>(c, p),
+        optional::<VolumeAttachment>(c, p),
+        optional::<DeviceClass>(c, p),
+        optional::<ResourceSlice>(c, p),
+        optional::<ResourceClaim>(c, p),
+        optional::<ResourceClaimTemplate>(c, p),
     ];
-    let counts = KINDS
-        .iter()
-        .zip(&lists)
-        .map(|(kind, items)| (*kind, items.len()))
-        .collect();
-    let items: Vec<Value> = lists.into_iter().flatten().collect();
+    let others = futures::future::try_join_all(others).await?;
+    let mut counts = Vec::with_capacity(KINDS.len());
+    let mut warnings = Vec::new();
+    let mut items: Vec<Value> = Vec::new();
+    counts.push((KINDS[0], nodes.len()));
+    items.extend(nodes);
+    for (kind, listed) in KINDS[1..].iter().zip(others) {
+        match listed {
+            Listed::Items(list) => {
+                counts.push((*kind, list.len()));
+                items.extend(list);
+            }
+            Listed::LeftOut(warning) => {
+                counts.push((*kind, 0));
+                warnings.push(warning);
+            }
+        }
+    }
     let list = json!({
         "apiVersion": "v1",
         "kind": "List",
@@ -160,6 +232,55 @@ async fn dump_paged(client: &kube::Client, page_size: u32) -> Result<ClusterDump
     Ok(ClusterDump {
         text: list.to_string(),
         counts,
+        warnings,
+    })
+}
+
+/// One kind's objects, or the warning for an optional kind left out.
+enum Listed {
+    Items(Vec<Value>),
+    LeftOut(String),
+}
+
+/// Lists a kind whose failure fails the dump.
+fn required<K>(client: &kube::Client, page_size: u32) -> BoxFuture<'_, Result<Listed, DumpError>>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + fmt::Debug,
+    K: Send + 'static,
+{
+    Box::pin(async move { list_all::<K>(client, page_size).await.map(Listed::Items) })
+}
+
+/// Lists one of the [`OPTIONAL_KINDS`]: a 404 (not served) or 403 (not allowed) leaves
+/// it out with a warning.
+fn optional<K>(client: &kube::Client, page_size: u32) -> BoxFuture<'_, Result<Listed, DumpError>>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + fmt::Debug,
+    K: Send + 'static,
+{
+    Box::pin(async move {
+        match list_all::<K>(client, page_size).await {
+            Ok(items) => Ok(Listed::Items(items)),
+            Err(DumpError::List {
+                resource,
+                source: kube::Error::Api(status),
+            }) if status.code == 404 || status.code == 403 => {
+                let kind = K::kind(&());
+                let api_version = K::api_version(&());
+                let why = if status.code == 404 {
+                    format!("the server does not serve {api_version} {resource}")
+                } else {
+                    format!(
+                        "not allowed to list {resource} ({api_version}): {}",
+                        one_line(&status.message)
+                    )
+                };
+                Ok(Listed::LeftOut(format!(
+                    "{kind} objects left out: {why}; pods that need them are simulated as if there were none"
+                )))
+            }
+            Err(e) => Err(e),
+        }
     })
 }
 
@@ -614,8 +735,20 @@ mod tests {
                 ("ReplicaSet", 0),
                 ("StatefulSet", 0),
                 ("PodDisruptionBudget", 1),
+                ("PersistentVolume", 0),
+                ("PersistentVolumeClaim", 0),
+                ("StorageClass", 0),
+                ("CSINode", 0),
+                ("CSIDriver", 0),
+                ("CSIStorageCapacity", 0),
+                ("VolumeAttachment", 0),
+                ("DeviceClass", 0),
+                ("ResourceSlice", 0),
+                ("ResourceClaim", 0),
+                ("ResourceClaimTemplate", 0),
             ]
         );
+        assert!(dump.warnings.is_empty(), "{:?}", dump.warnings);
         assert_eq!(
             dump.summary(),
             "3 Node(s), 1 Namespace(s), 2 Pod(s), 1 PodDisruptionBudget(s)"
@@ -781,5 +914,213 @@ mod tests {
         let a = connect(Some("a")).await.expect("context a");
         assert_eq!(a.to_string(), "cluster http://127.0.0.1:1 (context a)");
         assert_eq!((a.server(), a.context()), ("http://127.0.0.1:1", Some("a")));
+    }
+
+    fn object<T: DeserializeOwned>(value: Value) -> T {
+        serde_json::from_value(value).expect("a valid object")
+    }
+
+    /// Two nodes in two zones; a WaitForFirstConsumer local class with one Available
+    /// 10Gi PV on n2 and a pending StatefulSet-like pod whose claim can only bind
+    /// there; a GPU published by n1's ResourceSlice and a pending pod with a claim for
+    /// it; and one object of each other storage kind.
+    async fn storage_server() -> FakeApiServer {
+        let server = FakeApiServer::start().await;
+        for (name, zone) in [("n1", "zone-a"), ("n2", "zone-b")] {
+            let mut node = FakeApiServer::node(name, "4", "8Gi");
+            if let Some(labels) = node.metadata.labels.as_mut() {
+                labels.insert("topology.kubernetes.io/zone".into(), zone.into());
+            }
+            server.add_node(node);
+        }
+        server.apply_object(&object::<StorageClass>(json!({
+            "metadata": {"name": "local-ssd"},
+            "provisioner": "kubernetes.io/no-provisioner",
+            "volumeBindingMode": "WaitForFirstConsumer"
+        })));
+        server.apply_object(&object::<PersistentVolume>(json!({
+            "metadata": {"name": "local-pv-n2"},
+            "spec": {
+                "capacity": {"storage": "10Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": "local-ssd",
+                "local": {"path": "/mnt/disks/ssd0"},
+                "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n2"]}
+                ]}]}}
+            },
+            "status": {"phase": "Available"}
+        })));
+        server.apply_object(&object::<PersistentVolumeClaim>(json!({
+            "metadata": {"name": "data-db-0", "namespace": "default"},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": "local-ssd",
+                "resources": {"requests": {"storage": "10Gi"}}
+            },
+            "status": {"phase": "Pending"}
+        })));
+        server.apply_object(&object::<CSINode>(json!({
+            "metadata": {"name": "n1"},
+            "spec": {"drivers": [{"name": "ebs.csi.aws.com", "nodeID": "i-1",
+                "allocatable": {"count": 25}}]}
+        })));
+        server.apply_object(&object::<CSIDriver>(json!({
+            "metadata": {"name": "ebs.csi.aws.com"},
+            "spec": {"attachRequired": true}
+        })));
+        server.apply_object(&object::<CSIStorageCapacity>(json!({
+            "metadata": {"name": "cap-a", "namespace": "kube-system"},
+            "storageClassName": "local-ssd",
+            "capacity": "100Gi",
+            "nodeTopology": {"matchLabels": {"topology.kubernetes.io/zone": "zone-a"}}
+        })));
+        server.apply_object(&object::<VolumeAttachment>(json!({
+            "metadata": {"name": "va-1"},
+            "spec": {"attacher": "ebs.csi.aws.com", "nodeName": "n1",
+                "source": {"persistentVolumeName": "other"}}
+        })));
+        server.apply_object(&object::<DeviceClass>(json!({
+            "metadata": {"name": "gpu.example.com"},
+            "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.example.com'"}}]}
+        })));
+        server.apply_object(&object::<ResourceSlice>(json!({
+            "metadata": {"name": "n1-gpus"},
+            "spec": {"driver": "gpu.example.com", "nodeName": "n1",
+                "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": "gpu-0"}]}
+        })));
+        server.apply_object(&object::<ResourceClaim>(json!({
+            "metadata": {"name": "train-gpu", "namespace": "default"},
+            "spec": {"devices": {"requests": [{"name": "gpu",
+                "exactly": {"deviceClassName": "gpu.example.com"}}]}}
+        })));
+        server.apply_object(&object::<ResourceClaimTemplate>(json!({
+            "metadata": {"name": "one-gpu", "namespace": "default"},
+            "spec": {"spec": {"devices": {"requests": [{"name": "gpu",
+                "exactly": {"deviceClassName": "gpu.example.com"}}]}}}
+        })));
+        server.add_pod(object(json!({
+            "metadata": {"name": "db-0", "namespace": "default"},
+            "spec": {
+                "containers": [{"name": "db", "image": "postgres:16"}],
+                "volumes": [{"name": "data",
+                    "persistentVolumeClaim": {"claimName": "data-db-0"}}]
+            }
+        })));
+        server.add_pod(object(json!({
+            "metadata": {"name": "train", "namespace": "default"},
+            "spec": {
+                "containers": [{"name": "t", "image": "trainer:1",
+                    "resources": {"claims": [{"name": "gpu"}]}}],
+                "resourceClaims": [{"name": "gpu", "resourceClaimName": "train-gpu"}]
+            }
+        })));
+        server
+    }
+
+    fn count(dump: &ClusterDump, kind: &str) -> usize {
+        dump.counts
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map_or(usize::MAX, |(_, n)| *n)
+    }
+
+    #[tokio::test]
+    async fn storage_and_dra_objects_are_dumped_loaded_and_used() {
+        let server = storage_server().await;
+        let dump = dump_paged(&server.client(), 2).await.expect("dump");
+        assert!(dump.warnings.is_empty(), "{:?}", dump.warnings);
+        for kind in OPTIONAL_KINDS {
+            assert_eq!(count(&dump, kind), 1, "{kind}: {:?}", dump.counts);
+        }
+        let requests = server.requests();
+        assert!(
+            requests.iter().all(|(method, _)| method == "GET"),
+            "{requests:?}"
+        );
+        for path in [
+            "/api/v1/persistentvolumes?",
+            "/api/v1/persistentvolumeclaims?",
+            "/apis/storage.k8s.io/v1/storageclasses?",
+            "/apis/storage.k8s.io/v1/csistoragecapacities?",
+            "/apis/resource.k8s.io/v1/resourceslices?",
+            "/apis/resource.k8s.io/v1/resourceclaimtemplates?",
+        ] {
+            assert!(
+                requests
+                    .iter()
+                    .any(|(_, t)| t.starts_with(path) && t.contains("limit=2")),
+                "{path} not listed in pages: {requests:?}"
+            );
+        }
+
+        let loaded = load(&dump);
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        assert_eq!(loaded.dra.device_classes.len(), 1);
+        assert_eq!(loaded.dra.slices.len(), 1);
+        assert_eq!(loaded.dra.claims.len(), 1);
+        assert_eq!(loaded.dra.templates.len(), 1);
+        assert!(!loaded.storage.is_empty());
+        // The claims decide: db-0's PV is on n2 only, train's GPU on n1 only (n1 is
+        // otherwise first in node order and as free as n2).
+        let simulation =
+            kubesched_sim::simulate(&loaded, &kubesched_sim::SimulationOptions::default())
+                .expect("simulate");
+        let placed: Vec<(String, kubesched_sim::PodOutcome)> = simulation
+            .results
+            .into_iter()
+            .map(|r| (r.pod, r.outcome))
+            .collect();
+        assert_eq!(
+            placed,
+            [
+                (
+                    "default/db-0".to_string(),
+                    kubesched_sim::PodOutcome::Scheduled("n2".into())
+                ),
+                (
+                    "default/train".to_string(),
+                    kubesched_sim::PodOutcome::Scheduled("n1".into())
+                ),
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_kind_not_served_or_forbidden_is_left_out_with_a_warning() {
+        let server = storage_server().await;
+        server.refuse_list("resourceslices", 404);
+        server.refuse_list("csinodes", 403);
+        let dump = dump(&server.client()).await.expect("the dump goes on");
+        assert_eq!(
+            dump.warnings,
+            [
+                "CSINode objects left out: not allowed to list csinodes (storage.k8s.io/v1): csinodes.storage.k8s.io is forbidden: User \"system:serviceaccount:kube-system:reader\" cannot list resource \"csinodes\" in API group \"storage.k8s.io\" at the cluster scope; pods that need them are simulated as if there were none",
+                "ResourceSlice objects left out: the server does not serve resource.k8s.io/v1 resourceslices; pods that need them are simulated as if there were none",
+            ]
+        );
+        assert_eq!(
+            (count(&dump, "CSINode"), count(&dump, "ResourceSlice")),
+            (0, 0)
+        );
+        assert_eq!(count(&dump, "ResourceClaim"), 1);
+        let loaded = load(&dump);
+        assert!(loaded.dra.slices.is_empty());
+        assert_eq!(loaded.dra.claims.len(), 1);
+        // Without the slice there is no GPU: the pod with the claim stays pending.
+        let simulation =
+            kubesched_sim::simulate(&loaded, &kubesched_sim::SimulationOptions::default())
+                .expect("simulate");
+        let train = simulation
+            .results
+            .iter()
+            .find(|r| r.pod == "default/train")
+            .expect("train attempted");
+        assert!(
+            matches!(train.outcome, kubesched_sim::PodOutcome::Unschedulable(_)),
+            "{:?}",
+            train.outcome
+        );
     }
 }

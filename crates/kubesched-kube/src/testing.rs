@@ -1,7 +1,9 @@
 //! A small API server on loopback for tests and benchmarks: it speaks the Kubernetes
 //! wire protocol (JSON) for exactly what kubesched uses — list and watch of pods and
 //! nodes (and of Services, ReplicationControllers, ReplicaSets, StatefulSets,
-//! Namespaces and PodDisruptionBudgets) with resourceVersions, the pod `binding` subresource (409 when the pod is
+//! Namespaces and PodDisruptionBudgets; and lists of the storage and
+//! `resource.k8s.io/v1` kinds, which can be made to fail with 404 or 403) with
+//! resourceVersions, the pod `binding` subresource (409 when the pod is
 //! already bound), the pod `status` subresource (strategic merge of conditions and
 //! `nominatedNodeName`), pod deletion,
 //! `events.k8s.io/v1` events, and `coordination.k8s.io/v1` leases with optimistic
@@ -68,6 +70,8 @@ struct Store {
 struct Fake {
     store: Mutex<Store>,
     changes: broadcast::Sender<Change>,
+    /// Storage and DRA resources whose lists are refused, with the status code.
+    refused: Mutex<HashMap<&'static str, u16>>,
 }
 
 impl Fake {
@@ -141,6 +145,7 @@ impl FakeApiServer {
         let fake = Arc::new(Fake {
             store: Mutex::new(Store::default()),
             changes,
+            refused: Mutex::default(),
         });
         let app = Router::new()
             .route("/api/v1/pods", get(list_pods))
@@ -157,6 +162,7 @@ impl FakeApiServer {
                 "/apis/policy/v1/poddisruptionbudgets",
                 get(list_poddisruptionbudgets),
             )
+            .merge(storage_and_dra_lists())
             .route(
                 "/api/v1/namespaces/{ns}/pods/{name}/binding",
                 post(bind_pod),
@@ -343,7 +349,7 @@ impl FakeApiServer {
     }
 
     /// Adds (or replaces) a Service, ReplicationController, ReplicaSet, StatefulSet,
-    /// Namespace or PodDisruptionBudget.
+    /// Namespace or PodDisruptionBudget, or an object of a storage or DRA kind.
     pub fn apply_object<K>(&self, object: &K)
     where
         K: kube::Resource<DynamicType = ()> + serde::Serialize,
@@ -480,7 +486,8 @@ async fn list_or_watch(
         "namespaces" => "NamespaceList",
         "replicasets" => "ReplicaSetList",
         "statefulsets" => "StatefulSetList",
-        _ => "PodDisruptionBudgetList",
+        "poddisruptionbudgets" => "PodDisruptionBudgetList",
+        other => storage_or_dra_resource(other).2,
     };
     if q.get("watch").map(String::as_str) != Some("true") {
         let s = fake.lock();
@@ -628,7 +635,7 @@ fn object_resource(plural: &str) -> &'static str {
         "replicasets" => "replicasets",
         "statefulsets" => "statefulsets",
         "poddisruptionbudgets" => "poddisruptionbudgets",
-        other => panic!("FakeApiServer does not serve {other}"),
+        other => storage_or_dra_resource(other).0,
     }
 }
 
@@ -856,6 +863,122 @@ async fn replace_lease(
     s.record(&fake.changes, "leases", "MODIFIED", &mut lease);
     s.leases.insert(k, lease.clone());
     axum::Json(lease).into_response()
+}
+
+// --- Storage and DRA lists ---------------------------------------------------------
+
+/// The storage and `resource.k8s.io/v1` resources the fake lists (for
+/// `--from-cluster`): (resource, API group path, list kind). `apply_object` stores
+/// their objects; [`FakeApiServer::refuse_list`] makes a list fail.
+const STORAGE_AND_DRA: [(&str, &str, &str); 11] = [
+    ("persistentvolumes", "/api/v1", "PersistentVolumeList"),
+    (
+        "persistentvolumeclaims",
+        "/api/v1",
+        "PersistentVolumeClaimList",
+    ),
+    (
+        "storageclasses",
+        "/apis/storage.k8s.io/v1",
+        "StorageClassList",
+    ),
+    ("csinodes", "/apis/storage.k8s.io/v1", "CSINodeList"),
+    ("csidrivers", "/apis/storage.k8s.io/v1", "CSIDriverList"),
+    (
+        "csistoragecapacities",
+        "/apis/storage.k8s.io/v1",
+        "CSIStorageCapacityList",
+    ),
+    (
+        "volumeattachments",
+        "/apis/storage.k8s.io/v1",
+        "VolumeAttachmentList",
+    ),
+    (
+        "deviceclasses",
+        "/apis/resource.k8s.io/v1",
+        "DeviceClassList",
+    ),
+    (
+        "resourceslices",
+        "/apis/resource.k8s.io/v1",
+        "ResourceSliceList",
+    ),
+    (
+        "resourceclaims",
+        "/apis/resource.k8s.io/v1",
+        "ResourceClaimList",
+    ),
+    (
+        "resourceclaimtemplates",
+        "/apis/resource.k8s.io/v1",
+        "ResourceClaimTemplateList",
+    ),
+];
+
+/// The entry of [`STORAGE_AND_DRA`] for `resource`.
+fn storage_or_dra_resource(resource: &str) -> (&'static str, &'static str, &'static str) {
+    STORAGE_AND_DRA
+        .into_iter()
+        .find(|(r, _, _)| *r == resource)
+        .unwrap_or_else(|| panic!("FakeApiServer does not serve {resource}"))
+}
+
+/// The list routes of [`STORAGE_AND_DRA`] (all namespaces).
+fn storage_and_dra_lists() -> Router<Arc<Fake>> {
+    let mut router = Router::new();
+    for (resource, group_path, _) in STORAGE_AND_DRA {
+        router = router.route(
+            &format!("{group_path}/{resource}"),
+            get(
+                move |State(fake): State<Arc<Fake>>,
+                      Query(q): Query<HashMap<String, String>>| async move {
+                    let refused = fake
+                        .refused
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .get(resource)
+                        .copied();
+                    match refused {
+                        Some(404) => status(
+                            404,
+                            "NotFound",
+                            "the server could not find the requested resource".into(),
+                        ),
+                        Some(code) => {
+                            let group = group_path
+                                .strip_prefix("/apis/")
+                                .and_then(|g| g.split_once('/'))
+                                .map_or("", |(g, _)| g);
+                            status(
+                                code,
+                                "Forbidden",
+                                format!(
+                                    "{resource}.{group} is forbidden: User \"system:serviceaccount:kube-system:reader\" cannot list resource \"{resource}\" in API group \"{group}\" at the cluster scope"
+                                ),
+                            )
+                        }
+                        None => list_or_watch(fake, resource, q).await,
+                    }
+                },
+            ),
+        );
+    }
+    router
+}
+
+impl FakeApiServer {
+    /// Makes every list of a storage or DRA `resource` (`resourceslices`, `csinodes`,
+    /// ...) fail with `code`: 404 as a server that does not serve it, any other code
+    /// (403) as one that forbids it.
+    pub fn refuse_list(&self, resource: &str, code: u16) {
+        let (resource, _, _) = storage_or_dra_resource(resource);
+        self.fake
+            .refused
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(resource, code);
+    }
 }
 
 /// Accepts any server certificate: only for reaching a self-signed test endpoint.
