@@ -419,7 +419,7 @@ pub fn explain_node(
                     "claim {}: no Available PV of class {}{size}{selector} on this node{}, and {why}",
                     claim_name(&claim),
                     class_shown(&claim),
-                    taken_pv(claims, &claim, node)
+                    near_miss(claims, &claim, node)
                 ));
             }
         }
@@ -432,28 +432,47 @@ pub fn explain_node(
     notes
 }
 
-/// ` (PV NAME, which would do, is bound to claim OTHER)` for the first PV of the
-/// claim's class on `node` that is big enough but bound (or assumed bound, by an earlier
-/// pod's Reserve) to another claim; empty when there is none.
-fn taken_pv(claims: &PodVolumeClaims, claim: &PersistentVolumeClaim, node: &NodeInfo) -> String {
+/// The PV of the claim's class on `node` that came closest, in words: ` (NAME is big
+/// enough but bound to claim OTHER)` for the first one that is big enough but bound
+/// (or assumed bound, by an earlier pod's Reserve) to another claim, else ` (NAME is
+/// Available but holds only SIZE)` for the first free one that is too small; empty
+/// when there is neither.
+fn near_miss(claims: &PodVolumeClaims, claim: &PersistentVolumeClaim, node: &NodeInfo) -> String {
     let requested = claim_request(claim);
     let pvs = claims
         .pvs_by_class
         .get(claim_class(claim))
         .map_or(&[][..], Vec::as_slice);
-    pvs.iter()
-        .filter(|c| c.capacity >= requested && c.fits(node))
+    let name = |c: &CandidatePv| c.pv.metadata.name.clone().unwrap_or_default();
+    let on_node = || pvs.iter().filter(|c| c.fits(node));
+    let taken = on_node()
+        .filter(|c| c.capacity >= requested && !is_volume_bound_to_claim(&c.pv, claim))
         .find_map(|c| {
             let r = c.pv.spec.as_ref()?.claim_ref.as_ref()?;
-            (!is_volume_bound_to_claim(&c.pv, claim)).then(|| {
-                format!(
-                    " ({}, which would do, is bound to claim {})",
-                    c.pv.metadata.name.as_deref().unwrap_or_default(),
-                    r.name.as_deref().unwrap_or_default()
-                )
+            Some(format!(
+                " ({} is big enough but bound to claim {})",
+                name(c),
+                r.name.as_deref().unwrap_or_default()
+            ))
+        });
+    let small = || {
+        on_node()
+            .find(|c| {
+                c.capacity < requested
+                    && c.pv.spec.as_ref().is_none_or(|s| s.claim_ref.is_none())
+                    && c.pv.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Available")
             })
-        })
-        .unwrap_or_default()
+            .map(|c| {
+                let size =
+                    c.pv.spec
+                        .as_ref()
+                        .and_then(|s| s.capacity.as_ref())
+                        .and_then(|m| m.get("storage"))
+                        .map_or("", |q| q.0.as_str());
+                format!(" ({} is Available but holds only {size})", name(c))
+            })
+    };
+    taken.or_else(small).unwrap_or_default()
 }
 
 fn claim_name(claim: &PersistentVolumeClaim) -> &str {
