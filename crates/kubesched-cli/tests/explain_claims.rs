@@ -3,13 +3,19 @@
 //! pod per way a claim stops a node (no PV on the node, no storage capacity, a missing
 //! class, `allowedTopologies`, a bound PV elsewhere, too few devices). The JSON Lines of
 //! that scenario are kube-scheduler v1.35.4's (checked with the oracle when the file was
-//! written) and carry no notes.
+//! written) and carry no notes. `tests/data/explain-volumes.yaml` does the same for the
+//! other volume plugins (a PV in another zone, a CSI attach limit, a shared GCE disk, a
+//! ReadWriteOncePod claim in use).
 
 mod common;
 use common::{data, kubesched, stdout};
 
 fn explain(pod: &str) -> String {
-    let o = kubesched(&["simulate", &data("explain-claims.yaml"), "--explain", pod]);
+    explain_in("explain-claims.yaml", pod)
+}
+
+fn explain_in(file: &str, pod: &str) -> String {
+    let o = kubesched(&["simulate", &data(file), "--explain", pod]);
     assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
     stdout(&o)
 }
@@ -120,4 +126,45 @@ fn notes_stay_out_of_the_table_and_the_json_lines() {
     assert!(!stdout(&o).contains("claim "), "{}", stdout(&o));
     let table = stdout(&kubesched(&["simulate", &data("explain-claims.yaml")]));
     assert!(!table.contains("claim "), "{table}");
+}
+
+#[test]
+fn a_pv_in_another_zone_and_a_csi_attach_limit_are_named() {
+    assert_eq!(
+        explain_in("explain-volumes.yaml", "zonal-reader"),
+        "Pod default/zonal-reader (scheduler default-scheduler)
+  pending: 0/2 nodes are available: 1 node(s) exceed max volume count, 1 node(s) had no available volume zone.
+  n1    rejected by NodeVolumeLimits: node(s) exceed max volume count
+          CSI driver ebs.csi.aws.com: 1 volume(s) attached to this node and 1 more for this pod, over the node's limit of 1 (CSINode n1)
+  n2    rejected by VolumeZone: node(s) had no available volume zone
+          claim zonal-data: bound to PersistentVolume pv-zone-a in topology.kubernetes.io/zone zone-a, this node is in zone-b
+"
+    );
+}
+
+#[test]
+fn a_disk_mounted_by_another_pod_names_the_volume_and_the_pod() {
+    assert_eq!(
+        explain_in("explain-volumes.yaml", "pd-user"),
+        "Pod default/pd-user (scheduler default-scheduler)
+  scheduled on n1
+  n1    feasible (the only one: no scoring)  <- chosen
+  n2    rejected by VolumeRestrictions: node(s) had no available disk
+          volume disk: the same disk is mounted by pod default/running-2 on this node
+"
+    );
+}
+
+#[test]
+fn a_read_write_once_pod_claim_in_use_is_named() {
+    assert_eq!(
+        explain_in("explain-volumes.yaml", "second-user"),
+        "Pod default/second-user (scheduler default-scheduler)
+  pending: 0/2 nodes are available: 2 node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod.
+  n1    rejected by VolumeRestrictions: node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod
+          1 of the pod's ReadWriteOncePod claim(s) (default/exclusive) already used by another pod
+  n2    rejected by VolumeRestrictions: node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod
+          1 of the pod's ReadWriteOncePod claim(s) (default/exclusive) already used by another pod
+"
+    );
 }
