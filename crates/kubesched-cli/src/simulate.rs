@@ -85,7 +85,9 @@ pub fn run(req: &Request) -> Result<(), String> {
         ..Default::default()
     };
     let registry = kubesched_plugins::in_tree_registry();
-    let prepared = prepare(&scenario, &options, &registry).map_err(|e| e.to_string())?;
+    let mut prepared = prepare(&scenario, &options, &registry).map_err(|e| e.to_string())?;
+    // The explained pod's plugins say which claim or volume stopped each node.
+    prepared.scheduler.set_explained_pod(explain.clone());
     for w in &prepared.warnings {
         eprintln!("kubesched: warning: {w}");
     }

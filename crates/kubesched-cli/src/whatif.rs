@@ -1,9 +1,11 @@
 //! The what-if options of `kubesched simulate`, `capacity` and `rollout`: `--config`,
 //! `--add` and `--from-cluster`, turned into one scenario.
 //!
-//! `--from-cluster` reads the nodes, pods, namespaces, PodDisruptionBudgets and the
-//! workload objects plugins read from a live API server (list requests only, through
-//! `kubesched_kube::cluster_dump`) as one `kind: List` source named after the cluster,
+//! `--from-cluster` reads the nodes, pods, namespaces, PodDisruptionBudgets, the
+//! workload objects plugins read, and the storage and `resource.k8s.io` objects from a
+//! live API server (list requests only, through `kubesched_kube::cluster_dump`; a
+//! storage or DRA kind the server does not serve or let us list is left out with a
+//! warning) as one `kind: List` source named after the cluster,
 //! `cluster https://host:port (context NAME)`, so the loader sees what
 //! `kubectl get ... -o json` would print. Scenario files given with it come after the
 //! cluster (extra nodes, pods or a KubeSchedulerConfiguration); `--add` and `--config`
@@ -35,7 +37,8 @@ pub struct WhatIfArgs {
     pub max_pods: usize,
     /// Read the scenario from a live API server: its nodes, pods (the pending ones are
     /// simulated), namespaces, PodDisruptionBudgets, Services, ReplicationControllers,
-    /// ReplicaSets and StatefulSets, with list requests only; nothing is written to the
+    /// ReplicaSets, StatefulSets, PersistentVolumes, claims, StorageClasses, CSI objects
+    /// and resource.k8s.io objects, with list requests only; nothing is written to the
     /// cluster. Scenario files given as well are read after the cluster's objects. The
     /// default profile is used unless --config (or a file) gives a configuration.
     #[arg(long)]
@@ -69,26 +72,6 @@ pub fn load_scenario(
     for w in &scenario.warnings {
         eprintln!("kubesched: warning: {w}");
     }
-    if args.from_cluster
-        && scenario.storage.is_empty()
-        && let Some(pod) = scenario.pods.iter().find(|p| {
-            p.spec.as_ref().is_some_and(|s| {
-                s.node_name.is_none()
-                    && s.volumes
-                        .iter()
-                        .flatten()
-                        .any(|v| v.persistent_volume_claim.is_some() || v.ephemeral.is_some())
-            })
-        })
-    {
-        // The dump lists no storage objects yet: say so rather than let the claims
-        // look missing.
-        eprintln!(
-            "kubesched: warning: --from-cluster does not read PersistentVolumes, PersistentVolumeClaims, StorageClasses or CSI objects yet: pending pods with claims (such as {}/{}) are rejected as if their claims were missing; give them as a file: kubectl get pv,pvc,storageclasses,csinodes,csidrivers,csistoragecapacities,volumeattachments -A -o yaml > storage.yaml; kubesched simulate --from-cluster storage.yaml",
-            pod.metadata.namespace.as_deref().unwrap_or("default"),
-            pod.metadata.name.as_deref().unwrap_or_default()
-        );
-    }
     let mut config_line = None;
     if let Some(file) = &args.config {
         let source = read_files(std::slice::from_ref(file))?.remove(0);
@@ -121,6 +104,9 @@ fn read_cluster(args: &WhatIfArgs) -> Result<Source, String> {
     };
     let (name, dump) = connect_and_dump(&options).map_err(|e| format!("--from-cluster: {e}"))?;
     eprintln!("kubesched: note: read {name}: {}", dump.summary());
+    for w in &dump.warnings {
+        eprintln!("kubesched: warning: --from-cluster: {w}");
+    }
     Ok(Source {
         name,
         text: dump.text,

@@ -552,3 +552,89 @@ fn a_statefulset_gets_its_claims_and_each_replica_its_volume() {
         stdout(&o)
     );
 }
+
+const GPU_CLASS: &str = "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: gpu}\nspec:\n  selectors:\n  - cel: {expression: \"device.driver == 'gpu.example.com'\"}\n";
+const GPU_SLICE: &str = "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: n1-gpus}\nspec:\n  driver: gpu.example.com\n  nodeName: n1\n  pool: {name: n1, generation: 1, resourceSliceCount: 1}\n  devices:\n  - name: gpu-0\n    capacity:\n      memory: {value: 80Gi}\n";
+
+#[test]
+fn a_resource_slice_without_a_driver_is_an_input_error() {
+    let slice = GPU_SLICE.replace("  driver: gpu.example.com\n", "");
+    assert_input_error(
+        &format!("{NODE}---\n{GPU_CLASS}---\n{slice}"),
+        &["<stdin>", "ResourceSlice n1-gpus", "spec.driver", "missing"],
+    );
+    let slice = GPU_SLICE.replace("driver: gpu.example.com", "driver: ''");
+    assert_input_error(
+        &format!("{NODE}---\n{GPU_CLASS}---\n{slice}"),
+        &["ResourceSlice n1-gpus", "spec.driver", "missing"],
+    );
+}
+
+#[test]
+fn a_malformed_cel_selector_is_an_input_error() {
+    let class = GPU_CLASS.replace("device.driver == 'gpu.example.com'", "device.driver ==");
+    assert_input_error(
+        &format!("{NODE}---\n{class}"),
+        &[
+            "<stdin>",
+            "DeviceClass gpu",
+            "spec.selectors[0].cel.expression",
+            "compilation failed",
+        ],
+    );
+    let claim = "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: big-gpu, namespace: ml}\nspec:\n  devices:\n    requests:\n    - name: gpu\n      exactly:\n        deviceClassName: gpu\n        selectors:\n        - cel: {expression: \"device.capacity['gpu.example.com'].memory.compareTo(quantity('40Gi') >= 0\"}\n";
+    assert_input_error(
+        &format!("{NODE}---\n{GPU_CLASS}---\n{claim}"),
+        &[
+            "ResourceClaim ml/big-gpu",
+            "spec.devices.requests[0].exactly.selectors[0].cel.expression",
+            "compilation failed",
+        ],
+    );
+}
+
+#[test]
+fn quantities_of_storage_and_devices_that_do_not_parse_are_input_errors() {
+    let slice = GPU_SLICE.replace("value: 80Gi", "value: 80 GiB");
+    assert_input_error(
+        &format!("{NODE}---\n{GPU_CLASS}---\n{slice}"),
+        &[
+            "ResourceSlice n1-gpus",
+            "spec.devices[0].capacity.memory.value",
+            "80 GiB",
+        ],
+    );
+    let capacity = "apiVersion: storage.k8s.io/v1\nkind: CSIStorageCapacity\nmetadata: {name: fast-a, namespace: kube-system}\nstorageClassName: fast\ncapacity: 10Tb\n";
+    assert_input_error(
+        &format!("{NODE}---\n{capacity}"),
+        &["CSIStorageCapacity kube-system/fast-a", "capacity", "10Tb"],
+    );
+    let pv = "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv1}\nspec:\n  capacity: {storage: ten}\n";
+    assert_input_error(
+        &format!("{NODE}---\n{pv}"),
+        &["PersistentVolume pv1", "spec.capacity.storage", "ten"],
+    );
+}
+
+/// A claim naming a DeviceClass that does not exist is not malformed: kube-scheduler
+/// v1.35.4 (the oracle) rejects the pod with "request gpu: device class nosuch does not
+/// exist", and so does kubesched, after a warning naming the file, the claim and the
+/// field.
+#[test]
+fn a_resource_claim_of_a_missing_device_class_is_a_scheduling_outcome() {
+    let claim = "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c}\nspec:\n  devices:\n    requests:\n    - name: gpu\n      exactly: {deviceClassName: nosuch}\n";
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: x}]\n  resourceClaims: [{name: g, resourceClaimName: c}]\n";
+    let o = with_stdin(
+        &["simulate", "-", "--format", "jsonl"],
+        &format!("{NODE}---\n{claim}---\n{pod}"),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "{\"message\":\"0/1 nodes are available: request gpu: device class nosuch does not exist.\",\"node\":null,\"pod\":\"default/p\",\"rejected\":{\"n1\":[\"request gpu: device class nosuch does not exist\"]},\"scheduler\":\"default-scheduler\",\"scores\":{}}\n"
+    );
+    assert_eq!(
+        stderr(&o),
+        "kubesched: warning: <stdin>: ResourceClaim default/c: spec.devices.requests[0]: device class \"nosuch\" is not in the scenario; pods using the claim cannot be scheduled\n"
+    );
+}

@@ -415,3 +415,62 @@ fn unreadable_kubeconfig_unknown_context_and_unreachable_server() {
     );
     assert!(c.server.requests().is_empty());
 }
+
+/// The storage objects are read from the cluster and decide where a pod with a claim
+/// goes; a kind the server does not serve is one warning, and the rest is simulated.
+#[test]
+fn claims_are_read_from_the_cluster_and_a_kind_not_served_is_a_warning() {
+    use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+    use k8s_openapi::api::storage::v1::StorageClass;
+    let c = Cluster::start("storage");
+    let s = &c.server;
+    s.add_node(FakeApiServer::node("n1", "4", "8Gi"));
+    s.add_node(FakeApiServer::node("n2", "4", "8Gi"));
+    s.apply_object(&object::<StorageClass>(json!({
+        "metadata": {"name": "local-ssd"},
+        "provisioner": "kubernetes.io/no-provisioner",
+        "volumeBindingMode": "WaitForFirstConsumer"
+    })));
+    s.apply_object(&object::<PersistentVolume>(json!({
+        "metadata": {"name": "local-n2"},
+        "spec": {"capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "local-ssd", "local": {"path": "/mnt/ssd"},
+            "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n2"]}]}]}}},
+        "status": {"phase": "Available"}
+    })));
+    s.apply_object(&object::<PersistentVolumeClaim>(json!({
+        "metadata": {"name": "data-db-0", "namespace": "default"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "local-ssd",
+            "resources": {"requests": {"storage": "10Gi"}}}
+    })));
+    s.add_pod(object(json!({
+        "metadata": {"name": "db-0"},
+        "spec": {"containers": [container("100m")],
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data-db-0"}}]}
+    })));
+    s.refuse("resourceslices", 404);
+
+    let o = c.kubesched(&["simulate", "--format", "jsonl"]);
+    let lines = jsonl(&o);
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["node"], "n2", "{}", lines[0]);
+    let err = stderr(&o);
+    assert!(
+        err.contains(": 2 Node(s), 1 Pod(s), 1 PersistentVolume(s), 1 PersistentVolumeClaim(s), 1 StorageClass(s)\n"),
+        "{err}"
+    );
+    assert!(
+        err.contains("kubesched: warning: --from-cluster: ResourceSlice objects left out: the server does not serve resource.k8s.io/v1 resourceslices; pods that need them are simulated as if there were none\n"),
+        "{err}"
+    );
+    assert_eq!(err.matches("warning").count(), 1, "{err}");
+
+    let o = c.kubesched(&["simulate", "--explain", "db-0"]);
+    assert!(
+        stdout(&o).contains("          claim data-db-0: no Available PV of class local-ssd with >= 10Gi on this node, and class local-ssd does not provision volumes (kubernetes.io/no-provisioner)\n"),
+        "{}",
+        stdout(&o)
+    );
+    c.assert_nothing_written();
+}

@@ -52,6 +52,7 @@ pub struct CycleState {
     /// Filter plugin, so the per-node loop compares no names.
     skip_filter_mask: Vec<bool>,
     skip_score_plugins: BTreeSet<String>,
+    explain: bool,
 }
 
 impl CycleState {
@@ -94,6 +95,18 @@ impl CycleState {
         self.data.retain(|(k, _)| *k != id);
     }
 
+    /// Whether this cycle is explained to a person (`kubesched simulate --explain`):
+    /// plugins then add [`Status::notes`](crate::Status::notes) to their rejections.
+    pub fn explain(&self) -> bool {
+        self.explain
+    }
+
+    /// Asks the plugins for notes on their rejections this cycle (see
+    /// [`CycleState::explain`]).
+    pub fn set_explain(&mut self, explain: bool) {
+        self.explain = explain;
+    }
+
     /// Plugins whose PreFilter returned Skip: their Filter is not run this cycle.
     pub fn skip_filter_plugins(&self) -> &BTreeSet<String> {
         &self.skip_filter_plugins
@@ -134,6 +147,7 @@ impl Clone for CycleState {
             skip_filter_plugins: self.skip_filter_plugins.clone(),
             skip_filter_mask: self.skip_filter_mask.clone(),
             skip_score_plugins: self.skip_score_plugins.clone(),
+            explain: self.explain,
         }
     }
 }

@@ -263,6 +263,9 @@ pub struct Scheduler {
     nominated_pods: NominatedPods,
     next_start_node_index: usize,
     rng: SplitMix64,
+    /// The pod (`namespace/name`) whose cycles are explained (see
+    /// [`Scheduler::set_explained_pod`]).
+    explained_pod: Option<String>,
 }
 
 impl fmt::Debug for Scheduler {
@@ -310,6 +313,7 @@ impl Scheduler {
             nominated_pods: NominatedPods::new(),
             next_start_node_index: 0,
             rng: SplitMix64(seed),
+            explained_pod: None,
         })
     }
 
@@ -376,6 +380,13 @@ impl Scheduler {
         });
     }
 
+    /// Makes the cycles of one pod (`namespace/name`) explained: their
+    /// [`CycleState::explain`] is set, so plugins add notes to their rejections
+    /// (`kubesched simulate --explain`). `None` explains nothing (the default).
+    pub fn set_explained_pod(&mut self, pod: Option<String>) {
+        self.explained_pod = pod;
+    }
+
     /// Runs one full cycle for `pod`: scheduling, then (on success) assume, Reserve,
     /// Permit and binding. On success the pod is on its node in the snapshot.
     pub fn schedule_one(&mut self, pod: &Arc<PodInfo>) -> Outcome {
@@ -391,6 +402,7 @@ impl Scheduler {
             return Outcome::Gated(gate);
         }
         let mut state = CycleState::new();
+        state.set_explain(self.explained_pod.as_deref() == Some(pod.key()));
         let result = self.schedule_pod(index, &mut state, pod);
         let fwk = &self.profiles[index];
         let result = match result {

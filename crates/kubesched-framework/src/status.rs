@@ -75,6 +75,8 @@ struct Detail {
     code: Code,
     reasons: SmallVec<[Reason; 2]>,
     plugin: Option<Arc<str>>,
+    /// Explanations for people, beside the reasons (see [`Status::notes`]).
+    notes: Vec<String>,
 }
 
 impl Status {
@@ -113,6 +115,7 @@ impl Status {
                 code,
                 reasons,
                 plugin: None,
+                notes: Vec::new(),
             })),
         }
     }
@@ -123,6 +126,7 @@ impl Status {
                 code: Code::Success,
                 reasons: SmallVec::new(),
                 plugin: None,
+                notes: Vec::new(),
             })
         })
     }
@@ -155,6 +159,29 @@ impl Status {
     /// The reasons joined by ", ", as kube-scheduler's `Status.Message()`.
     pub fn message(&self) -> String {
         self.reasons().join(", ")
+    }
+
+    /// What a plugin adds for people beside its reasons: which claim, volume or request
+    /// stopped the node, e.g. "claim data-db-0: no Available PV of class local-ssd
+    /// with at least 10Gi on this node". Notes are not reasons: they are not in [`Status::message`]
+    /// or [`Status::reasons`], so kube-scheduler's wording is kept word for word.
+    /// Plugins add them only when [`CycleState::explain`](crate::CycleState::explain)
+    /// asks, so the scheduling loop pays nothing for them otherwise.
+    pub fn notes(&self) -> &[String] {
+        self.detail.as_ref().map_or(&[], |d| &d.notes)
+    }
+
+    /// Adds a note (see [`Status::notes`]).
+    pub fn push_note(&mut self, note: impl Into<String>) {
+        self.detail_mut().notes.push(note.into());
+    }
+
+    /// Returns the status with these notes added (see [`Status::notes`]).
+    pub fn with_notes(mut self, notes: impl IntoIterator<Item = String>) -> Status {
+        for note in notes {
+            self.push_note(note);
+        }
+        self
     }
 
     /// The plugin that returned this status, once the framework has recorded it.
@@ -234,6 +261,20 @@ impl fmt::Display for Status {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn notes_are_beside_the_reasons_not_in_them() {
+        let s = Status::new(
+            Code::UnschedulableAndUnresolvable,
+            "cannot allocate all claims",
+        )
+        .with_notes(["claim c: request gpu wants 2 device(s)".to_string()]);
+        assert_eq!(s.message(), "cannot allocate all claims");
+        assert_eq!(s.reasons(), ["cannot allocate all claims"]);
+        assert_eq!(s.notes(), ["claim c: request gpu wants 2 device(s)"]);
+        assert!(!s.to_string().contains("claim c"), "{s}");
+        assert!(Status::success().notes().is_empty());
+    }
 
     #[test]
     fn message_joins_reasons_in_order() {

@@ -3,12 +3,22 @@
 //!
 //! [`dump`] lists, with a [`kube::Client`], every kind the simulator's scenario loader
 //! reads — Nodes, Namespaces, Pods, Services, ReplicationControllers, ReplicaSets,
-//! StatefulSets and PodDisruptionBudgets (the [`KINDS`], the same the runtime watches) —
-//! and returns them as one `kind: List` JSON document, each item with its `kind` and
-//! `apiVersion` set (list responses leave them out). That is the document
-//! `kubectl get nodes,namespaces,pods,... -A -o json` prints, so the loader reads it as it
-//! reads such a dump and the results are the same. Nodes keep the order the API server
-//! returns them in: that is the node order of the simulation.
+//! StatefulSets and PodDisruptionBudgets; the storage kinds the volume plugins read
+//! (PersistentVolumes, PersistentVolumeClaims, StorageClasses, CSINodes, CSIDrivers,
+//! CSIStorageCapacities, VolumeAttachments); and the `resource.k8s.io/v1` kinds of
+//! DynamicResources (DeviceClasses, ResourceSlices, ResourceClaims,
+//! ResourceClaimTemplates) — the [`KINDS`], and returns them as one `kind: List` JSON
+//! document, each item with its `kind` and `apiVersion` set (list responses leave them
+//! out). That is the document `kubectl get nodes,namespaces,pods,... -A -o json` prints,
+//! so the loader reads it as it reads such a dump and the results are the same. Nodes
+//! keep the order the API server returns them in: that is the node order of the
+//! simulation.
+//!
+//! The storage and DRA kinds are [`OPTIONAL_KINDS`]: a cluster may not serve them
+//! (`resource.k8s.io/v1` is off before Kubernetes v1.34 or when DRA is disabled), and a
+//! read-only role may not be allowed to list them. A list of one of them answered 404
+//! or 403 leaves that kind out with one warning naming it ([`ClusterDump::warnings`]);
+//! any other failure, and any failure of the other kinds, fails the dump.
 //!
 //! It only ever lists: nothing is created, changed or deleted, so it is safe against a
 //! production cluster with a read-only role. Lists are paged (`limit` 500 and
@@ -42,9 +52,18 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ReplicationController, Service};
+use k8s_openapi::api::core::v1::{
+    Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController, Service,
+};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::resource::v1::{
+    DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
+};
+use k8s_openapi::api::storage::v1::{
+    CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment,
+};
 use kube::api::{Api, ListParams};
 use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 use serde::Serialize;
@@ -52,7 +71,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 /// The kinds [`dump`] lists, in the order their objects appear in the dump.
-pub const KINDS: [&str; 8] = [
+pub const KINDS: [&str; 19] = [
     "Node",
     "Namespace",
     "Pod",
@@ -61,6 +80,33 @@ pub const KINDS: [&str; 8] = [
     "ReplicaSet",
     "StatefulSet",
     "PodDisruptionBudget",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "StorageClass",
+    "CSINode",
+    "CSIDriver",
+    "CSIStorageCapacity",
+    "VolumeAttachment",
+    "DeviceClass",
+    "ResourceSlice",
+    "ResourceClaim",
+    "ResourceClaimTemplate",
+];
+
+/// The [`KINDS`] a cluster may not serve or may not let the reader list: left out
+/// with a warning when their list is answered 404 or 403.
+pub const OPTIONAL_KINDS: [&str; 11] = [
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "StorageClass",
+    "CSINode",
+    "CSIDriver",
+    "CSIStorageCapacity",
+    "VolumeAttachment",
+    "DeviceClass",
+    "ResourceSlice",
+    "ResourceClaim",
+    "ResourceClaimTemplate",
 ];
 
 /// How long connecting to the API server may take before the cluster counts as
@@ -79,8 +125,12 @@ pub struct ClusterDump {
     /// The `kind: List` JSON document: every object of the [`KINDS`], in that order of
     /// kinds and, within a kind, in the API server's order.
     pub text: String,
-    /// How many objects of each of the [`KINDS`] were read, in that order.
+    /// How many objects of each of the [`KINDS`] were read, in that order (0 for a
+    /// kind left out).
     pub counts: Vec<(&'static str, usize)>,
+    /// One line for each of the [`OPTIONAL_KINDS`] that the server does not serve or
+    /// does not let the reader list, naming the kind: it is left out of the dump.
+    pub warnings: Vec<String>,
 }
 
 impl ClusterDump {
@@ -133,24 +183,46 @@ async fn dump_paged(client: &kube::Client, page_size: u32) -> Result<ClusterDump
     // Nodes first, alone: an unreachable cluster or refused credentials then fail on
     // one request, the same one every time.
     let nodes = list_all::<Node>(client, page_size).await?;
-    let others = tokio::try_join!(
-        list_all::<Namespace>(client, page_size),
-        list_all::<Pod>(client, page_size),
-        list_all::<Service>(client, page_size),
-        list_all::<ReplicationController>(client, page_size),
-        list_all::<ReplicaSet>(client, page_size),
-        list_all::<StatefulSet>(client, page_size),
-        list_all::<PodDisruptionBudget>(client, page_size),
-    )?;
-    let lists = [
-        nodes, others.0, others.1, others.2, others.3, others.4, others.5, others.6,
+    let c = client;
+    let p = page_size;
+    let others: Vec<BoxFuture<'_, Result<Listed, DumpError>>> = vec![
+        required::<Namespace>(c, p),
+        required::<Pod>(c, p),
+        required::<Service>(c, p),
+        required::<ReplicationController>(c, p),
+        required::<ReplicaSet>(c, p),
+        required::<StatefulSet>(c, p),
+        required::<PodDisruptionBudget>(c, p),
+        optional::<PersistentVolume>(c, p),
+        optional::<PersistentVolumeClaim>(c, p),
+        optional::<StorageClass>(c, p),
+        optional::<CSINode>(c, p),
+        optional::<CSIDriver>(c, p),
+        optional::<CSIStorageCapacity>(c, p),
+        optional::<VolumeAttachment>(c, p),
+        optional::<DeviceClass>(c, p),
+        optional::<ResourceSlice>(c, p),
+        optional::<ResourceClaim>(c, p),
+        optional::<ResourceClaimTemplate>(c, p),
     ];
-    let counts = KINDS
-        .iter()
-        .zip(&lists)
-        .map(|(kind, items)| (*kind, items.len()))
-        .collect();
-    let items: Vec<Value> = lists.into_iter().flatten().collect();
+    let others = futures::future::try_join_all(others).await?;
+    let mut counts = Vec::with_capacity(KINDS.len());
+    let mut warnings = Vec::new();
+    let mut items: Vec<Value> = Vec::new();
+    counts.push((KINDS[0], nodes.len()));
+    items.extend(nodes);
+    for (kind, listed) in KINDS[1..].iter().zip(others) {
+        match listed {
+            Listed::Items(list) => {
+                counts.push((*kind, list.len()));
+                items.extend(list);
+            }
+            Listed::LeftOut(warning) => {
+                counts.push((*kind, 0));
+                warnings.push(warning);
+            }
+        }
+    }
     let list = json!({
         "apiVersion": "v1",
         "kind": "List",
@@ -160,6 +232,55 @@ async fn dump_paged(client: &kube::Client, page_size: u32) -> Result<ClusterDump
     Ok(ClusterDump {
         text: list.to_string(),
         counts,
+        warnings,
+    })
+}
+
+/// One kind's objects, or the warning for an optional kind left out.
+enum Listed {
+    Items(Vec<Value>),
+    LeftOut(String),
+}
+
+/// Lists a kind whose failure fails the dump.
+fn required<K>(client: &kube::Client, page_size: u32) -> BoxFuture<'_, Result<Listed, DumpError>>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + fmt::Debug,
+    K: Send + 'static,
+{
+    Box::pin(async move { list_all::<K>(client, page_size).await.map(Listed::Items) })
+}
+
+/// Lists one of the [`OPTIONAL_KINDS`]: a 404 (not served) or 403 (not allowed) leaves
+/// it out with a warning.
+fn optional<K>(client: &kube::Client, page_size: u32) -> BoxFuture<'_, Result<Listed, DumpError>>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + fmt::Debug,
+    K: Send + 'static,
+{
+    Box::pin(async move {
+        match list_all::<K>(client, page_size).await {
+            Ok(items) => Ok(Listed::Items(items)),
+            Err(DumpError::List {
+                resource,
+                source: kube::Error::Api(status),
+            }) if status.code == 404 || status.code == 403 => {
+                let kind = K::kind(&());
+                let api_version = K::api_version(&());
+                let why = if status.code == 404 {
+                    format!("the server does not serve {api_version} {resource}")
+                } else {
+                    format!(
+                        "not allowed to list {resource} ({api_version}): {}",
+                        one_line(&status.message)
+                    )
+                };
+                Ok(Listed::LeftOut(format!(
+                    "{kind} objects left out: {why}; pods that need them are simulated as if there were none"
+                )))
+            }
+            Err(e) => Err(e),
+        }
     })
 }
 
@@ -537,249 +658,4 @@ fn one_line(text: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::collections::BTreeMap;
-
-    use k8s_openapi::api::policy::v1::PodDisruptionBudgetSpec;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-    use kubesched_sim::scenario::{self, Source};
-
-    use super::*;
-    use crate::testing::FakeApiServer;
-
-    fn namespace(name: &str, labels: &[(&str, &str)]) -> Namespace {
-        let mut ns = Namespace::default();
-        ns.metadata.name = Some(name.into());
-        ns.metadata.labels = Some(
-            labels
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-        );
-        ns
-    }
-
-    fn pdb(namespace: &str, name: &str, app: &str) -> PodDisruptionBudget {
-        let mut pdb = PodDisruptionBudget::default();
-        pdb.metadata.namespace = Some(namespace.into());
-        pdb.metadata.name = Some(name.into());
-        pdb.spec = Some(PodDisruptionBudgetSpec {
-            min_available: Some(IntOrString::Int(1)),
-            selector: Some(LabelSelector {
-                match_labels: Some(BTreeMap::from([("app".to_string(), app.to_string())])),
-                ..Default::default()
-            }),
-            ..Default::default()
-        });
-        pdb
-    }
-
-    async fn server() -> FakeApiServer {
-        let server = FakeApiServer::start().await;
-        for name in ["n3", "n1", "n2"] {
-            server.add_node(FakeApiServer::node(name, "4", "8Gi"));
-        }
-        let mut bound = FakeApiServer::pod("bound", "default-scheduler", "1");
-        if let Some(spec) = bound.spec.as_mut() {
-            spec.node_name = Some("n1".into());
-        }
-        server.add_pod(bound);
-        server.add_pod(FakeApiServer::pod("pending", "default-scheduler", "500m"));
-        server.apply_object(&namespace("default", &[("team", "web")]));
-        server.apply_object(&pdb("default", "web", "web"));
-        server
-    }
-
-    fn load(dump: &ClusterDump) -> scenario::Scenario {
-        scenario::load(&[Source {
-            name: "cluster".into(),
-            text: dump.text.clone(),
-        }])
-        .expect("the dump loads")
-    }
-
-    #[tokio::test]
-    async fn the_dump_is_a_list_the_loader_reads_as_the_objects() {
-        let server = server().await;
-        let dump = dump(&server.client()).await.expect("dump");
-        assert_eq!(
-            dump.counts,
-            vec![
-                ("Node", 3),
-                ("Namespace", 1),
-                ("Pod", 2),
-                ("Service", 0),
-                ("ReplicationController", 0),
-                ("ReplicaSet", 0),
-                ("StatefulSet", 0),
-                ("PodDisruptionBudget", 1),
-            ]
-        );
-        assert_eq!(
-            dump.summary(),
-            "3 Node(s), 1 Namespace(s), 2 Pod(s), 1 PodDisruptionBudget(s)"
-        );
-        let list: Value = serde_json::from_str(&dump.text).expect("JSON");
-        assert_eq!(list["kind"], "List");
-        let items = list["items"].as_array().expect("items");
-        let types: Vec<(&str, &str)> = items
-            .iter()
-            .map(|i| {
-                (
-                    i["apiVersion"].as_str().unwrap_or(""),
-                    i["kind"].as_str().unwrap_or(""),
-                )
-            })
-            .collect();
-        assert_eq!(
-            types,
-            [
-                ("v1", "Node"),
-                ("v1", "Node"),
-                ("v1", "Node"),
-                ("v1", "Namespace"),
-                ("v1", "Pod"),
-                ("v1", "Pod"),
-                ("policy/v1", "PodDisruptionBudget"),
-            ]
-        );
-
-        // Loaded, the dump is the server's objects: the nodes in the server's order
-        // (by name), the pods as the server holds them, the others kept for plugins.
-        let loaded = load(&dump);
-        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
-        let nodes: Vec<&str> = loaded
-            .nodes
-            .iter()
-            .filter_map(|n| n.metadata.name.as_deref())
-            .collect();
-        assert_eq!(nodes, ["n1", "n2", "n3"]);
-        for pod in &loaded.pods {
-            let key = format!(
-                "default/{}",
-                pod.metadata.name.as_deref().unwrap_or_default()
-            );
-            assert_eq!(Some(pod.as_ref()), server.get_pod(&key).as_ref(), "{key}");
-        }
-        assert_eq!(loaded.pods.len(), 2);
-        let others: Vec<(&str, &str, Option<&str>)> = loaded
-            .objects
-            .iter()
-            .map(|o| (o.kind.as_str(), o.name.as_str(), o.namespace.as_deref()))
-            .collect();
-        assert_eq!(
-            others,
-            [
-                ("Namespace", "default", None),
-                ("PodDisruptionBudget", "web", Some("default")),
-            ]
-        );
-        assert_eq!(loaded.objects[0].value["metadata"]["labels"]["team"], "web");
-    }
-
-    #[tokio::test]
-    async fn lists_are_paged_and_only_read() {
-        let server = server().await;
-        let paged = dump_paged(&server.client(), 2).await.expect("dump");
-        let whole = dump(&server.client()).await.expect("dump");
-        assert_eq!(paged, whole);
-        let requests = server.requests();
-        assert!(
-            requests.iter().all(|(method, _)| method == "GET"),
-            "{requests:?}"
-        );
-        // 3 nodes in pages of 2: two requests, the second continuing after the first.
-        let node_requests: Vec<&str> = requests
-            .iter()
-            .filter(|(_, target)| target.starts_with("/api/v1/nodes?"))
-            .map(|(_, target)| target.as_str())
-            .collect();
-        assert_eq!(node_requests.len(), 3, "{node_requests:?}");
-        assert!(
-            node_requests.iter().any(|t| t.contains("continue=2")),
-            "{node_requests:?}"
-        );
-        assert!(server.bindings().is_empty() && server.events().is_empty());
-    }
-
-    #[tokio::test]
-    async fn an_unreachable_server_is_named() {
-        // A port that was free a moment ago: nothing listens there now.
-        let addr = {
-            let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-            listener.local_addr().expect("address")
-        };
-        let url: hyper::Uri = format!("http://{addr}").parse().expect("url");
-        let cluster =
-            LiveCluster::from_config(kube::Config::new(url), Some("gone".into())).expect("client");
-        assert_eq!(
-            cluster.to_string(),
-            format!("cluster http://{addr} (context gone)")
-        );
-        let error = cluster.dump().await.expect_err("unreachable").to_string();
-        assert!(
-            error.starts_with(&format!(
-                "cluster http://{addr} (context gone): cannot list nodes: "
-            )),
-            "{error}"
-        );
-        assert!(!error.contains('\n'), "{error}");
-    }
-
-    #[tokio::test]
-    async fn kubeconfig_errors_name_the_file_and_the_context() {
-        let dir = std::env::temp_dir().join(format!("kubesched-dump-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
-        let missing = dir.join("missing.yaml");
-        let error = LiveCluster::connect(&ClusterOptions {
-            kubeconfig: Some(missing.clone()),
-            context: None,
-        })
-        .await
-        .expect_err("missing")
-        .to_string();
-        assert!(
-            error.starts_with(&format!("kubeconfig {}: cannot read: ", missing.display())),
-            "{error}"
-        );
-
-        let file = dir.join("config.yaml");
-        std::fs::write(
-            &file,
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'http://127.0.0.1:1'}\ncontexts:\n- name: a\n  context: {cluster: c}\n- name: b\n  context: {cluster: other}\n",
-        )
-        .expect("write");
-        let connect = |context: Option<&str>| {
-            let options = ClusterOptions {
-                kubeconfig: Some(file.clone()),
-                context: context.map(String::from),
-            };
-            async move { LiveCluster::connect(&options).await }
-        };
-        let label = file.display().to_string();
-        assert_eq!(
-            connect(Some("nope"))
-                .await
-                .expect_err("unknown")
-                .to_string(),
-            format!("kubeconfig {label}: no context \"nope\" (its contexts: a, b)")
-        );
-        assert_eq!(
-            connect(None).await.expect_err("no current").to_string(),
-            format!("kubeconfig {label}: no current-context; give --context (its contexts: a, b)")
-        );
-        assert_eq!(
-            connect(Some("b"))
-                .await
-                .expect_err("no cluster")
-                .to_string(),
-            format!(
-                "kubeconfig {label}: context \"b\" names cluster \"other\", which is not in the kubeconfig"
-            )
-        );
-        let a = connect(Some("a")).await.expect("context a");
-        assert_eq!(a.to_string(), "cluster http://127.0.0.1:1 (context a)");
-        assert_eq!((a.server(), a.context()), ("http://127.0.0.1:1", Some("a")));
-    }
-}
+mod tests;

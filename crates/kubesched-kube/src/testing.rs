@@ -1,7 +1,9 @@
 //! A small API server on loopback for tests and benchmarks: it speaks the Kubernetes
 //! wire protocol (JSON) for exactly what kubesched uses — list and watch of pods and
 //! nodes (and of Services, ReplicationControllers, ReplicaSets, StatefulSets,
-//! Namespaces and PodDisruptionBudgets) with resourceVersions, the pod `binding` subresource (409 when the pod is
+//! Namespaces and PodDisruptionBudgets; and lists of the storage and
+//! `resource.k8s.io/v1` kinds, which can be made to fail with 404 or 403) with
+//! resourceVersions, the pod `binding` subresource (409 when the pod is
 //! already bound), the pod `status` subresource (strategic merge of conditions and
 //! `nominatedNodeName`), pod deletion,
 //! `events.k8s.io/v1` events, and `coordination.k8s.io/v1` leases with optimistic
@@ -353,7 +355,7 @@ impl FakeApiServer {
     /// Adds (or replaces) a Service, ReplicationController, ReplicaSet, StatefulSet,
     /// Namespace or PodDisruptionBudget, or a storage or `resource.k8s.io` object
     /// (PersistentVolume, claim, StorageClass, CSI object, DeviceClass, ResourceSlice,
-    /// ResourceClaim); a UID is given when it has none.
+    /// ResourceClaim, ResourceClaimTemplate); a UID is given when it has none.
     pub fn apply_object<K>(&self, object: &K)
     where
         K: kube::Resource<DynamicType = ()> + serde::Serialize,
@@ -500,8 +502,10 @@ async fn list_or_watch(
         let message = if code == 404 {
             "the server could not find the requested resource".to_owned()
         } else {
+            let group = storage::group(resource);
             format!(
-                "{resource} is forbidden: User \"system:serviceaccount:kube-system:my-scheduler\" cannot list resource \"{resource}\" at the cluster scope"
+                "{} is forbidden: User \"system:serviceaccount:kube-system:reader\" cannot list resource \"{resource}\" in API group \"{group}\" at the cluster scope",
+                storage::qualified(resource)
             )
         };
         let reason = if code == 404 { "NotFound" } else { "Forbidden" };

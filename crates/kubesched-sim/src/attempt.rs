@@ -194,6 +194,7 @@ impl Attempt {
                     Rejection {
                         plugin: status.plugin().map(str::to_string),
                         reasons: status.reasons().iter().map(|r| r.to_string()).collect(),
+                        notes: status.notes().to_vec(),
                     },
                 );
             }

@@ -346,7 +346,8 @@ impl Table {
 }
 
 /// Every attempt of one pod (`namespace/name`), node by node; `None` when no pending
-/// pod has that name.
+/// pod has that name. A rejected node's notes (which claim or volume stopped it)
+/// follow its line, indented.
 pub fn explain(results: &[PodResult], pod: &str) -> Option<String> {
     let attempts: Vec<&PodResult> = results.iter().filter(|r| r.pod == pod).collect();
     if attempts.is_empty() {
@@ -447,6 +448,9 @@ pub fn explain(results: &[PodResult], pod: &str) -> Option<String> {
             };
             let mark = if chosen { "  <- chosen" } else { "" };
             let _ = writeln!(out, "  {node:<width$}  {line}{mark}");
+            for note in r.rejected.get(node).map_or(&[][..], |rej| &rej.notes) {
+                let _ = writeln!(out, "  {:width$}    {note}", "");
+            }
         }
     }
     Some(out)

@@ -165,6 +165,10 @@ pub struct Rejection {
     pub plugin: Option<String>,
     /// Its reasons, in order.
     pub reasons: Vec<String>,
+    /// What the plugin added for people (which claim or volume stopped the node),
+    /// when the attempt was explained (see `Scheduler::set_explained_pod`); never
+    /// part of the reasons.
+    pub notes: Vec<String>,
 }
 
 /// One node's scores: per plugin (weighted, in profile order) and the total.

@@ -1,7 +1,7 @@
 //! The fake API server's storage and `resource.k8s.io/v1` kinds: list and watch of
 //! PersistentVolumes, claims, StorageClasses, CSINodes, CSIDrivers,
 //! CSIStorageCapacities, VolumeAttachments, DeviceClasses, ResourceSlices and
-//! ResourceClaims; updates (PUT) of PVs, claims and ResourceClaims (and their status)
+//! ResourceClaims (and ResourceClaimTemplates, for `--from-cluster`); updates (PUT) of PVs, claims and ResourceClaims (and their status)
 //! with the API server's optimistic concurrency (409 Conflict on a stale
 //! `resourceVersion`); the strategic merge patch of a ResourceClaim's status that
 //! Unreserve sends; a kind refused as an API server without the group or the RBAC
@@ -41,7 +41,8 @@ list_handlers!(
     list_volumeattachments => "volumeattachments",
     list_deviceclasses => "deviceclasses",
     list_resourceslices => "resourceslices",
-    list_resourceclaims => "resourceclaims"
+    list_resourceclaims => "resourceclaims",
+    list_resourceclaimtemplates => "resourceclaimtemplates"
 );
 
 /// The resources this module serves, by plural.
@@ -57,19 +58,28 @@ pub(super) fn resource(plural: &str) -> Option<&'static str> {
         "deviceclasses" => "deviceclasses",
         "resourceslices" => "resourceslices",
         "resourceclaims" => "resourceclaims",
+        "resourceclaimtemplates" => "resourceclaimtemplates",
         _ => return None,
     })
 }
 
+/// The API group of a resource this module serves (`""` for the core group).
+pub(super) fn group(resource: &str) -> &'static str {
+    match resource {
+        "persistentvolumes" | "persistentvolumeclaims" => "",
+        "deviceclasses" | "resourceslices" | "resourceclaims" | "resourceclaimtemplates" => {
+            "resource.k8s.io"
+        }
+        _ => "storage.k8s.io",
+    }
+}
+
 /// The resource as the API server's messages name it (`persistentvolumes`,
 /// `resourceclaims.resource.k8s.io`).
-fn qualified(resource: &str) -> String {
-    match resource {
-        "persistentvolumes" | "persistentvolumeclaims" => resource.to_owned(),
-        "deviceclasses" | "resourceslices" | "resourceclaims" => {
-            format!("{resource}.resource.k8s.io")
-        }
-        _ => format!("{resource}.storage.k8s.io"),
+pub(super) fn qualified(resource: &str) -> String {
+    match group(resource) {
+        "" => resource.to_owned(),
+        g => format!("{resource}.{g}"),
     }
 }
 
@@ -111,6 +121,10 @@ pub(super) fn routes(router: Router<Arc<Fake>>) -> Router<Arc<Fake>> {
         .route(
             "/apis/resource.k8s.io/v1/resourceclaims",
             get(list_resourceclaims),
+        )
+        .route(
+            "/apis/resource.k8s.io/v1/resourceclaimtemplates",
+            get(list_resourceclaimtemplates),
         )
         .route(
             "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims/{name}",

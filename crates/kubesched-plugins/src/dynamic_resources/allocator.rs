@@ -285,50 +285,7 @@ pub fn allocate(
     claims: &[ClaimToAllocate],
     node: &NodeInfo,
 ) -> Result<Allocation, String> {
-    let cached = devices
-        .pools
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(node.name())
-        .cloned();
-    let pools = match cached {
-        Some(p) => p,
-        None => {
-            let p = Arc::new(gather_pools(state, node));
-            devices
-                .pools
-                .write()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(node.name().to_owned(), Arc::clone(&p));
-            p
-        }
-    };
-    let mut alloc = Search {
-        state,
-        node,
-        devices,
-        allocated,
-        claims,
-        pools,
-        matches: HashMap::new(),
-        all_devices: HashMap::new(),
-        selected: vec![Vec::new(); claims.len()],
-        allocating: HashMap::new(),
-        constraints: claims
-            .iter()
-            .map(|c| {
-                c.constraints
-                    .iter()
-                    .map(|m| ConstraintState {
-                        spec: m.clone(),
-                        value: None,
-                        count: 0,
-                    })
-                    .collect()
-            })
-            .collect(),
-        results: claims.iter().map(|_| Vec::new()).collect(),
-    };
+    let mut alloc = Search::new(state, devices, allocated, claims, node);
     for (ci, claim) in claims.iter().enumerate() {
         let mut min_devices = 0;
         for (ri, request) in claim.requests.iter().enumerate() {
@@ -375,6 +332,105 @@ pub fn claim_key(claim: &ResourceClaim) -> String {
     )
 }
 
+/// The pools that serve `node`, gathered once per node.
+fn pools_of(state: &DraCatalog, devices: &Devices<'_>, node: &NodeInfo) -> Arc<Vec<Pool>> {
+    let cached = devices
+        .pools
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(node.name())
+        .cloned();
+    match cached {
+        Some(p) => p,
+        None => {
+            let p = Arc::new(gather_pools(state, node));
+            devices
+                .pools
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(node.name().to_owned(), Arc::clone(&p));
+            p
+        }
+    }
+}
+
+/// Why `claims` do not fit on `node`, in words, for `--explain` (after [`allocate`]
+/// said [`Allocation::Unfit`]): each request that cannot be met even on its own (how
+/// many devices it wants, how many of the node's devices match its class and
+/// selectors, how many of those are free); else each claim whose requests cannot be
+/// met together; else the claims that fit one by one but not all together.
+pub fn explain_unfit(
+    state: &DraCatalog,
+    devices: &Devices<'_>,
+    allocated: &HashSet<DeviceId>,
+    claims: &[ClaimToAllocate],
+    node: &NodeInfo,
+) -> Vec<String> {
+    let mut search = Search::new(state, devices, allocated, claims, node);
+    let mut notes = Vec::new();
+    if search.pools.is_empty() {
+        return claims
+            .iter()
+            .map(|c| {
+                format!(
+                    "claim {}: no ResourceSlice publishes devices for this node",
+                    claim_key(&c.claim)
+                )
+            })
+            .collect();
+    }
+    for (ci, claim) in claims.iter().enumerate() {
+        for (ri, request) in claim.requests.iter().enumerate() {
+            let mut parts = Vec::new();
+            let mut fits = false;
+            for (si, data) in request.alternatives.iter().enumerate() {
+                let Ok((matching, free)) = search.count_matching(ci, ri, si, data) else {
+                    // A CEL runtime error: Filter reports it as an error already.
+                    fits = true;
+                    break;
+                };
+                let (wanted, ok) = match data.count {
+                    Some(n) => (format!("{n} device(s)"), free >= n),
+                    None => ("all devices".to_owned(), matching > 0 && free == matching),
+                };
+                fits |= ok;
+                parts.push(format!(
+                    "request {} wants {wanted} of class {}: {matching} on this node match, {free} of them free",
+                    data.full_name(),
+                    data.class_name
+                ));
+            }
+            if !fits {
+                notes.push(format!(
+                    "claim {}: {}",
+                    claim_key(&claim.claim),
+                    parts.join("; ")
+                ));
+            }
+        }
+    }
+    if !notes.is_empty() {
+        return notes;
+    }
+    let mut alone = Vec::new();
+    for (ci, claim) in claims.iter().enumerate() {
+        match allocate(state, devices, allocated, &claims[ci..=ci], node) {
+            Ok(Allocation::Unfit(_)) => notes.push(format!(
+                "claim {}: its requests cannot be met together on this node (not enough distinct free devices, or a matchAttribute constraint)",
+                claim_key(&claim.claim)
+            )),
+            _ => alone.push(claim_key(&claim.claim)),
+        }
+    }
+    if notes.is_empty() {
+        notes.push(format!(
+            "claims {}: each can be allocated on its own, but not all together on this node (not enough distinct free devices)",
+            alone.join(", ")
+        ));
+    }
+    notes
+}
+
 struct Search<'a> {
     state: &'a DraCatalog,
     node: &'a NodeInfo,
@@ -394,9 +450,75 @@ struct Search<'a> {
     results: Vec<Vec<DeviceResult>>,
 }
 
-impl Search<'_> {
+impl<'a> Search<'a> {
+    fn new(
+        state: &'a DraCatalog,
+        devices: &'a Devices<'a>,
+        allocated: &'a HashSet<DeviceId>,
+        claims: &'a [ClaimToAllocate],
+        node: &'a NodeInfo,
+    ) -> Search<'a> {
+        Search {
+            state,
+            node,
+            devices,
+            allocated,
+            claims,
+            pools: pools_of(state, devices, node),
+            matches: HashMap::new(),
+            all_devices: HashMap::new(),
+            selected: vec![Vec::new(); claims.len()],
+            allocating: HashMap::new(),
+            constraints: claims
+                .iter()
+                .map(|c| {
+                    c.constraints
+                        .iter()
+                        .map(|m| ConstraintState {
+                            spec: m.clone(),
+                            value: None,
+                            count: 0,
+                        })
+                        .collect()
+                })
+                .collect(),
+            results: claims.iter().map(|_| Vec::new()).collect(),
+        }
+    }
+
     fn slices(&self) -> &[Arc<ResourceSlice>] {
         self.state.slices()
+    }
+
+    /// How many devices of the node's pools match the (sub)request's class and
+    /// selectors, and how many of those are free (for admin access, all are).
+    fn count_matching(
+        &mut self,
+        ci: usize,
+        ri: usize,
+        si: usize,
+        data: &RequestData,
+    ) -> Result<(usize, usize), String> {
+        let (mut matching, mut free) = (0, 0);
+        let pools = Arc::clone(&self.pools);
+        for pool in pools.iter() {
+            for &s in &pool.slices {
+                let n = self.slices()[s].spec.devices.as_ref().map_or(0, Vec::len);
+                for d in 0..n {
+                    if self.selectable(ci, ri, si, data, s, d)? {
+                        matching += 1;
+                        let c = Candidate {
+                            slice: s,
+                            device: d,
+                        };
+                        if data.admin_access || !self.in_use(c) {
+                            free += 1;
+                        }
+                    }
+                }
+            }
+        }
+        Ok((matching, free))
     }
 
     fn collect_all(

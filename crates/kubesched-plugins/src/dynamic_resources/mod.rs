@@ -19,6 +19,8 @@
 //!   only assumes. Unreserve drops what Reserve marked and takes the pod out of the
 //!   `reservedFor` PreBind wrote (the allocation stays, as in kube-scheduler).
 //! - PostFilter has no claims to deallocate ("no new claims to deallocate").
+//! - When the cycle is explained (`CycleState::explain`), Filter's rejections carry
+//!   notes naming the claim and request that did not fit ([`allocator::explain_unfit`]).
 //!
 //! The objects come from the framework [`Handle`]'s `dra`; without one, or when the
 //! runtime cannot list `resource.k8s.io` (not served, or forbidden), a pod with claims
@@ -332,13 +334,19 @@ impl FilterPlugin for DynamicResources {
         let Some(CycleData(data)) = state.read::<CycleData>() else {
             return Status::success();
         };
-        if data
+        if let Some(index) = data
             .available_on
             .iter()
-            .flatten()
-            .any(|selector| !selector.matches(node))
+            .position(|selector| selector.as_ref().is_some_and(|s| !s.matches(node)))
         {
-            return unschedulable(NOT_AVAILABLE);
+            let status = unschedulable(NOT_AVAILABLE);
+            if !state.explain() {
+                return status;
+            }
+            return status.with_notes([format!(
+                "claim {}: allocated to devices that this node cannot use (the allocation's node selector does not match it)",
+                allocator::claim_key(&data.claims[index])
+            )]);
         }
         if data.to_allocate.is_empty() {
             return Status::success();
@@ -353,7 +361,17 @@ impl FilterPlugin for DynamicResources {
         ) {
             Err(error) => Status::new(Code::Error, error),
             Ok(Allocation::Unfit(reason)) => {
-                unschedulable(reason.unwrap_or_else(|| CANNOT_ALLOCATE.to_owned()))
+                let status = unschedulable(reason.unwrap_or_else(|| CANNOT_ALLOCATE.to_owned()));
+                if !state.explain() {
+                    return status;
+                }
+                status.with_notes(allocator::explain_unfit(
+                    &data.catalog,
+                    &devices,
+                    &data.allocated,
+                    &data.to_allocate,
+                    node,
+                ))
             }
             Ok(Allocation::Allocated(results)) => {
                 data.node_allocations

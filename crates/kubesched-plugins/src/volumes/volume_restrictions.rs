@@ -210,13 +210,33 @@ impl PreFilterExtensions for VolumeRestrictions {
 impl FilterPlugin for VolumeRestrictions {
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
         for v in pod.spec().volumes.iter().flatten() {
-            if needs_restrictions_check(v) && node.pods().iter().any(|p| is_volume_conflict(v, p)) {
-                return Status::new(Code::Unschedulable, ERR_REASON_DISK_CONFLICT);
+            if !needs_restrictions_check(v) {
+                continue;
+            }
+            if let Some(other) = node.pods().iter().find(|p| is_volume_conflict(v, p)) {
+                let status = Status::new(Code::Unschedulable, ERR_REASON_DISK_CONFLICT);
+                if !state.explain() {
+                    return status;
+                }
+                return status.with_notes([format!(
+                    "volume {}: the same disk is mounted by pod {} on this node",
+                    v.name,
+                    other.key()
+                )]);
             }
         }
         match state.read::<State>() {
             Some(s) if s.conflicting > 0 => {
-                Status::new(Code::Unschedulable, ERR_REASON_RWOP_CONFLICT)
+                let status = Status::new(Code::Unschedulable, ERR_REASON_RWOP_CONFLICT);
+                if !state.explain() {
+                    return status;
+                }
+                let claims: Vec<&str> = s.rwop_claims.iter().map(String::as_str).collect();
+                status.with_notes([format!(
+                    "{} of the pod's ReadWriteOncePod claim(s) ({}) already used by another pod",
+                    s.conflicting,
+                    claims.join(", ")
+                )])
             }
             Some(_) => Status::success(),
             None => Status::new(

@@ -11,7 +11,8 @@
 //! - Filter passes a node without any of those four labels; otherwise every kept PV
 //!   label must name the node's value of the same key (for a beta key, the node's GA
 //!   label is used when it lacks the beta one): else "node(s) had no available volume
-//!   zone" (UnschedulableAndUnresolvable).
+//!   zone" (UnschedulableAndUnresolvable); when the cycle is explained, with a note
+//!   naming the claim, its PV and the zones.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -45,6 +46,9 @@ pub struct VolumeZone;
 struct PvTopology {
     key: &'static str,
     values: BTreeSet<String>,
+    /// The claim and its PV, for `--explain`'s note.
+    claim: Arc<str>,
+    pv: Arc<str>,
 }
 
 #[derive(Clone, Debug)]
@@ -65,13 +69,20 @@ fn label_zones_to_set(value: &str) -> Option<BTreeSet<String>> {
     Some(set)
 }
 
-fn pv_topologies(pv: &PersistentVolume, out: &mut Vec<PvTopology>) {
+fn pv_topologies(claim: &str, pv: &PersistentVolume, out: &mut Vec<PvTopology>) {
     let Some(labels) = &pv.metadata.labels else {
         return;
     };
+    let claim: Arc<str> = Arc::from(claim);
+    let name: Arc<str> = Arc::from(pv.metadata.name.as_deref().unwrap_or_default());
     for key in TOPOLOGY_LABELS {
         if let Some(values) = labels.get(key).and_then(|v| label_zones_to_set(v)) {
-            out.push(PvTopology { key, values });
+            out.push(PvTopology {
+                key,
+                values,
+                claim: claim.clone(),
+                pv: name.clone(),
+            });
         }
     }
 }
@@ -149,7 +160,7 @@ impl PreFilterPlugin for VolumeZone {
             let Some(pv) = storage.pv(pv_name) else {
                 return (None, unresolvable(pv_not_found(pv_name)));
             };
-            pv_topologies(pv, &mut topologies);
+            pv_topologies(&claim_name, pv, &mut topologies);
         }
         if topologies.is_empty() {
             return (None, Status::skip());
@@ -176,7 +187,19 @@ impl FilterPlugin for VolumeZone {
         for t in &s.topologies {
             let value = node.label(t.key).or_else(|| node.label(to_ga_label(t.key)));
             if !value.is_some_and(|v| t.values.contains(v)) {
-                return unresolvable(ERR_REASON_CONFLICT);
+                let status = unresolvable(ERR_REASON_CONFLICT);
+                if !state.explain() {
+                    return status;
+                }
+                let allowed: Vec<&str> = t.values.iter().map(String::as_str).collect();
+                return status.with_notes([format!(
+                    "claim {}: bound to PersistentVolume {} in {} {}, this node is in {}",
+                    t.claim,
+                    t.pv,
+                    t.key,
+                    allowed.join(" or "),
+                    value.unwrap_or("none")
+                )]);
             }
         }
         Status::success()

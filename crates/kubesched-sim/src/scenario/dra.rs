@@ -130,6 +130,7 @@ impl Builder {
                     check_devices(devices, "spec.devices", &invalid)?;
                 }
                 dra.claims.push(Arc::new(claim));
+                self.dra_claim_files.push(file.clone());
             }
             _ => {
                 let mut template: ResourceClaimTemplate = decode(value, &file, &object)?;
@@ -160,7 +161,7 @@ impl Builder {
             .filter_map(|c| c.metadata.name.as_deref())
             .collect();
         let mut warnings = Vec::new();
-        for claim in &self.scenario.dra.claims {
+        for (claim, file) in self.scenario.dra.claims.iter().zip(&self.dra_claim_files) {
             let requests = claim
                 .spec
                 .as_ref()
@@ -180,7 +181,7 @@ impl Builder {
                 for class in names {
                     if !classes.contains(class) {
                         warnings.push(format!(
-                            "ResourceClaim {}/{}: spec.devices.requests[{i}]: device class {class:?} is not in the scenario; pods using the claim cannot be scheduled",
+                            "{file}: ResourceClaim {}/{}: spec.devices.requests[{i}]: device class {class:?} is not in the scenario; pods using the claim cannot be scheduled",
                             claim.metadata.namespace.as_deref().unwrap_or_default(),
                             claim.metadata.name.as_deref().unwrap_or_default(),
                         ));

@@ -217,6 +217,8 @@ struct Builder {
     storage: storage::StorageLoader,
     /// `Kind namespace/name` of every DRA object read.
     dra_names: std::collections::HashSet<String>,
+    /// The file of each ResourceClaim, parallel to `scenario.dra.claims`.
+    dra_claim_files: Vec<String>,
 }
 
 impl Builder {

@@ -15,6 +15,8 @@
 //!   provisioner with a handle made of the claim's name, so pods sharing it count it
 //!   once. A claim the incoming pod needs and that does not exist rejects the node
 //!   (UnschedulableAndUnresolvable); another pod's missing claim is not counted.
+//!   When the cycle is explained, a rejection names the driver, the volumes attached
+//!   and the limit.
 
 pub mod translation;
 
@@ -310,15 +312,24 @@ impl FilterPlugin for NodeVolumeLimits {
                 *attached_count.entry(driver.as_str()).or_default() += 1;
             }
         }
-        let mut new_count: HashMap<&str, i64> = HashMap::new();
+        // By driver name, so that an explained rejection always names the same driver.
+        let mut new_count: std::collections::BTreeMap<&str, i64> = Default::default();
         for driver in new_volumes.values() {
             *new_count.entry(driver.as_str()).or_default() += 1;
         }
         for (driver, count) in new_count {
+            let used = attached_count.get(driver).copied().unwrap_or(0);
             if let Some(&limit) = limits.get(driver)
-                && attached_count.get(driver).copied().unwrap_or(0) + count > limit
+                && used + count > limit
             {
-                return Status::new(Code::Unschedulable, ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED);
+                let status = Status::new(Code::Unschedulable, ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED);
+                if !state.explain() {
+                    return status;
+                }
+                return status.with_notes([format!(
+                    "CSI driver {driver}: {used} volume(s) attached to this node and {count} more for this pod, over the node's limit of {limit} (CSINode {})",
+                    node.name()
+                )]);
             }
         }
         Status::success()

@@ -358,6 +358,167 @@ pub fn find_pod_volumes(
     Ok((volumes, reasons))
 }
 
+/// For `--explain`: which claims stop `node`, in words, one line per claim (`claim
+/// data-db-0: no Available PV of class local-ssd with >= 10Gi on this node`), in the
+/// order [`find_pod_volumes`] meets them. Called only for a rejected node.
+pub fn explain_node(
+    storage: &StorageObjects,
+    claims: &PodVolumeClaims,
+    node: &NodeInfo,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    for (claim, pv) in &claims.bound {
+        let volume = claim
+            .spec
+            .as_ref()
+            .and_then(|s| s.volume_name.as_deref())
+            .unwrap_or_default();
+        match pv {
+            None => notes.push(format!(
+                "claim {}: bound to PersistentVolume {volume}, which does not exist",
+                claim_name(claim)
+            )),
+            Some(pv) if !pv.fits(node) => notes.push(format!(
+                "claim {}: bound to PersistentVolume {volume}, whose node affinity does not match this node",
+                claim_name(claim)
+            )),
+            Some(_) => {}
+        }
+    }
+    let mut to_match = Vec::new();
+    let mut to_provision = Vec::new();
+    for (index, claim) in claims.unbound_delay_binding.iter().enumerate() {
+        match claim
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(ANN_SELECTED_NODE))
+        {
+            Some(selected) if selected != node.name() => notes.push(format!(
+                "claim {}: being provisioned for node {selected} ({ANN_SELECTED_NODE})",
+                claim_name(claim)
+            )),
+            Some(_) => to_provision.push(claim.clone()),
+            None => to_match.push(index),
+        }
+    }
+    if !to_match.is_empty()
+        && let Ok((_, _, unmatched)) = find_matching_volumes(claims, &to_match, node)
+    {
+        for claim in unmatched {
+            if let Some(why) = provision_problem(storage, &claim, node) {
+                let size = claim_request_text(&claim)
+                    .map(|q| format!(" with >= {}", q.trim()))
+                    .unwrap_or_default();
+                let selector = if claim.spec.as_ref().is_some_and(|s| s.selector.is_some()) {
+                    " matching its selector"
+                } else {
+                    ""
+                };
+                notes.push(format!(
+                    "claim {}: no Available PV of class {}{size}{selector} on this node{}, and {why}",
+                    claim_name(&claim),
+                    class_shown(&claim),
+                    near_miss(claims, &claim, node)
+                ));
+            }
+        }
+    }
+    for claim in to_provision {
+        if let Some(why) = provision_problem(storage, &claim, node) {
+            notes.push(format!("claim {}: {why}", claim_name(&claim)));
+        }
+    }
+    notes
+}
+
+/// The PV of the claim's class on `node` that came closest, in words: ` (NAME is big
+/// enough but bound to claim OTHER)` for the first one that is big enough but bound
+/// (or assumed bound, by an earlier pod's Reserve) to another claim, else ` (NAME is
+/// Available but holds only SIZE)` for the first free one that is too small; empty
+/// when there is neither.
+fn near_miss(claims: &PodVolumeClaims, claim: &PersistentVolumeClaim, node: &NodeInfo) -> String {
+    let requested = claim_request(claim);
+    let pvs = claims
+        .pvs_by_class
+        .get(claim_class(claim))
+        .map_or(&[][..], Vec::as_slice);
+    let name = |c: &CandidatePv| c.pv.metadata.name.clone().unwrap_or_default();
+    let on_node = || pvs.iter().filter(|c| c.fits(node));
+    let taken = on_node()
+        .filter(|c| c.capacity >= requested && !is_volume_bound_to_claim(&c.pv, claim))
+        .find_map(|c| {
+            let r = c.pv.spec.as_ref()?.claim_ref.as_ref()?;
+            Some(format!(
+                " ({} is big enough but bound to claim {})",
+                name(c),
+                r.name.as_deref().unwrap_or_default()
+            ))
+        });
+    let small = || {
+        on_node()
+            .find(|c| {
+                c.capacity < requested
+                    && c.pv.spec.as_ref().is_none_or(|s| s.claim_ref.is_none())
+                    && c.pv.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Available")
+            })
+            .map(|c| {
+                let size =
+                    c.pv.spec
+                        .as_ref()
+                        .and_then(|s| s.capacity.as_ref())
+                        .and_then(|m| m.get("storage"))
+                        .map_or("", |q| q.0.as_str());
+                format!(" ({} is Available but holds only {size})", name(c))
+            })
+    };
+    taken.or_else(small).unwrap_or_default()
+}
+
+fn claim_name(claim: &PersistentVolumeClaim) -> &str {
+    claim.metadata.name.as_deref().unwrap_or_default()
+}
+
+fn class_shown(claim: &PersistentVolumeClaim) -> &str {
+    match claim_class(claim) {
+        "" => "\"\"",
+        class => class,
+    }
+}
+
+/// Why `claim` cannot be provisioned on `node`, in words; `None` when it can.
+fn provision_problem(
+    storage: &StorageObjects,
+    claim: &PersistentVolumeClaim,
+    node: &NodeInfo,
+) -> Option<String> {
+    let class_name = claim_class(claim);
+    if class_name.is_empty() {
+        return Some("it has no storageClassName to provision from".to_owned());
+    }
+    let Some(class) = storage.class(class_name) else {
+        return Some(format!("StorageClass {class_name} does not exist"));
+    };
+    let provisioner = class.provisioner.as_str();
+    if provisioner.is_empty() || provisioner == NOT_SUPPORTED_PROVISIONER {
+        return Some(format!(
+            "class {class_name} does not provision volumes ({NOT_SUPPORTED_PROVISIONER})"
+        ));
+    }
+    if !match_topology(class, node) {
+        return Some(format!(
+            "class {class_name}'s allowedTopologies do not include this node"
+        ));
+    }
+    if !has_enough_capacity(storage, provisioner, claim, class_name, node) {
+        return Some(format!(
+            "no CSIStorageCapacity of class {class_name} for this node has room for {}",
+            claim_request_text(claim).unwrap_or_default().trim()
+        ));
+    }
+    None
+}
+
 /// `checkBoundClaims`: (every PV allows the node, every PV exists). Stops at the first
 /// missing PV.
 fn check_bound_claims(

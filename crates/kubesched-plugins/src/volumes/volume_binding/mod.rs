@@ -16,6 +16,9 @@
 //!   later pod of the profile sees it; Unreserve forgets it.
 //! - PreScore returns Skip: VolumeBinding scores only with the StorageCapacityScoring
 //!   feature gate, off in v1.35.
+//! - When the cycle is explained (`CycleState::explain`), rejections carry notes naming
+//!   the claim that stopped the node and why ([`binder::explain_node`]), beside
+//!   kube-scheduler's reasons, which stay word for word.
 
 pub mod assume_cache;
 pub mod binder;
@@ -101,6 +104,35 @@ fn is_delay_binding(
             .is_some_and(|c| c.volume_binding_mode.as_deref() == Some("WaitForFirstConsumer"))
 }
 
+/// Why an unbound claim (`name`, with `spec.volumeName` `volume_name`) counts as
+/// Immediate, for `--explain`.
+fn immediate_note(
+    storage: &StorageObjects,
+    claim: &k8s_openapi::api::core::v1::PersistentVolumeClaim,
+    name: &str,
+    volume_name: &str,
+) -> String {
+    let class = claim_class(claim);
+    if !volume_name.is_empty() {
+        return format!(
+            "claim {name}: names PersistentVolume {volume_name} but the binding is not complete (no {ANN_BIND_COMPLETED} annotation)"
+        );
+    }
+    match storage.class(class) {
+        _ if class.is_empty() => {
+            format!(
+                "claim {name}: not bound, and it has no storageClassName (it waits for a PV to be bound to it)"
+            )
+        }
+        None => format!(
+            "claim {name}: not bound, and its StorageClass {class} does not exist (a claim of a missing class is bound Immediately, by the PV controller, not on first consumer)"
+        ),
+        Some(_) => format!(
+            "claim {name}: not bound, and class {class} binds Immediately (the PV controller binds it, not the scheduler)"
+        ),
+    }
+}
+
 fn unresolvable(message: impl Into<kubesched_framework::Reason>) -> Status {
     Status::new(Code::UnschedulableAndUnresolvable, message)
 }
@@ -162,15 +194,16 @@ impl VolumeBinding {
     }
 
     /// `GetPodVolumeClaims`, through the assume cache: the claims by kind and the PVs
-    /// the unbound ones may use; `None` when some claim is unbound and Immediate.
+    /// the unbound ones may use; `Err` when some claim is unbound and Immediate, with
+    /// a note for each such claim saying why it counts as Immediate.
     fn pod_volume_claims(
         &self,
         storage: &StorageObjects,
         pod: &PodInfo,
-    ) -> Result<Option<PodVolumeClaims>, String> {
+    ) -> Result<Result<PodVolumeClaims, Vec<String>>, String> {
         let cache = self.cache.read().unwrap_or_else(|e| e.into_inner());
         let mut claims = PodVolumeClaims::default();
-        let mut unbound_immediate = false;
+        let mut unbound_immediate = Vec::new();
         for volume in pod.spec().volumes.iter().flatten() {
             let Some((name, _)) = volume_claim_name(pod, volume) else {
                 continue;
@@ -198,11 +231,11 @@ impl VolumeBinding {
             } else if is_delay_binding(storage, &claim) && volume_name.is_empty() {
                 claims.unbound_delay_binding.push(claim);
             } else {
-                unbound_immediate = true;
+                unbound_immediate.push(immediate_note(storage, &claim, &name, volume_name));
             }
         }
-        if unbound_immediate {
-            return Ok(None);
+        if !unbound_immediate.is_empty() {
+            return Ok(Err(unbound_immediate));
         }
         let mut pvs_by_class = BTreeMap::new();
         for claim in &claims.unbound_delay_binding {
@@ -218,7 +251,7 @@ impl VolumeBinding {
         }
         claims.pvs_by_class = pvs_by_class;
         claims.prepare_matchers();
-        Ok(Some(claims))
+        Ok(Ok(claims))
     }
 
     /// `arePodVolumesBound`, through the assume cache.
@@ -289,8 +322,16 @@ impl PreFilterPlugin for VolumeBinding {
         }
         let claims = match self.pod_volume_claims(storage, pod) {
             Err(e) => return (None, Status::error(e)),
-            Ok(None) => return (None, unresolvable(ERR_REASON_UNBOUND_IMMEDIATE)),
-            Ok(Some(c)) => c,
+            Ok(Err(notes)) => {
+                let status = unresolvable(ERR_REASON_UNBOUND_IMMEDIATE);
+                let status = if state.explain() {
+                    status.with_notes(notes)
+                } else {
+                    status
+                };
+                return (None, status);
+            }
+            Ok(Ok(c)) => c,
         };
         state.write(State {
             storage: storage.clone(),
@@ -312,7 +353,11 @@ impl FilterPlugin for VolumeBinding {
         match find_pod_volumes(&s.storage, &s.claims, node) {
             Err(e) => Status::error(e),
             Ok((_, reasons)) if !reasons.is_empty() => {
-                Status::with_reasons(Code::UnschedulableAndUnresolvable, reasons)
+                let status = Status::with_reasons(Code::UnschedulableAndUnresolvable, reasons);
+                if !state.explain() {
+                    return status;
+                }
+                status.with_notes(binder::explain_node(&s.storage, &s.claims, node))
             }
             Ok((volumes, _)) => {
                 s.by_node
@@ -686,6 +731,35 @@ mod tests {
         plugin.unreserve(&mut state, &first, "n2");
         let (nodes, _) = feasible(&plugin, &snapshot, &second);
         assert_eq!(nodes, ["n1", "n2"]);
+    }
+
+    #[test]
+    fn an_explained_cycle_names_the_claim_and_an_unexplained_one_does_not() {
+        let plugin = VolumeBinding::new();
+        let snapshot = snapshot();
+        let first = pod("first");
+        let (_, mut state) = feasible(&plugin, &snapshot, &first);
+        assert!(plugin.reserve(&mut state, &first, "n2").is_success());
+        let second = pod("second");
+        for explain in [false, true] {
+            let mut state = CycleState::new();
+            state.set_explain(explain);
+            let (_, status) = plugin.pre_filter(&mut state, &second, &snapshot);
+            assert!(status.is_success(), "{status:?}");
+            let n1 = &snapshot.nodes()[0];
+            let status = plugin.filter(&state, &second, n1);
+            assert_eq!(
+                status.reasons(),
+                [binder::ERR_REASON_BIND_CONFLICT],
+                "the reason is kube-scheduler's, explained or not"
+            );
+            let notes: &[String] = if explain {
+                &["claim shared: being provisioned for node n2 (volume.kubernetes.io/selected-node)".to_string()]
+            } else {
+                &[]
+            };
+            assert_eq!(status.notes(), notes);
+        }
     }
 
     #[test]
