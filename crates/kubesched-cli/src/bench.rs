@@ -34,7 +34,14 @@ fn mib(bytes: u64) -> f64 {
 }
 
 /// Runs the benchmark and prints its report.
-pub fn run(file: &str, mode: Mode, seed: u64) -> Result<(), String> {
+pub fn run(
+    file: &str,
+    mode: Mode,
+    seed: u64,
+    versions: &crate::versions::VersionArgs,
+) -> Result<(), String> {
+    let (features, version_note) = versions.features(None)?;
+    eprintln!("{version_note}");
     let start = Instant::now();
     let text = std::fs::read_to_string(file).map_err(|e| format!("{file}: cannot read: {e}"))?;
     let scenario = scenario::load(&[Source {
@@ -47,9 +54,13 @@ pub fn run(file: &str, mode: Mode, seed: u64) -> Result<(), String> {
         Mode::Upstream => SimulationOptions {
             node_search: NodeSearch::Adaptive,
             host_selection: HostSelection::Random { seed },
+            features,
             ..Default::default()
         },
-        Mode::Exact => SimulationOptions::default(),
+        Mode::Exact => SimulationOptions {
+            features,
+            ..Default::default()
+        },
     };
     let registry = kubesched_plugins::in_tree_registry();
     let mut prepared = prepare(&scenario, &options, &registry).map_err(|e| e.to_string())?;

@@ -30,6 +30,8 @@ pub struct CapacityArgs {
     pub format: crate::Format,
     #[command(flatten)]
     pub whatif: WhatIfArgs,
+    #[command(flatten)]
+    pub versions: crate::versions::VersionArgs,
 }
 
 /// Where `--max-limit 0` stops.
@@ -55,7 +57,8 @@ fn answer(args: &CapacityArgs) -> Result<String, String> {
     for w in &warnings {
         eprintln!("kubesched: warning: {w}");
     }
-    let (scenario, _) = load_scenario(&args.files, &args.whatif)?;
+    let (scenario, _, server) = load_scenario(&args.files, &args.whatif)?;
+    let (features, version_note) = args.versions.features(server.as_ref())?;
     let limit = match args.max_limit {
         0 => DEFAULT_MAX_LIMIT,
         n => n,
@@ -63,7 +66,10 @@ fn answer(args: &CapacityArgs) -> Result<String, String> {
     let answer = capacity(
         &scenario,
         &pod,
-        &SimulationOptions::default(),
+        &SimulationOptions {
+            features,
+            ..SimulationOptions::default()
+        },
         &kubesched_plugins::in_tree_registry(),
         Some(limit),
     )
@@ -71,6 +77,7 @@ fn answer(args: &CapacityArgs) -> Result<String, String> {
     for w in &answer.warnings {
         eprintln!("kubesched: warning: {w}");
     }
+    eprintln!("{version_note}");
     Ok(match args.format {
         crate::Format::Jsonl => format!("{}\n", answer.json()),
         crate::Format::Table => answer.text(),

@@ -50,8 +50,18 @@ enum Command {
         /// Print how long loading and scheduling took, on standard error.
         #[arg(long)]
         timing: bool,
+        /// Run the scenario under two kube-scheduler versions and print only the pods
+        /// whose node, message or nomination changes, with the scores that made the
+        /// difference: `--compare-versions 1.35,1.36` is "what changes if I upgrade".
+        #[arg(long, value_name = "OLD,NEW", value_parser = versions::parse_pair, conflicts_with_all = ["kubernetes_version", "explain", "format", "detail"])]
+        compare_versions: Option<(
+            kubesched_framework::KubernetesVersion,
+            kubesched_framework::KubernetesVersion,
+        )>,
         #[command(flatten)]
         whatif: whatif::WhatIfArgs,
+        #[command(flatten)]
+        versions: versions::VersionArgs,
     },
     /// How many more copies of a pod fit in the cluster, and which plugin stops the
     /// next one (cluster-capacity's question, kube-scheduler's rules).
@@ -73,6 +83,8 @@ enum Command {
         /// The seed of the random pick among equal best nodes (upstream mode).
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        #[command(flatten)]
+        versions: versions::VersionArgs,
     },
     /// Run as a scheduler of a real cluster: watch the API server, schedule and bind
     /// the pending pods whose spec.schedulerName is one of the configuration's
@@ -84,6 +96,7 @@ mod bench;
 mod capacity;
 mod rollout;
 mod simulate;
+mod versions;
 mod whatif;
 
 pub(crate) use simulate::Format;
@@ -94,7 +107,12 @@ fn main() -> ExitCode {
         Command::Run(args) => kubesched_kube::cli::run(args),
         Command::Capacity(args) => capacity::run(&args),
         Command::Rollout(args) => rollout::run(&args),
-        Command::Bench { file, mode, seed } => match bench::run(&file, mode, seed) {
+        Command::Bench {
+            file,
+            mode,
+            seed,
+            versions,
+        } => match bench::run(&file, mode, seed, &versions) {
             Ok(()) => ExitCode::SUCCESS,
             Err(message) => {
                 eprintln!("kubesched: error: {message}");
@@ -108,7 +126,9 @@ fn main() -> ExitCode {
             explain,
             preemption,
             timing,
+            compare_versions,
             whatif,
+            versions,
         } => match simulate::run(&simulate::Request {
             files: &files,
             format,
@@ -116,7 +136,9 @@ fn main() -> ExitCode {
             explain: explain.as_deref(),
             preemption,
             timing,
+            compare_versions,
             whatif: &whatif,
+            versions: &versions,
         }) {
             Ok(()) => ExitCode::SUCCESS,
             Err(message) => {

@@ -24,6 +24,8 @@ pub struct RolloutArgs {
     pub format: crate::Format,
     #[command(flatten)]
     pub whatif: WhatIfArgs,
+    #[command(flatten)]
+    pub versions: crate::versions::VersionArgs,
 }
 
 /// Runs the command: exit 0 when the rollout completes, 1 when it stalls, 2 on bad input.
@@ -47,11 +49,15 @@ pub fn run(args: &RolloutArgs) -> ExitCode {
 fn answer(args: &RolloutArgs) -> Result<(String, bool), String> {
     let source = read_files(std::slice::from_ref(&args.deployment_file))?.remove(0);
     let deployment = read_deployment(&source).map_err(|e| e.to_string())?;
-    let (scenario, _) = load_scenario(&args.files, &args.whatif)?;
+    let (scenario, _, server) = load_scenario(&args.files, &args.whatif)?;
+    let (features, version_note) = args.versions.features(server.as_ref())?;
     let answer = rollout(
         &scenario,
         &deployment,
-        &SimulationOptions::default(),
+        &SimulationOptions {
+            features,
+            ..SimulationOptions::default()
+        },
         &kubesched_plugins::in_tree_registry(),
         args.whatif.max_pods,
     )
@@ -59,6 +65,7 @@ fn answer(args: &RolloutArgs) -> Result<(String, bool), String> {
     for w in &answer.warnings {
         eprintln!("kubesched: warning: {w}");
     }
+    eprintln!("{version_note}");
     let complete = answer.ending == Ending::Complete;
     Ok(match args.format {
         crate::Format::Jsonl => (format!("{}\n", answer.json()), complete),

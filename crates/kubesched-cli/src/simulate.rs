@@ -12,7 +12,9 @@ use clap::ValueEnum;
 use kubesched_sim::scenario::Scenario;
 use kubesched_sim::{Detail, PodResult, SimulationOptions, output, prepare};
 
+use crate::versions::VersionArgs;
 use crate::whatif;
+use kubesched_framework::KubernetesVersion;
 
 /// The output formats of `simulate`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -53,7 +55,9 @@ pub struct Request<'a> {
     pub explain: Option<&'a str>,
     pub preemption: bool,
     pub timing: bool,
+    pub compare_versions: Option<(KubernetesVersion, KubernetesVersion)>,
     pub whatif: &'a whatif::WhatIfArgs,
+    pub versions: &'a VersionArgs,
 }
 
 /// Runs `simulate`; an error is the one line to print.
@@ -68,7 +72,11 @@ pub fn run(req: &Request) -> Result<(), String> {
         ));
     }
     let start = Instant::now();
-    let (scenario, config_line) = whatif::load_scenario(req.files, req.whatif)?;
+    let (scenario, config_line, server) = whatif::load_scenario(req.files, req.whatif)?;
+    if let Some((old, new)) = req.compare_versions {
+        return compare(req, &scenario, old, new);
+    }
+    let (features, version_note) = req.versions.features(server.as_ref())?;
     let loaded = start.elapsed();
     let pending = pending_pods(&scenario);
     let explain = match req.explain {
@@ -82,6 +90,7 @@ pub fn run(req: &Request) -> Result<(), String> {
     let options = SimulationOptions {
         preemption: req.preemption,
         detail,
+        features,
         ..Default::default()
     };
     let registry = kubesched_plugins::in_tree_registry();
@@ -99,6 +108,7 @@ pub fn run(req: &Request) -> Result<(), String> {
         );
         return Ok(());
     }
+    eprintln!("{version_note}");
     let config_source = prepared.config_source.clone();
     let mut writing = Duration::ZERO;
     let mut timed = |f: &mut dyn FnMut() -> std::io::Result<()>| {
@@ -170,6 +180,27 @@ pub fn run(req: &Request) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// `--compare-versions OLD,NEW`: both runs, then only the pods that change.
+fn compare(
+    req: &Request,
+    scenario: &Scenario,
+    old: KubernetesVersion,
+    new: KubernetesVersion,
+) -> Result<(), String> {
+    let before = req.versions.with_version(old)?;
+    let after = req.versions.with_version(new)?;
+    let options = SimulationOptions {
+        preemption: req.preemption,
+        ..Default::default()
+    };
+    let registry = kubesched_plugins::in_tree_registry();
+    let comparison =
+        kubesched_sim::compare::compare_versions(scenario, &options, &before, &after, &registry)
+            .map_err(|e| e.to_string())?;
+    write_all_stdout(comparison.render().as_bytes())
+        .map_err(|e| format!("cannot write standard output: {e}"))
 }
 
 /// Writes `bytes` to standard output; a closed pipe (`kubesched ... | head`) is not an

@@ -15,7 +15,8 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use kubesched_kube::cluster_dump::{ClusterOptions, connect_and_dump};
+use kubesched_kube::cluster_dump::ClusterOptions;
+use kubesched_kube::server_version::{ServerVersion, connect_dump_and_version};
 use kubesched_sim::scenario::{Scenario, Source};
 use kubesched_sim::whatif;
 
@@ -53,15 +54,19 @@ pub struct WhatIfArgs {
 }
 
 /// The scenario of `files` with the what-if options applied; notes go to stderr.
-/// Returns the scenario and, when the configuration is worth saying (`--config`, or a
-/// cluster read with `--from-cluster`), a line saying which configuration is used.
+/// Returns the scenario, when the configuration is worth saying (`--config`, or a
+/// cluster read with `--from-cluster`) a line saying which configuration is used, and
+/// the API server's version for `--from-cluster` (when `/version` answered).
 pub fn load_scenario(
     files: &[String],
     args: &WhatIfArgs,
-) -> Result<(Scenario, Option<String>), String> {
+) -> Result<(Scenario, Option<String>, Option<ServerVersion>), String> {
     let mut sources = Vec::new();
+    let mut server = None;
     if args.from_cluster {
-        sources.push(read_cluster(args)?);
+        let (source, version) = read_cluster(args)?;
+        sources.push(source);
+        server = version;
         sources.extend(read_files(files)?);
     } else {
         sources = super::read_sources(files)?;
@@ -92,25 +97,32 @@ pub fn load_scenario(
     if let Some(line) = &config_line {
         eprintln!("kubesched: note: {line}");
     }
-    Ok((scenario, config_line))
+    Ok((scenario, config_line, server))
 }
 
-/// The cluster's objects as a source named after the cluster; a note on stderr says
-/// what was read.
-fn read_cluster(args: &WhatIfArgs) -> Result<Source, String> {
+/// The cluster's objects as a source named after the cluster, and its version; a note
+/// on stderr says what was read (and a warning when `/version` did not answer).
+fn read_cluster(args: &WhatIfArgs) -> Result<(Source, Option<ServerVersion>), String> {
     let options = ClusterOptions {
         kubeconfig: args.kubeconfig.clone(),
         context: args.context.clone(),
     };
-    let (name, dump) = connect_and_dump(&options).map_err(|e| format!("--from-cluster: {e}"))?;
+    let (name, dump, version) =
+        connect_dump_and_version(&options).map_err(|e| format!("--from-cluster: {e}"))?;
     eprintln!("kubesched: note: read {name}: {}", dump.summary());
     for w in &dump.warnings {
         eprintln!("kubesched: warning: --from-cluster: {w}");
     }
-    Ok(Source {
-        name,
-        text: dump.text,
-    })
+    let version = version
+        .map_err(|e| eprintln!("kubesched: warning: --from-cluster: {e}; the newest version's behaviour is used unless --kubernetes-version says otherwise"))
+        .ok();
+    Ok((
+        Source {
+            name,
+            text: dump.text,
+        },
+        version,
+    ))
 }
 
 /// Reads files (`-` is standard input) as sources.

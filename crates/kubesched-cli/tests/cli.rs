@@ -617,7 +617,7 @@ fn quantities_of_storage_and_devices_that_do_not_parse_are_input_errors() {
 }
 
 /// A claim naming a DeviceClass that does not exist is not malformed: kube-scheduler
-/// v1.35.4 (the oracle) rejects the pod with "request gpu: device class nosuch does not
+/// (the oracles of v1.35.4 and v1.36) rejects the pod with "request gpu: device class nosuch does not
 /// exist", and so does kubesched, after a warning naming the file, the claim and the
 /// field.
 #[test]
@@ -635,6 +635,7 @@ fn a_resource_claim_of_a_missing_device_class_is_a_scheduling_outcome() {
     );
     assert_eq!(
         stderr(&o),
-        "kubesched: warning: <stdin>: ResourceClaim default/c: spec.devices.requests[0]: device class \"nosuch\" is not in the scenario; pods using the claim cannot be scheduled\n"
+        "kubesched: warning: <stdin>: ResourceClaim default/c: spec.devices.requests[0]: device class \"nosuch\" is not in the scenario; pods using the claim cannot be scheduled\n\
+         kubesched: note: kube-scheduler v1.36.1 behaviour (the default)\n"
     );
 }

@@ -237,8 +237,27 @@ fn pending_pods_of_a_live_cluster_are_simulated_and_explained() {
     assert_eq!(
         stderr(&o),
         format!(
-            "kubesched: note: read {name}: 2 Node(s), 2 Namespace(s), 4 Pod(s), 1 Service(s), 1 PodDisruptionBudget(s)\nkubesched: note: {default_config}\n"
+            "kubesched: note: read {name}: 2 Node(s), 2 Namespace(s), 4 Pod(s), 1 Service(s), 1 PodDisruptionBudget(s)\nkubesched: note: {default_config}\nkubesched: note: kube-scheduler v1.36.1 behaviour (the API server is v1.36.1)\n"
         )
+    );
+
+    // The flag overrides the API server's version.
+    let o = c.kubesched(&[
+        "simulate",
+        "--context",
+        "fake",
+        "--format",
+        "jsonl",
+        "--kubernetes-version",
+        "1.35",
+    ]);
+    assert_eq!(jsonl(&o).len(), 3);
+    assert!(
+        stderr(&o).ends_with(
+            "kubesched: note: kube-scheduler v1.35.4 behaviour (--kubernetes-version)\n"
+        ),
+        "{}",
+        stderr(&o)
     );
 
     // The table says which configuration was used; the current context is the default.

@@ -43,6 +43,7 @@
 pub mod cycle_state;
 pub mod dra;
 pub mod events;
+pub mod features;
 pub mod framework;
 pub mod node_info;
 pub mod observer;
@@ -61,6 +62,7 @@ pub mod writer;
 pub use cycle_state::{CycleState, StateData};
 pub use dra::{DeviceId, DraCatalog, DraState};
 pub use events::{ActionType, ClusterEvent, EventResource, QueueingHints};
+pub use features::{Features, KubernetesVersion};
 pub use framework::{Framework, FrameworkError, NominatedPods, ScoreTable};
 pub use node_info::{BaseResources, HostPortInfo, ImageStateSummary, NodeCounts, NodeInfo};
 pub use observer::{PluginObserver, RecordPluginMetrics};

@@ -29,6 +29,9 @@ pub struct Handle {
     /// Where VolumeBinding and DynamicResources write what PreBind and Unreserve
     /// decide; `None` in simulations (they only assume there).
     pub writer: Option<Arc<dyn crate::writer::ClusterWriter>>,
+    /// The Kubernetes version and feature gates plugins follow (kube-scheduler's
+    /// `feature.Features`); the newest version's defaults unless set.
+    pub features: crate::features::Features,
 }
 
 impl fmt::Debug for Handle {
@@ -38,6 +41,7 @@ impl fmt::Debug for Handle {
             .field("binder", &self.binder.as_ref().map(|_| "PodBinder"))
             .field("dra", &self.dra.is_some())
             .field("writer", &self.writer.is_some())
+            .field("features", &self.features)
             .finish()
     }
 }

@@ -50,6 +50,14 @@ pub struct RunArgs {
     /// alone means true, as kube-scheduler takes it.
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub leader_elect: Option<bool>,
+    /// The kube-scheduler version whose decisions to reproduce (1.35 or 1.36); default:
+    /// the API server's (`/version`), or the nearest older one kubesched has.
+    #[arg(long, value_name = "VERSION", value_parser = |s: &str| s.parse::<kubesched_framework::KubernetesVersion>())]
+    pub kubernetes_version: Option<kubesched_framework::KubernetesVersion>,
+    /// Feature gates changed from the version's defaults, as kube-scheduler takes them:
+    /// `Name=true,Other=false` (docs/versions.md lists those kubesched honours).
+    #[arg(long, value_name = "NAME=BOOL,...")]
+    pub feature_gates: Vec<String>,
     /// Log verbosity, as kube-scheduler's --v: 0-3 info, 4-5 debug, 6+ trace.
     #[arg(short = 'v', long = "v", value_name = "LEVEL", default_value_t = 0)]
     pub verbosity: u8,
@@ -96,6 +104,13 @@ enum Failure {
 
 async fn run_async(args: RunArgs) -> Result<(), Failure> {
     use Failure::{Runtime as Fail, Usage};
+    // Gate names and the values kubesched implements do not depend on the version:
+    // a bad flag is a usage error before anything is contacted.
+    kubesched_framework::Features::with_gates(
+        kubesched_framework::KubernetesVersion::LATEST,
+        args.feature_gates.iter().map(String::as_str),
+    )
+    .map_err(|e| Usage(format!("--feature-gates: {e}")))?;
     let source = args.config.display().to_string();
     let text = std::fs::read_to_string(&args.config)
         .map_err(|e| Usage(format!("{source}: cannot read: {e}")))?;
@@ -121,6 +136,7 @@ async fn run_async(args: RunArgs) -> Result<(), Failure> {
     });
     let mut running = Runtime::from_kube_config(&kube_config, config)
         .map_err(|e| Usage(format!("the API server's client: {e}")))?
+        .kubernetes_version(args.kubernetes_version, args.feature_gates.clone())
         .serving(serving)
         .start()
         .await

@@ -48,6 +48,7 @@ pub mod metrics;
 mod outage;
 mod runtime;
 pub mod serve;
+pub mod server_version;
 mod storage;
 pub mod testing;
 mod watch;
@@ -88,6 +89,9 @@ pub enum RuntimeError {
     /// Leadership was lost.
     #[error(transparent)]
     LeaderLost(#[from] LeaderLost),
+    /// The feature gates do not apply.
+    #[error("{0}")]
+    Features(String),
 }
 
 /// The host name, for identities and certificates.
@@ -125,6 +129,8 @@ pub struct Runtime {
     metrics: Arc<Metrics>,
     seed: u64,
     plugin_metrics_sample_percent: u8,
+    kubernetes_version: Option<kubesched_framework::KubernetesVersion>,
+    feature_gates: Vec<String>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -153,6 +159,8 @@ impl Runtime {
             metrics: Arc::new(Metrics::new()),
             seed: std::process::id() as u64,
             plugin_metrics_sample_percent: 10,
+            kubernetes_version: None,
+            feature_gates: Vec::new(),
         }
     }
 
@@ -227,6 +235,39 @@ impl Runtime {
         self
     }
 
+    /// The kube-scheduler version to behave as (`None`, the default: the API server's,
+    /// or the nearest older one kubesched has) and the feature gates changed from its
+    /// defaults (`Name=bool,...` values, as `--feature-gates` takes them).
+    pub fn kubernetes_version(
+        mut self,
+        version: Option<kubesched_framework::KubernetesVersion>,
+        feature_gates: Vec<String>,
+    ) -> Runtime {
+        self.kubernetes_version = version;
+        self.feature_gates = feature_gates;
+        self
+    }
+
+    /// The features the plugins get: the chosen (or the API server's) version with the
+    /// gates applied; one log line says which.
+    async fn features(&self) -> Result<kubesched_framework::Features, RuntimeError> {
+        use kubesched_framework::{Features, KubernetesVersion};
+        let (version, why) = match self.kubernetes_version {
+            Some(v) => (v, "--kubernetes-version".to_string()),
+            None => match server_version::server_version(&self.client).await {
+                Ok(server) => (server.behaviour, server.choice()),
+                Err(e) => (
+                    KubernetesVersion::LATEST,
+                    format!("{e}; the newest kubesched has"),
+                ),
+            },
+        };
+        let features = Features::with_gates(version, self.feature_gates.iter().map(String::as_str))
+            .map_err(|e| RuntimeError::Features(format!("--feature-gates: {e}")))?;
+        tracing::info!("{} ({why})", features.describe());
+        Ok(features)
+    }
+
     /// The metrics (shared with the `/metrics` endpoint).
     pub fn metrics(&self) -> Arc<Metrics> {
         self.metrics.clone()
@@ -235,6 +276,7 @@ impl Runtime {
     /// Starts watching, electing and scheduling; returns once the first lists of
     /// pods and nodes are in the cache.
     pub async fn start(self) -> Result<RunningRuntime, RuntimeError> {
+        let features = self.features().await?;
         let rt = tokio::runtime::Handle::current();
         let write_outage = Arc::new(outage::Outage::new("writes"));
         let unanswered = Arc::new(runtime::Unanswered::default());
@@ -252,6 +294,7 @@ impl Runtime {
             binder: Some(binder),
             dra: Some(dra.clone()),
             writer: Some(writer.clone()),
+            features,
         };
         let profiles = self
             .config

@@ -143,6 +143,21 @@ impl std::fmt::Debug for FakeApiServer {
     }
 }
 
+/// `GET /version`: the fake answers as a v1.36.1 API server.
+async fn version() -> axum::Json<serde_json::Value> {
+    axum::Json(serde_json::json!({
+        "major": "1",
+        "minor": "36",
+        "gitVersion": "v1.36.1",
+        "gitCommit": "0000000000000000000000000000000000000000",
+        "gitTreeState": "clean",
+        "buildDate": "2026-01-01T00:00:00Z",
+        "goVersion": "go1.25.0",
+        "compiler": "gc",
+        "platform": "linux/amd64"
+    }))
+}
+
 impl FakeApiServer {
     /// Starts a server on a free loopback port.
     pub async fn start() -> FakeApiServer {
@@ -152,6 +167,7 @@ impl FakeApiServer {
             changes,
         });
         let app = Router::new()
+            .route("/version", get(version))
             .route("/api/v1/pods", get(list_pods))
             .route("/api/v1/nodes", get(list_nodes))
             .route("/api/v1/services", get(list_services))

@@ -72,6 +72,9 @@ fn against_a_real_api_server() {
             "a ResourceClaim allocated and reserved through PreBind",
             |c| Box::pin(storage_scenarios::resource_claim_allocated(c)),
         ),
+        ("the API server's version picks the behaviour", |c| {
+            Box::pin(server_version(c))
+        }),
     ];
     let mut failed = Vec::new();
     for (name, scenario) in scenarios {
@@ -1211,5 +1214,64 @@ async fn metrics_auth(cluster: &mut Cluster) {
             "metrics-reader",
             "nobody",
         ],
+    );
+}
+
+/// The v1.36 API server's `/version` picks kubesched's v1.36 behaviour: for
+/// `--from-cluster` (the same call `kubesched simulate --from-cluster` makes, and the
+/// binary itself when `cargo test --workspace` has built it) and for `kubesched run`
+/// (the lesson's runtime logged the line).
+async fn server_version(cluster: &mut Cluster) {
+    use kubesched_framework::KubernetesVersion;
+    let live = kubesched_kube::cluster_dump::LiveCluster::from_config(
+        cluster.config().await,
+        Some("realcluster".into()),
+    )
+    .expect("client");
+    let v = kubesched_kube::server_version::server_version(live.client())
+        .await
+        .expect("/version answers");
+    eprintln!(
+        "realcluster: /version says {}: {}",
+        v.git_version,
+        v.choice()
+    );
+    assert_eq!((v.behaviour, v.exact), (KubernetesVersion::V1_36, true));
+    assert!(v.git_version.starts_with("v1.36."), "{}", v.git_version);
+    let logged = LOG.lines();
+    assert!(
+        logged
+            .iter()
+            .any(|l| l.contains("kube-scheduler v1.36.1 behaviour (the API server is v1.36.")),
+        "the runtime said which behaviour it picked: {logged:?}"
+    );
+    // One pending pod (no kube-scheduler runs now) for the simulation to place.
+    let admin = cluster.admin().await;
+    create_nodes(&admin, vec![ready_node("node-1", "4", "8Gi")]).await;
+    create_pods(&admin, pods(1, "versioned", "default-scheduler", "500m")).await;
+    let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/debug/kubesched");
+    if !bin.exists() {
+        eprintln!(
+            "realcluster: {} not built: simulate --from-cluster not run",
+            bin.display()
+        );
+        return;
+    }
+    let out = Command::new(&bin)
+        .args(["simulate", "--from-cluster", "--kubeconfig"])
+        .arg(&cluster.kubeconfig)
+        .args(["--format", "jsonl"])
+        .output()
+        .expect("run kubesched");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("realcluster: kubesched simulate --from-cluster said:\n{stderr}");
+    assert!(out.status.success(), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains(r#""node":"node-1""#), "{stdout}");
+    assert!(
+        stderr.contains(
+            "kubesched: note: kube-scheduler v1.36.1 behaviour (the API server is v1.36."
+        ),
+        "{stderr}"
     );
 }

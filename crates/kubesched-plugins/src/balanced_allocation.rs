@@ -10,15 +10,21 @@
 //! - each fraction `requested / allocatable` is capped at 1; resources the node has
 //!   none of are left out (so are extended resources the pod does not ask for);
 //! - with two fractions the standard deviation is `|f1 - f2| / 2`, with more the
-//!   population standard deviation, with fewer 0; the score is
+//!   population standard deviation, with fewer 0; the balance is
 //!   `int64((1 - std) * 100)`, in float64 arithmetic in Go's order, truncated.
+//!
+//! v1.35 scores the balance with the pod on the node. v1.36 (kubernetes PR #135573)
+//! scores the change the pod makes: `50 + (50 + with - without) / 2` in integer
+//! arithmetic, `with` and `without` the balance with and without the pod (an empty
+//! node's 99 becomes 74), so a pod that evens a node out scores above one that
+//! unbalances it whatever the node's history. [`Features`] picks which.
 
 use std::sync::Arc;
 
 use kubesched_config::args::{NodeResourcesBalancedAllocationArgs, ResourceSpec};
 use kubesched_framework::{
-    CycleState, MAX_NODE_SCORE, NodeInfo, Plugin, PodInfo, PreScorePlugin, ScorePlugin, Snapshot,
-    Status,
+    CycleState, Features, MAX_NODE_SCORE, NodeInfo, Plugin, PodInfo, PreScorePlugin, ScorePlugin,
+    Snapshot, Status,
 };
 
 use crate::resource_allocation::{
@@ -34,6 +40,8 @@ pub const NAME: &str = "NodeResourcesBalancedAllocation";
 pub struct BalancedAllocation {
     resources: Vec<ResourceSpec>,
     kinds: Vec<ResourceKind>,
+    /// v1.36's score: the balance the pod adds, not the balance with it.
+    weighs_change: bool,
 }
 
 /// The pod's actual request per configured resource, computed once in PreScore.
@@ -41,31 +49,51 @@ pub struct BalancedAllocation {
 struct PodRequests(Arc<[i64]>);
 
 impl BalancedAllocation {
-    /// Builds the plugin from its (defaulted, validated) args.
-    pub fn new(args: NodeResourcesBalancedAllocationArgs) -> BalancedAllocation {
+    /// Builds the plugin from its (defaulted, validated) args, for the version of
+    /// `features`.
+    pub fn new(
+        args: NodeResourcesBalancedAllocationArgs,
+        features: &Features,
+    ) -> BalancedAllocation {
         BalancedAllocation {
             kinds: ResourceKind::of(&args.resources),
             resources: args.resources,
+            weighs_change: features.balanced_allocation_weighs_change(),
         }
     }
 
     /// The node's score for a pod with these requests (one per configured resource).
     pub fn score_node(&self, node: &NodeInfo, pod_requests: &[i64]) -> i64 {
         let columns = resource_columns(&self.kinds, pod_requests, Requests::Actual);
-        score_columns(node, &columns)
+        self.score_columns(node, &columns)
+    }
+
+    /// The node's score for the resolved resources.
+    fn score_columns(&self, node: &NodeInfo, columns: &[ResourceColumn<'_>]) -> i64 {
+        let with_pod = balance(node, columns, true);
+        if !self.weighs_change {
+            return with_pod;
+        }
+        let without_pod = balance(node, columns, false);
+        let half = MAX_NODE_SCORE / 2;
+        // Integer division truncates toward zero, as Go's does.
+        half + (half + with_pod - without_pod) / 2
     }
 }
 
-/// The node's score for the resolved resources.
-fn score_columns(node: &NodeInfo, columns: &[ResourceColumn<'_>]) -> i64 {
+/// The node's balance, `int64((1 - std) * 100)`, with the pod on it or without.
+fn balance(node: &NodeInfo, columns: &[ResourceColumn<'_>], with_pod: bool) -> i64 {
     // Fractions of the resources the node has, in configured order; at most a few
     // resources are configured, so a small inline buffer avoids allocating.
     let mut fractions: smallvec::SmallVec<[f64; 4]> = smallvec::SmallVec::new();
     let mut total = 0f64;
     for column in columns {
-        let (alloc, req) = column.read(node);
+        let (alloc, mut req) = column.read(node);
         if alloc == 0 {
             continue;
+        }
+        if !with_pod {
+            req -= column.pod_request();
         }
         let fraction = (req as f64 / alloc as f64).min(1.0);
         total += fraction;
@@ -166,7 +194,7 @@ impl ScorePlugin for BalancedAllocation {
         };
         let columns = resource_columns(&self.kinds, requests, Requests::Actual);
         for (node, out) in nodes.iter().zip(out) {
-            *out = score_columns(node, &columns);
+            *out = self.score_columns(node, &columns);
         }
         Ok(())
     }
@@ -205,7 +233,10 @@ mod tests {
     }
 
     fn default_plugin() -> BalancedAllocation {
-        BalancedAllocation::new(NodeResourcesBalancedAllocationArgs::default())
+        BalancedAllocation::new(
+            NodeResourcesBalancedAllocationArgs::default(),
+            &Features::new(kubesched_framework::KubernetesVersion::V1_35),
+        )
     }
 
     fn scores(pl: &BalancedAllocation, p: &PodInfo, nodes: &[NodeInfo]) -> Option<Vec<i64>> {
@@ -278,6 +309,31 @@ mod tests {
     }
 
     #[test]
+    fn v1_36_scores_the_balance_the_pod_adds() {
+        let v1_36 = BalancedAllocation::new(
+            NodeResourcesBalancedAllocationArgs::default(),
+            &Features::new(kubesched_framework::KubernetesVersion::V1_36),
+        );
+        let alloc = json!({"cpu": "4", "memory": "10000"});
+        let lopsided = pod(Some("n2"), &[json!({"cpu": "4", "memory": "0"})]);
+        let even = pod(Some("n3"), &[json!({"cpu": "2", "memory": "5000"})]);
+        let nodes = [
+            node("n1", alloc.clone(), vec![]),
+            node("n2", alloc.clone(), vec![lopsided]),
+            node("n3", alloc, vec![even]),
+        ];
+        // n1 empty: 87 with the pod (0.25 / 0.5), 100 without: 50 + (50 - 13) / 2 = 68.
+        let p = pod(None, &[json!({"cpu": "1", "memory": "5000"})]);
+        // n2: cpu 1 (capped) / memory 0.5 -> 75, without 50: 50 + 75 / 2 = 87.
+        // n3: 0.75 / 1 -> 87, without 100: 68.
+        assert_eq!(scores(&v1_36, &p, &nodes), Some(vec![68, 87, 68]));
+        // A pod that evens n2 out earns the most; one that tips n3 over, less.
+        let q = pod(None, &[json!({"cpu": "2", "memory": "0"})]);
+        // n1: 0.5 / 0 -> 75: 62; n2: 1 / 0 -> 50, without 50: 75; n3: 1 / 0.5 -> 75: 62.
+        assert_eq!(scores(&v1_36, &q, &nodes), Some(vec![62, 75, 62]));
+    }
+
+    #[test]
     fn existing_pods_count_with_actual_requests() {
         // An existing best-effort pod adds nothing (no 100m / 200Mi defaults).
         let existing = pod(Some("node1"), &[json!({})]);
@@ -293,13 +349,16 @@ mod tests {
 
     #[test]
     fn three_resources_use_population_std() {
-        let pl = BalancedAllocation::new(NodeResourcesBalancedAllocationArgs {
-            resources: vec![
-                ResourceSpec::new("cpu", 1),
-                ResourceSpec::new("memory", 1),
-                ResourceSpec::new("nvidia.com/gpu", 1),
-            ],
-        });
+        let pl = BalancedAllocation::new(
+            NodeResourcesBalancedAllocationArgs {
+                resources: vec![
+                    ResourceSpec::new("cpu", 1),
+                    ResourceSpec::new("memory", 1),
+                    ResourceSpec::new("nvidia.com/gpu", 1),
+                ],
+            },
+            &Features::new(kubesched_framework::KubernetesVersion::V1_35),
+        );
         let nodes = [
             node(
                 "node1",

@@ -1,6 +1,9 @@
 //! ImageLocality: prefers nodes that already have the pod's images, weighing each image
 //! by its size and by how widely it is spread across the cluster (so that a pod is not
 //! pulled toward the one node that happens to have a popular image).
+//!
+//! v1.36 (with the ImageVolume gate, on by default) adds the images of the pod's image
+//! volumes to the sum; the thresholds still count containers only.
 
 use std::sync::Arc;
 
@@ -20,7 +23,20 @@ pub const MAX_CONTAINER_THRESHOLD: i64 = 1000 * MB;
 
 /// Image locality scoring.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct ImageLocality;
+pub struct ImageLocality {
+    /// v1.36 with ImageVolume: the images of image volumes count too (the thresholds
+    /// stay per container).
+    image_volumes: bool,
+}
+
+impl ImageLocality {
+    /// The plugin as the version and gates of `features` run it.
+    pub fn new(features: &kubesched_framework::Features) -> ImageLocality {
+        ImageLocality {
+            image_volumes: features.image_locality_counts_image_volumes(),
+        }
+    }
+}
 
 /// Per pod, computed once in PreScore: each node's summed scaled image sizes (absent
 /// when no node has any of the pod's images), and the number of containers.
@@ -60,14 +76,24 @@ impl PreScorePlugin for ImageLocality {
         let spec = pod.spec();
         let mut sums: Option<Vec<i64>> = None;
         let mut containers = 0;
-        for c in spec
+        let container_images = spec
             .init_containers
             .iter()
             .flatten()
             .chain(&spec.containers)
-        {
-            containers += 1;
-            let name = normalized_image_name(c.image.as_deref().unwrap_or(""));
+            .map(|c| {
+                containers += 1;
+                c.image.as_deref().unwrap_or("")
+            });
+        let volume_images = spec
+            .volumes
+            .iter()
+            .flatten()
+            .filter(|_| self.image_volumes)
+            .filter_map(|v| v.image.as_ref())
+            .map(|i| i.reference.as_deref().unwrap_or(""));
+        for image in container_images.chain(volume_images) {
+            let name = normalized_image_name(image);
             if let Some((summary, nodes)) = snapshot.image(&name) {
                 let scaled = scaled_image_score(summary.size, summary.num_nodes, total);
                 let sums = sums.get_or_insert_with(|| vec![0; total]);

@@ -127,7 +127,9 @@ pub fn in_tree_registry() -> Registry {
     add(node_unschedulable::NAME, stateless::<NodeUnschedulable>);
     add(node_name::NAME, stateless::<NodeName>);
     add(taint_toleration::NAME, stateless::<TaintToleration>);
-    add(image_locality::NAME, stateless::<ImageLocality>);
+    add(image_locality::NAME, |_, handle| {
+        Ok(Arc::new(ImageLocality::new(&handle.features)))
+    });
     add(inter_pod_affinity::NAME, |args, _| {
         Ok(Arc::new(InterPodAffinity::new(decode_in_tree_args(
             inter_pod_affinity::NAME,
@@ -153,11 +155,11 @@ pub fn in_tree_registry() -> Registry {
             args,
         )?)))
     });
-    add(balanced_allocation::NAME, |args, _| {
+    add(balanced_allocation::NAME, |args, handle| {
         let mut a: kubesched_config::args::NodeResourcesBalancedAllocationArgs =
             decode_in_tree_args(balanced_allocation::NAME, args)?;
         kubesched_config::args::PluginArgs::apply_defaults(&mut a);
-        Ok(Arc::new(BalancedAllocation::new(a)))
+        Ok(Arc::new(BalancedAllocation::new(a, &handle.features)))
     });
     add(default_binder::NAME, |_, handle| {
         Ok(Arc::new(DefaultBinder::new(handle)))

@@ -155,6 +155,13 @@ pub struct ResourceColumn<'a> {
 }
 
 impl ResourceColumn<'_> {
+    /// The pod's request of this resource (counted in [`ResourceColumn::read`]'s
+    /// requested amount).
+    #[inline]
+    pub fn pod_request(&self) -> i64 {
+        self.pod_request
+    }
+
     /// The node's (allocatable, requested including the pod); (0, 0) means "do not
     /// score this resource" (an extended resource the pod does not ask for, or one the
     /// node does not have).

@@ -37,6 +37,7 @@
 
 pub mod attempt;
 pub mod capacity;
+pub mod compare;
 pub mod output;
 pub mod rollout;
 pub mod scenario;

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use kubesched_config::KubeSchedulerConfiguration;
 use kubesched_framework::{
-    ClusterObjects, DraState, Framework, Handle, HostSelection, NodeSearch, NominationCandidate,
-    Outcome, PodInfo, QueuedPodInfo, Registry, ScheduleError, Scheduler, SchedulerOptions,
-    Snapshot,
+    ClusterObjects, DraState, Features, Framework, Handle, HostSelection, NodeSearch,
+    NominationCandidate, Outcome, PodInfo, QueuedPodInfo, Registry, ScheduleError, Scheduler,
+    SchedulerOptions, Snapshot,
 };
 
 use crate::attempt::{Attempt, NodeNames};
@@ -26,6 +26,9 @@ pub struct SimulationOptions {
     pub host_selection: HostSelection,
     /// How much per-node detail each [`PodResult`] records.
     pub detail: Detail,
+    /// The kube-scheduler version and feature gates the plugins follow (the newest
+    /// version's defaults unless set).
+    pub features: Features,
 }
 
 /// How much per-node detail a [`PodResult`] records. Every node's scores and reasons
@@ -49,6 +52,7 @@ impl Default for SimulationOptions {
             node_search: NodeSearch::Exhaustive,
             host_selection: HostSelection::FirstInNodeOrder,
             detail: Detail::All,
+            features: Features::default(),
         }
     }
 }
@@ -378,6 +382,7 @@ pub fn prepare(
     };
     let handle = Handle {
         dra: Some(Arc::new(dra_state(&scenario.dra))),
+        features: options.features.clone(),
         ..Handle::default()
     };
     let profiles = build_frameworks_with(&config, registry, &config_source, &handle)?;

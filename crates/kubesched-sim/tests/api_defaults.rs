@@ -18,11 +18,19 @@ fn hand_written_objects_get_the_api_servers_defaults() {
         text,
     }])
     .unwrap();
-    let sim = simulate(&scenario, &SimulationOptions::default()).unwrap();
+    let sim = simulate(&scenario, &v1_35()).unwrap();
     let actual = output::jsonl(&sim.results);
     let pairs = expected.lines().zip(actual.lines());
     for (i, (e, a)) in pairs.enumerate() {
         assert_eq!(a, e, "line {}", i + 1);
     }
     assert_eq!(actual.lines().count(), expected.lines().count());
+}
+
+/// The expected lines are kube-scheduler v1.35.4's.
+fn v1_35() -> SimulationOptions {
+    SimulationOptions {
+        features: kubesched_framework::Features::new(kubesched_framework::KubernetesVersion::V1_35),
+        ..Default::default()
+    }
 }

@@ -1,6 +1,8 @@
-//! Runs every conformance case in `conformance/cases*/` (copied from kube-scheduler's
-//! own results) through the same code path as `kubesched simulate --format jsonl`, and
-//! compares each line field by field.
+//! Runs every conformance case in `conformance/cases*/` (copied from kube-scheduler
+//! v1.35's own results) with `--kubernetes-version 1.35`, and every case of
+//! `conformance/v1.36/cases*/` (kube-scheduler v1.36's) with 1.36, through the same
+//! code path as `kubesched simulate --format jsonl`, and compares each line field by
+//! field.
 //!
 //! `conformance/known-failures.txt` lists cases that do not pass yet (one
 //! `folder/name` per line, `#` comments). The test prints the list, fails on any case
@@ -10,6 +12,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use kubesched_framework::{Features, KubernetesVersion};
 use kubesched_sim::scenario::{self, Source};
 use kubesched_sim::{SimulationOptions, output, simulate};
 use serde_json::Value;
@@ -43,7 +46,7 @@ fn first_diff(expected: &Value, actual: &Value, path: &str) -> Option<String> {
 }
 
 /// Runs one case; `Err` describes the first difference.
-fn run_case(path: &Path, preemption: bool) -> Result<(), String> {
+fn run_case(path: &Path, preemption: bool, version: KubernetesVersion) -> Result<(), String> {
     let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
     let expected_path = path.with_extension("expected.jsonl");
     let expected_text = std::fs::read_to_string(&expected_path).map_err(|e| e.to_string())?;
@@ -54,6 +57,7 @@ fn run_case(path: &Path, preemption: bool) -> Result<(), String> {
     let scenario = scenario::load(&[source]).map_err(|e| format!("load: {e}"))?;
     let options = SimulationOptions {
         preemption,
+        features: Features::new(version),
         ..Default::default()
     };
     let sim = simulate(&scenario, &options).map_err(|e| format!("simulate: {e}"))?;
@@ -106,12 +110,19 @@ fn conformance_cases_agree_with_kube_scheduler() {
     let mut seen = BTreeSet::new();
     // The number of cases in each folder is pinned: a scenario or expected file that
     // goes missing fails here instead of shrinking the run.
-    for (folder, preemption, count) in [
-        ("cases", false, 78),
-        ("cases-default", false, 37),
-        ("cases-preemption", true, 24),
-        ("cases-volumes", false, 38),
-        ("cases-dra", false, 11),
+    let v1_35 = KubernetesVersion::V1_35;
+    let v1_36 = KubernetesVersion::V1_36;
+    for (folder, preemption, count, version) in [
+        ("cases", false, 78, v1_35),
+        ("cases-default", false, 38, v1_35),
+        ("cases-preemption", true, 24, v1_35),
+        ("cases-volumes", false, 38, v1_35),
+        ("cases-dra", false, 12, v1_35),
+        ("v1.36/cases", false, 78, v1_36),
+        ("v1.36/cases-default", false, 38, v1_36),
+        ("v1.36/cases-preemption", true, 24, v1_36),
+        ("v1.36/cases-volumes", false, 38, v1_36),
+        ("v1.36/cases-dra", false, 12, v1_36),
     ] {
         let dir = repo_root().join("conformance").join(folder);
         let mut cases: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -139,7 +150,7 @@ fn conformance_cases_agree_with_kube_scheduler() {
         for case in cases {
             let name = format!("{folder}/{}", case.file_stem().unwrap().to_string_lossy());
             seen.insert(name.clone());
-            let result = run_case(&case, preemption);
+            let result = run_case(&case, preemption, version);
             match (result, known.contains(&name)) {
                 (Ok(()), false) => passed += 1,
                 (Ok(()), true) => fixed.push(name),

@@ -19,7 +19,7 @@ fn run(path: &Path) -> Result<(), String> {
         text,
     }])
     .map_err(|e| format!("load: {e}"))?;
-    let sim = simulate(&scenario, &SimulationOptions::default()).map_err(|e| e.to_string())?;
+    let sim = simulate(&scenario, &v1_35()).map_err(|e| e.to_string())?;
     let actual: Vec<Value> = sim.results.iter().map(output::to_json).collect();
     let expected: Vec<Value> = expected
         .lines()
@@ -56,4 +56,12 @@ fn dra_scenarios_agree_with_the_oracle() {
         .filter_map(|c| run(c).err().map(|e| format!("{}: {e}", c.display())))
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The expected lines are kube-scheduler v1.35.4's.
+fn v1_35() -> SimulationOptions {
+    SimulationOptions {
+        features: kubesched_framework::Features::new(kubesched_framework::KubernetesVersion::V1_35),
+        ..Default::default()
+    }
 }

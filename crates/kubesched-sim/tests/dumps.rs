@@ -371,8 +371,10 @@ fn actual_lines(
     if let Some(config) = config {
         whatif::replace_config(&mut scenario, config).map_err(|e| format!("--config: {e}"))?;
     }
+    // The conformance cases' expected lines are kube-scheduler v1.35.4's.
     let options = SimulationOptions {
         preemption,
+        features: kubesched_framework::Features::new(kubesched_framework::KubernetesVersion::V1_35),
         ..Default::default()
     };
     let sim = simulate(&scenario, &options).map_err(|e| format!("simulate: {e}"))?;

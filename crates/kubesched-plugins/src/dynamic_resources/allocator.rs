@@ -20,12 +20,36 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::api::resource::v1::{
     AllocationResult, Device, DeviceAllocationResult, DeviceAttribute,
-    DeviceRequestAllocationResult, DeviceToleration, ResourceClaim, ResourceSlice,
+    DeviceRequestAllocationResult, DeviceTaint, DeviceToleration, ResourceClaim, ResourceSlice,
 };
 use kubesched_framework::{DeviceId, DraCatalog, NodeInfo};
 
 use super::cel::{DeviceValue, Selector};
 use crate::node_affinity::NodeSelector;
+
+/// Whether a request's toleration tolerates a device taint (the toleration's effect,
+/// when set, must be the taint's; `Exists` matches any value of the key, or any key
+/// when the key is empty; `Equal`, the default, the key and the value).
+fn tolerates(toleration: &DeviceToleration, taint: &DeviceTaint) -> bool {
+    if toleration
+        .effect
+        .as_deref()
+        .is_some_and(|e| !e.is_empty() && e != taint.effect)
+    {
+        return false;
+    }
+    let key = toleration.key.as_deref().unwrap_or("");
+    if !key.is_empty() && key != taint.key {
+        return false;
+    }
+    match toleration.operator.as_deref().unwrap_or("Equal") {
+        "Exists" => true,
+        "Equal" | "" => {
+            toleration.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or("")
+        }
+        _ => false,
+    }
+}
 
 /// The most devices one claim may get (`AllocationResultsMaxSize`).
 pub const ALLOCATION_RESULTS_MAX_SIZE: usize = 32;
@@ -102,6 +126,8 @@ pub struct Devices<'a> {
     pub ids: &'a [Vec<DeviceId>],
     /// Node name → the pools that serve it.
     pub pools: &'a PoolCache,
+    /// DRADeviceTaints: devices with taints the request does not tolerate are skipped.
+    pub device_taints: bool,
 }
 
 /// The pools that serve each node, gathered on first use.
@@ -759,7 +785,6 @@ impl<'a> Search<'a> {
         } else if self.in_use(*c) {
             return Ok(false);
         }
-        // Device taints (DRADeviceTaints) are off by default in v1.35: not checked.
         // The slice (an Arc) is cloned, not the device, so the device can be read while
         // the search state changes.
         let slice = Arc::clone(&self.slices()[c.slice]);
@@ -768,6 +793,16 @@ impl<'a> Search<'a> {
             .devices
             .as_ref()
             .expect("device index from this slice")[c.device];
+        // DRADeviceTaints (off in v1.35, on in v1.36): every taint must be tolerated.
+        if self.devices.device_taints
+            && !device
+                .taints
+                .iter()
+                .flatten()
+                .all(|t| data.tolerations.iter().any(|tol| tolerates(tol, t)))
+        {
+            return Ok(false);
+        }
         let base = data.parent.clone().unwrap_or_else(|| data.name.clone());
         let sub = data.parent.as_ref().map(|_| data.name.clone());
         let constraints = std::mem::take(&mut self.constraints[ci]);

@@ -66,6 +66,8 @@ pub struct DynamicResources {
     context: OnceLock<cel_context::Shared>,
     /// The device tables and node pools of the latest catalog.
     tables: Mutex<Option<Arc<DeviceTables>>>,
+    /// DRADeviceTaints: untolerated device taints keep a device from being allocated.
+    device_taints: bool,
     /// Compiled selectors by expression.
     selectors: Mutex<HashMap<String, Result<Selector, String>>>,
 }
@@ -98,6 +100,7 @@ impl DynamicResources {
         DynamicResources {
             dra: handle.dra.clone(),
             writer: handle.writer.clone(),
+            device_taints: handle.features.dra_device_taints(),
             ..DynamicResources::default()
         }
     }
@@ -162,6 +165,7 @@ impl DynamicResources {
             values: &tables.values,
             ids: &tables.ids,
             pools: &tables.pools,
+            device_taints: self.device_taints,
         }
     }
 }

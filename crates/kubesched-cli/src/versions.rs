@@ -1,0 +1,59 @@
+//! `--kubernetes-version` and `--feature-gates`, shared by `simulate`, `capacity`,
+//! `rollout` and `bench`: which kube-scheduler version's behaviour to reproduce, and
+//! the gates changed from its defaults. Without the flag, a scenario read with
+//! `--from-cluster` follows the API server's version (the nearest older one kubesched
+//! has, when it has not that one), anything else the newest.
+
+use clap::Args;
+use kubesched_framework::{Features, KubernetesVersion};
+use kubesched_kube::server_version::ServerVersion;
+
+/// The version options.
+#[derive(Args, Debug, Clone, Default)]
+pub struct VersionArgs {
+    /// The kube-scheduler version whose decisions to reproduce: 1.35 or 1.36 (default:
+    /// the API server's with --from-cluster, else 1.36, the newest). See
+    /// docs/versions.md for what differs.
+    #[arg(long, value_name = "VERSION", value_parser = parse_version)]
+    pub kubernetes_version: Option<KubernetesVersion>,
+    /// Feature gates changed from the version's defaults, as kube-scheduler takes them:
+    /// `Name=true,Other=false`. Repeatable. docs/versions.md lists the gates kubesched
+    /// honours.
+    #[arg(long, value_name = "NAME=BOOL,...")]
+    pub feature_gates: Vec<String>,
+}
+
+fn parse_version(s: &str) -> Result<KubernetesVersion, String> {
+    s.parse()
+}
+
+impl VersionArgs {
+    /// The features to run with, and the note line saying which behaviour is used (for
+    /// the caller to print once its input has proved good, so that an error stays the
+    /// only line); `server` is the API server's version when the scenario was read from
+    /// a cluster.
+    pub fn features(&self, server: Option<&ServerVersion>) -> Result<(Features, String), String> {
+        let (version, why) = match (self.kubernetes_version, server) {
+            (Some(v), _) => (v, "--kubernetes-version".to_string()),
+            (None, Some(server)) => (server.behaviour, server.choice()),
+            (None, None) => (KubernetesVersion::LATEST, "the default".to_string()),
+        };
+        let features = self.with_version(version)?;
+        let note = format!("kubesched: note: {} ({why})", features.describe());
+        Ok((features, note))
+    }
+
+    /// `version`'s defaults with `--feature-gates` applied, without a note.
+    pub fn with_version(&self, version: KubernetesVersion) -> Result<Features, String> {
+        Features::with_gates(version, self.feature_gates.iter().map(String::as_str))
+            .map_err(|e| format!("--feature-gates: {e}"))
+    }
+}
+
+/// `--compare-versions A,B`: two versions, the first the "before".
+pub fn parse_pair(s: &str) -> Result<(KubernetesVersion, KubernetesVersion), String> {
+    let Some((a, b)) = s.split_once(',') else {
+        return Err("expected two versions separated by a comma, such as 1.35,1.36".to_string());
+    };
+    Ok((a.parse()?, b.parse()?))
+}

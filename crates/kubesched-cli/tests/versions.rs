@@ -1,0 +1,157 @@
+//! `--kubernetes-version`, `--feature-gates` and `--compare-versions` through the
+//! binary: the version picks the behaviour (and the note says which), gates change it
+//! one by one, bad values are one error line, and the comparison prints only the pods
+//! that change with the scores that moved.
+
+mod common;
+
+use common::{kubesched, stderr, stdout};
+
+fn case(path: &str) -> String {
+    format!("{}/../../conformance/{path}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn one_error(o: &std::process::Output, expected: &str) {
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(o));
+    assert_eq!(stderr(o), format!("kubesched: error: {expected}\n"));
+}
+
+#[test]
+fn the_version_picks_the_expected_lines_and_says_so() {
+    for (version, dir, release) in [
+        ("1.35", "cases-default", "v1.35.4"),
+        ("1.36", "v1.36/cases-default", "v1.36.1"),
+    ] {
+        let file = case(&format!("{dir}/random-default-3002.yaml"));
+        let o = kubesched(&[
+            "simulate",
+            &file,
+            "--format",
+            "jsonl",
+            "--kubernetes-version",
+            version,
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let expected =
+            std::fs::read_to_string(case(&format!("{dir}/random-default-3002.expected.jsonl")))
+                .unwrap();
+        let parse = |t: &str| -> Vec<serde_json::Value> {
+            t.lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect()
+        };
+        assert_eq!(parse(&stdout(&o)), parse(&expected), "{version}");
+        assert_eq!(
+            stderr(&o),
+            format!("kubesched: note: kube-scheduler {release} behaviour (--kubernetes-version)\n")
+        );
+    }
+}
+
+#[test]
+fn a_gate_changes_one_behaviour_of_the_version() {
+    // DRADeviceTaints is on in v1.36: default/p1's claim tolerates no taint, and every
+    // device is tainted. Turned off, v1.36 allocates as v1.35 does.
+    let file = case("v1.36/cases-dra/dra-device-taints.yaml");
+    let o = kubesched(&["simulate", &file, "--format", "jsonl"]);
+    let first = stdout(&o).lines().next().unwrap_or_default().to_string();
+    assert!(first.contains(r#""node":null"#), "{first}");
+    let o = kubesched(&[
+        "simulate",
+        &file,
+        "--format",
+        "jsonl",
+        "--feature-gates",
+        "DRADeviceTaints=false",
+    ]);
+    let first = stdout(&o).lines().next().unwrap_or_default().to_string();
+    assert!(first.contains(r#""node":"n1""#), "{first}");
+    assert_eq!(
+        stderr(&o),
+        "kubesched: note: kube-scheduler v1.36.1 behaviour with feature gates DRADeviceTaints=false (the default)\n"
+    );
+}
+
+#[test]
+fn bad_versions_and_gates_are_one_line_errors() {
+    let file = case("cases/all-rejected-mixed-reasons.yaml");
+    one_error(
+        &kubesched(&["simulate", &file, "--feature-gates", "DRADeviceTaint=true"]),
+        "--feature-gates: unrecognized feature gate: DRADeviceTaint; did you mean DRADeviceTaints?",
+    );
+    one_error(
+        &kubesched(&[
+            "bench",
+            &file,
+            "--feature-gates",
+            "NodeDeclaredFeatures=true",
+        ]),
+        "--feature-gates: feature gate NodeDeclaredFeatures=true: kubesched implements only NodeDeclaredFeatures=false (the NodeDeclaredFeatures filter)",
+    );
+    let o = kubesched(&["simulate", &file, "--compare-versions", "1.35"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("expected two versions separated by a comma, such as 1.35,1.36"),
+        "{}",
+        stderr(&o)
+    );
+    let o = kubesched(&["simulate", &file, "--kubernetes-version", "1.34"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("kubesched implements kube-scheduler 1.35, 1.36, not \"1.34\""),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn the_upgrade_comparison_shows_only_what_changes() {
+    let file = case("cases-default/random-default-3002.yaml");
+    let o = kubesched(&["simulate", &file, "--compare-versions", "1.35,1.36"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let mut lines = out.lines();
+    assert_eq!(
+        lines.next(),
+        Some(
+            "kube-scheduler v1.35.4 behaviour -> kube-scheduler v1.36.1 behaviour: 3 of 31 pod(s) change"
+        )
+    );
+    assert_eq!(
+        lines.next(),
+        Some("team-a/web-013: gke-prod-pool-1-2ad1000 -> gke-prod-pool-2-2ad1001")
+    );
+    assert_eq!(
+        lines.next(),
+        Some(
+            "  gke-prod-pool-1-2ad1000: total 626 -> 609; NodeResourcesBalancedAllocation 94 -> 77"
+        )
+    );
+    // Every pod named is one whose node or message differs between the expected files.
+    let before =
+        std::fs::read_to_string(case("cases-default/random-default-3002.expected.jsonl")).unwrap();
+    let after = std::fs::read_to_string(case(
+        "v1.36/cases-default/random-default-3002.expected.jsonl",
+    ))
+    .unwrap();
+    let outcome = |l: &str| {
+        let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+        let m = v.as_object_mut().unwrap();
+        m.remove("scores");
+        m.remove("rejected");
+        v
+    };
+    let changed: Vec<String> = before
+        .lines()
+        .zip(after.lines())
+        .filter(|(b, a)| outcome(b) != outcome(a))
+        .map(|(b, _)| outcome(b)["pod"].as_str().unwrap().to_string())
+        .collect();
+    let named: Vec<String> = out
+        .lines()
+        .filter(|l| !l.starts_with(' ') && l.contains(": "))
+        .skip(1)
+        .map(|l| l.split(':').next().unwrap().to_string())
+        .collect();
+    assert_eq!(named, changed);
+}
