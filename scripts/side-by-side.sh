@@ -4,7 +4,9 @@
 # (kube-scheduler) and my-scheduler (kubesched); both schedulers started together with
 # the same clientConnection.qps/burst, once at qps 50 (burst 100) and once at qps 5000
 # (burst 5000). Prints pods/s of each (from the first to the last Scheduled event each
-# wrote: eventTime is taken when the binding is done) and the ratio.
+# wrote: eventTime is taken when the binding is done), the time from the start of both
+# to the last binding of each, and the ratios. The figures vary from run to run by
+# tens of per cent on a loaded machine: run it a few times.
 #
 # usage: scripts/side-by-side.sh [STATE_DIR]     (needs the release build of kubesched:
 #        cargo build --release -p kubesched-cli; KUBESCHED_REALCLUSTER overrides the
@@ -50,18 +52,21 @@ PY
 }
 pods_file "$state/pods.json"
 
-rate() { # SCHEDULER -> "pods pods/s" from the Scheduled events it wrote
+rate() { # SCHEDULER START -> "pods pods/s seconds": from the Scheduled events it wrote,
+  # pods/s between its first and last, and seconds from START (both schedulers started)
+  # to its last
   kubectl get events.events.k8s.io -n default -o json | python3 -c '
 import json, sys, datetime
-sched = sys.argv[1]
+sched, start = sys.argv[1], float(sys.argv[2])
 t = []
 for e in json.load(sys.stdin)["items"]:
     if e.get("reason") == "Scheduled" and e.get("reportingController") == sched:
         t.append(datetime.datetime.fromisoformat(e["eventTime"].replace("Z", "+00:00")).timestamp())
 t.sort()
 n = len(t)
-print(n, f"{(n - 1) / (t[-1] - t[0]):.1f}" if n > 1 and t[-1] > t[0] else "0")
-' "$1"
+rate = f"{(n - 1) / (t[-1] - t[0]):.1f}" if n > 1 and t[-1] > t[0] else "0"
+print(n, rate, f"{t[-1] - start:.2f}" if t else "0")
+' "$1" "$2"
 }
 
 for qps in 50 5000; do
@@ -83,6 +88,7 @@ leaderElection: {leaderElect: false}
 profiles:
 - schedulerName: my-scheduler
 YAML
+  start=$(date +%s.%N)
   "$state/bin/kube-scheduler" --config="$state/kube-scheduler-$qps.yaml" \
     --authentication-kubeconfig="$KUBECONFIG" --authorization-kubeconfig="$KUBECONFIG" \
     --secure-port=0 >"$state/logs/kube-scheduler-$qps.log" 2>&1 &
@@ -96,8 +102,10 @@ YAML
   done
   sleep 3 # the last events
   kill $ks $km 2>/dev/null || true; wait $ks $km 2>/dev/null || true
-  read -r kn kr < <(rate default-scheduler)
-  read -r mn mr < <(rate my-scheduler)
-  ratio=$(python3 -c "import sys; k, m = float(sys.argv[1]), float(sys.argv[2]); print(f'{m / k:.2f}' if k else 'n/a')" "$kr" "$mr")
-  echo "qps $qps burst $burst: kube-scheduler $kr pods/s ($kn pods), kubesched $mr pods/s ($mn pods), kubesched/kube-scheduler $ratio"
+  read -r kn kr kt < <(rate default-scheduler "$start")
+  read -r mn mr mt < <(rate my-scheduler "$start")
+  ratio() { python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(f'{a / b:.2f}' if b else 'n/a')" "$1" "$2"; }
+  echo "qps $qps burst $burst: kube-scheduler $kr pods/s ($kn pods, last bound ${kt}s after the start)," \
+    "kubesched $mr pods/s ($mn pods, last bound ${mt}s after the start)," \
+    "kubesched/kube-scheduler $(ratio "$mr" "$kr") (pods/s), $(ratio "$kt" "$mt") (time to bind all)"
 done
