@@ -12,7 +12,8 @@ use kubesched::framework::{
     ActionType, ClusterEvent, Code, CycleState, EventResource, FilterPlugin, NodeInfo, Plugin,
     PluginError, PodInfo, Registry, ScorePlugin, Status,
 };
-use kubesched::sim::{PodOutcome, PodResult, SimulationOptions, output, scenario, simulate_with};
+use kubesched::sim::scenario::Scenario;
+use kubesched::sim::{PodOutcome, PodResult, SimulationOptions, output, simulate_with};
 use serde::Deserialize;
 
 /// Rejects nodes under maintenance, and prefers SSD nodes.
@@ -141,11 +142,8 @@ spec:
 
 /// Schedules the scenario's pods with both profiles.
 pub fn run() -> anyhow::Result<Vec<PodResult>> {
-    let source = scenario::Source {
-        name: "custom_plugin example".into(),
-        text: SCENARIO.into(),
-    };
-    let scenario = scenario::load(&[source])?;
+    // From files: `Scenario::from_files(["cluster.yaml"])?`.
+    let scenario = Scenario::from_text("custom_plugin example", SCENARIO)?;
     let sim = simulate_with(&scenario, &SimulationOptions::default(), &registry())?;
     Ok(sim.results)
 }

@@ -284,7 +284,9 @@ default/near-db  default-scheduler  n1       the only feasible node
             "Pod default/huge (scheduler default-scheduler)
   pending: {HUGE}
   n1    rejected by NodeResourcesFit: Insufficient cpu
+          Insufficient cpu: the pod requests 8; 3 of the node's 4 allocatable is requested, 1 free (more than the whole node has: preemption cannot help)
   n2    rejected by NodeResourcesFit: Insufficient cpu
+          Insufficient cpu: the pod requests 8; 1500m of the node's 2 allocatable is requested, 500m free (more than the whole node has: preemption cannot help)
 "
         )
     );

@@ -46,7 +46,12 @@ pub enum FrameworkError {
         hint: String,
     },
     /// A plugin is enabled at a point it does not implement.
-    #[error("profile {profile:?}: plugin {plugin:?} does not extend {point} plugin")]
+    #[error(
+        "profile {profile:?}: plugins.{}.enabled: plugin {plugin:?} is not a {} plugin (its Plugin::{} returns None)",
+        point_field(point),
+        point.trim_end_matches("Plugin"),
+        point_method(point)
+    )]
     NotImplemented {
         /// The profile's scheduler name.
         profile: String,
@@ -1377,6 +1382,28 @@ fn rejection_or_error(status: Status, context: impl FnOnce() -> String) -> Statu
 }
 
 /// ", did you mean X?" for the registered name closest to `name`, if one is close.
+/// The configuration field of an extension point: `PreFilterPlugin` is `preFilter`.
+fn point_field(point: &str) -> String {
+    let bare = point.trim_end_matches("Plugin");
+    let mut chars = bare.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_lowercase().chain(chars).collect()
+    })
+}
+
+/// The [`Plugin`] method that wires an extension point: `PreFilterPlugin` is
+/// `as_pre_filter`.
+fn point_method(point: &str) -> String {
+    let mut out = String::from("as");
+    for c in point.trim_end_matches("Plugin").chars() {
+        if c.is_uppercase() {
+            out.push('_');
+        }
+        out.extend(c.to_lowercase());
+    }
+    out
+}
+
 fn closest_name(registry: &Registry, name: &str) -> String {
     registry
         .names()

@@ -101,6 +101,51 @@ impl PodInfo {
         self.pod.metadata.name.as_deref().unwrap_or("")
     }
 
+    /// The value of the pod's label `key` (`metadata.labels`), if it has that label.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use kubesched_framework::PodInfo;
+    /// let pod = serde_json::from_value(serde_json::json!({
+    ///     "metadata": {"name": "web", "labels": {"app": "web"}},
+    ///     "spec": {"containers": []}
+    /// })).unwrap();
+    /// let pod = PodInfo::new(Arc::new(pod)).unwrap();
+    /// assert_eq!(pod.label("app"), Some("web"));
+    /// assert_eq!(pod.label("tier"), None);
+    /// ```
+    pub fn label(&self, key: &str) -> Option<&str> {
+        self.pod
+            .metadata
+            .labels
+            .as_ref()?
+            .get(key)
+            .map(String::as_str)
+    }
+
+    /// The value of the pod's annotation `key` (`metadata.annotations`), if it has that
+    /// annotation: how a plugin reads per-pod settings that are not labels.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use kubesched_framework::PodInfo;
+    /// let pod = serde_json::from_value(serde_json::json!({
+    ///     "metadata": {"name": "web", "annotations": {"example.com/disk": "ssd"}},
+    ///     "spec": {"containers": []}
+    /// })).unwrap();
+    /// let pod = PodInfo::new(Arc::new(pod)).unwrap();
+    /// assert_eq!(pod.annotation("example.com/disk"), Some("ssd"));
+    /// assert_eq!(pod.annotation("example.com/other"), None);
+    /// ```
+    pub fn annotation(&self, key: &str) -> Option<&str> {
+        self.pod
+            .metadata
+            .annotations
+            .as_ref()?
+            .get(key)
+            .map(String::as_str)
+    }
+
     /// The pod's UID, or its key when it has none (scenario files rarely carry UIDs).
     pub fn uid(&self) -> &str {
         self.pod.metadata.uid.as_deref().unwrap_or(&self.key)
@@ -194,4 +239,33 @@ fn host_ports(pod: &Pod) -> Vec<HostPort> {
             (port > 0).then(|| HostPort::new(p.host_ip.as_deref(), p.protocol.as_deref(), port))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(metadata: serde_json::Value) -> PodInfo {
+        let pod: Pod = serde_json::from_value(
+            serde_json::json!({"metadata": metadata, "spec": {"containers": []}}),
+        )
+        .unwrap();
+        PodInfo::new(Arc::new(pod)).unwrap()
+    }
+
+    #[test]
+    fn labels_and_annotations_are_read_by_key_and_kept_apart() {
+        let p = pod(serde_json::json!({
+            "name": "p",
+            "labels": {"app": "web", "empty": ""},
+            "annotations": {"app": "from-annotation"}
+        }));
+        assert_eq!(p.label("app"), Some("web"));
+        assert_eq!(p.label("empty"), Some(""));
+        assert_eq!(p.annotation("app"), Some("from-annotation"));
+        assert_eq!(p.annotation("empty"), None);
+        let bare = pod(serde_json::json!({"name": "bare"}));
+        assert_eq!(bare.label("app"), None);
+        assert_eq!(bare.annotation("app"), None);
+    }
 }

@@ -81,6 +81,20 @@ impl LabelRequirement {
         }
     }
 
+    /// For `--explain`: the requirement and what the node has, e.g. "zone In (a, b):
+    /// the node has zone=c".
+    fn explain(&self, node: &NodeInfo) -> String {
+        let (key, wanted) = match self {
+            LabelRequirement::In(k, vs) => (k, format!("{k} In ({})", vs.join(", "))),
+            LabelRequirement::NotIn(k, vs) => (k, format!("{k} NotIn ({})", vs.join(", "))),
+            LabelRequirement::Exists(k) => (k, format!("{k} Exists")),
+            LabelRequirement::DoesNotExist(k) => (k, format!("{k} DoesNotExist")),
+            LabelRequirement::Gt(k, n) => (k, format!("{k} Gt {n}")),
+            LabelRequirement::Lt(k, n) => (k, format!("{k} Lt {n}")),
+        };
+        format!("{wanted}: {}", node_has(node, key))
+    }
+
     /// Parses one requirement as apimachinery's `labels.NewRequirement` does; `None` on a
     /// parse error.
     fn parse(key: &str, operator: &str, values: &[String]) -> Option<LabelRequirement> {
@@ -127,6 +141,15 @@ impl FieldRequirement {
             }),
             _ => None,
         }
+    }
+
+    /// For `--explain`: the requirement and the node's name.
+    fn explain(&self, node_name: &str) -> String {
+        let op = if self.equal { "In" } else { "NotIn" };
+        format!(
+            "{} {op} ({}): the node is {node_name}",
+            self.field, self.value
+        )
     }
 
     fn matches(&self, node_name: &str) -> bool {
@@ -223,6 +246,38 @@ impl Term {
     }
 }
 
+/// "the node has KEY=VALUE" or "the node has no label KEY".
+fn node_has(node: &NodeInfo, key: &str) -> String {
+    match node.label(key) {
+        Some(v) => format!("the node has {key}={v}"),
+        None => format!("the node has no label {key}"),
+    }
+}
+
+impl Term {
+    /// For `--explain`: the first requirement of the term the node fails.
+    fn explain(&self, node: &NodeInfo) -> String {
+        if self.invalid {
+            return "a requirement does not parse, so the term matches no node".into();
+        }
+        let label = self
+            .labels
+            .iter()
+            .flatten()
+            .find(|r| !r.matches(node))
+            .map(|r| r.explain(node));
+        let field = self
+            .fields
+            .iter()
+            .flatten()
+            .find(|r| !r.matches(node.name()))
+            .map(|r| r.explain(node.name()));
+        label
+            .or(field)
+            .unwrap_or_else(|| "matches this node".into())
+    }
+}
+
 fn raw_api(
     reqs: Option<&[core::NodeSelectorRequirement]>,
 ) -> impl ExactSizeIterator<Item = RawRequirement<'_>> {
@@ -282,6 +337,22 @@ impl NodeSelector {
     /// `true` when some term matches the node.
     pub fn matches(&self, node: &NodeInfo) -> bool {
         self.terms.iter().any(|t| t.matches(node))
+    }
+
+    /// For `--explain`, when the selector does not match the node: one line per term
+    /// naming the requirement the node fails (`what` says whose selector it is).
+    pub fn explain(&self, what: &str, node: &NodeInfo) -> Vec<String> {
+        match self.terms.as_slice() {
+            [] => vec![format!(
+                "{what} has no non-empty term, so it matches no node"
+            )],
+            [term] => vec![format!("{what}: {}", term.explain(node))],
+            terms => terms
+                .iter()
+                .enumerate()
+                .map(|(i, t)| format!("{what}, term {i}: {}", t.explain(node)))
+                .collect(),
+        }
     }
 
     /// `Some((key, values))` when the selector, read as [`NodeSelector::matches_labels`]
@@ -402,6 +473,25 @@ impl RequiredNodeAffinity {
             return false;
         }
         self.affinity.as_ref().is_none_or(|a| a.matches(node))
+    }
+
+    /// For `--explain`, when [`RequiredNodeAffinity::matches`] is `false`: each
+    /// `nodeSelector` entry the node lacks, or each required term and the requirement
+    /// the node fails.
+    pub fn explain(&self, node: &NodeInfo) -> Vec<String> {
+        let selector: Vec<String> = self
+            .node_selector
+            .iter()
+            .filter(|(k, v)| node.label(k) != Some(v.as_str()))
+            .map(|(k, v)| format!("nodeSelector {k}={v}: {}", node_has(node, k)))
+            .collect();
+        if !selector.is_empty() {
+            return selector;
+        }
+        match &self.affinity {
+            Some(a) => a.explain("required node affinity", node),
+            None => Vec::new(),
+        }
     }
 }
 
@@ -561,17 +651,31 @@ impl FilterPlugin for NodeAffinity {
             .as_ref()
             .is_some_and(|s| !s.matches(node))
         {
-            return Status::new(Code::UnschedulableAndUnresolvable, ERR_REASON_ENFORCED);
+            let status = Status::new(Code::UnschedulableAndUnresolvable, ERR_REASON_ENFORCED);
+            return match &self.added_node_selector {
+                Some(added) if state.explain() => {
+                    status.with_notes(added.explain("the profile's addedAffinity", node))
+                }
+                _ => status,
+            };
         }
-        let matches = match state.read::<PreFilterState>() {
-            Some(s) => s.0.matches(node),
+        let parsed;
+        let required = match state.read::<PreFilterState>() {
+            Some(s) => &*s.0,
             // PreFilter disabled: parse here.
-            None => RequiredNodeAffinity::from_pod(pod).matches(node),
+            None => {
+                parsed = RequiredNodeAffinity::from_pod(pod);
+                &parsed
+            }
         };
-        if matches {
-            Status::success()
+        if required.matches(node) {
+            return Status::success();
+        }
+        let status = Status::new(Code::UnschedulableAndUnresolvable, ERR_REASON_POD);
+        if state.explain() {
+            status.with_notes(required.explain(node))
         } else {
-            Status::new(Code::UnschedulableAndUnresolvable, ERR_REASON_POD)
+            status
         }
     }
 }

@@ -10,8 +10,8 @@
 use std::sync::Arc;
 
 use kubesched_framework::{
-    Code, CycleState, FilterPlugin, NodeInfo, Plugin, PodInfo, PreFilterPlugin, PreFilterResult,
-    Snapshot, Status,
+    Code, CycleState, FilterPlugin, HostPortInfo, NodeInfo, Plugin, PodInfo, PreFilterPlugin,
+    PreFilterResult, Snapshot, Status,
 };
 
 /// The plugin's name.
@@ -61,13 +61,47 @@ impl PreFilterPlugin for NodePorts {
 }
 
 impl FilterPlugin for NodePorts {
-    fn filter(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+    fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
         if fits(pod, node) {
-            Status::success()
-        } else {
-            Status::new(Code::Unschedulable, ERR_REASON)
+            return Status::success();
         }
+        let status = Status::new(Code::Unschedulable, ERR_REASON);
+        if !state.explain() {
+            return status;
+        }
+        status.with_notes(conflicts(pod, node))
     }
+}
+
+/// For `--explain`: each of the pod's host ports in use on the node, with the pods
+/// there that hold it.
+fn conflicts(pod: &PodInfo, node: &NodeInfo) -> Vec<String> {
+    let used = node.used_ports();
+    pod.host_ports()
+        .iter()
+        .filter(|p| used.conflicts(p))
+        .map(|p| {
+            let holders: Vec<&str> = node
+                .pods()
+                .iter()
+                .filter(|other| {
+                    let mut theirs = HostPortInfo::default();
+                    other.host_ports().iter().for_each(|q| theirs.add(q));
+                    theirs.conflicts(p)
+                })
+                .map(|other| other.key())
+                .collect();
+            let by = if holders.is_empty() {
+                String::new()
+            } else {
+                format!(" by pod {}", holders.join(", "))
+            };
+            format!(
+                "host port {}/{} on {} is in use on this node{by}",
+                p.protocol, p.port, p.ip
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]

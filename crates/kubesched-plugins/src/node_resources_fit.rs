@@ -45,6 +45,54 @@ pub struct InsufficientResource {
     pub unresolvable: bool,
 }
 
+impl InsufficientResource {
+    /// For `--explain`: the reason with the pod's request, what the node's pods already
+    /// request, and the node's allocatable ("Insufficient cpu: the pod requests 1500m;
+    /// 3200m of the node's 4 allocatable is requested, 800m free").
+    pub fn explain(&self) -> String {
+        let show = |v: i64| show_amount(&self.resource_name, v);
+        if self.resource_name == "pods" {
+            return format!(
+                "{}: {} pod(s) on the node, which allows {}",
+                self.reason, self.used, self.capacity
+            );
+        }
+        let free = self.capacity.saturating_sub(self.used).max(0);
+        let mut line = format!(
+            "{}: the pod requests {}; {} of the node's {} allocatable is requested, {} free",
+            self.reason,
+            show(self.requested),
+            show(self.used),
+            show(self.capacity),
+            show(free)
+        );
+        if self.unresolvable {
+            line.push_str(" (more than the whole node has: preemption cannot help)");
+        }
+        line
+    }
+}
+
+/// An amount of `resource` as a quantity people read: cpu in cores or millicores,
+/// byte resources with the largest binary suffix that divides them exactly, anything
+/// else as a count.
+fn show_amount(resource: &str, v: i64) -> String {
+    if resource == "cpu" {
+        return kubesched_framework::quantity::Quantity::from_milli(i128::from(v)).to_string();
+    }
+    let bytes = resource == "memory"
+        || resource == "ephemeral-storage"
+        || resource.starts_with("hugepages-");
+    if bytes && v != 0 {
+        for (suffix, shift) in [("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10)] {
+            if v % (1i64 << shift) == 0 {
+                return format!("{}{suffix}", v >> shift);
+            }
+        }
+    }
+    v.to_string()
+}
+
 #[derive(Clone, Debug)]
 enum Strategy {
     LeastAllocated,
@@ -340,7 +388,7 @@ impl Plugin for NodeResourcesFit {
 }
 
 impl FilterPlugin for NodeResourcesFit {
-    fn filter(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+    fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
         if Self::surely_fits(pod, node) {
             return Status::success();
         }
@@ -353,7 +401,12 @@ impl FilterPlugin for NodeResourcesFit {
         } else {
             Code::Unschedulable
         };
-        Status::with_reasons(code, short.into_iter().map(|r| r.reason))
+        let notes: Vec<String> = if state.explain() {
+            short.iter().map(InsufficientResource::explain).collect()
+        } else {
+            Vec::new()
+        };
+        Status::with_reasons(code, short.into_iter().map(|r| r.reason)).with_notes(notes)
     }
 
     fn filter_nodes(

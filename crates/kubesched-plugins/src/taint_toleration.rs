@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Toleration;
+use k8s_openapi::api::core::v1::{Taint, Toleration};
 use kubesched_framework::{
     Code, CycleState, FilterPlugin, NodeInfo, NodeScore, Plugin, PodInfo, PreScorePlugin,
     ScoreExtensions, ScorePlugin, Snapshot, Status, filter_where,
@@ -45,14 +45,23 @@ impl Plugin for TaintToleration {
 }
 
 impl FilterPlugin for TaintToleration {
-    fn filter(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+    fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
         let tolerations = pod.spec().tolerations.as_deref().unwrap_or(&[]);
         let untolerated = find_untolerated_taint(node.taints(), tolerations, |t| {
             t.effect == "NoSchedule" || t.effect == "NoExecute"
         });
         match untolerated {
             None => Status::success(),
-            Some(_) => Status::new(Code::UnschedulableAndUnresolvable, ERR_REASON_NOT_MATCH),
+            Some(taint) => {
+                let status = Status::new(Code::UnschedulableAndUnresolvable, ERR_REASON_NOT_MATCH);
+                if !state.explain() {
+                    return status;
+                }
+                status.with_notes([format!(
+                    "taint {} is not tolerated by the pod",
+                    taint_string(taint)
+                )])
+            }
         }
     }
 
@@ -66,6 +75,14 @@ impl FilterPlugin for TaintToleration {
         filter_where(self, state, pod, nodes, rejected, |node| {
             !node.taints().is_empty()
         });
+    }
+}
+
+/// A taint as kubectl writes it: `key=value:effect`, or `key:effect` without a value.
+pub fn taint_string(taint: &Taint) -> String {
+    match taint.value.as_deref().filter(|v| !v.is_empty()) {
+        Some(value) => format!("{}={value}:{}", taint.key, taint.effect),
+        None => format!("{}:{}", taint.key, taint.effect),
     }
 }
 
@@ -142,5 +159,23 @@ impl ScoreExtensions for TaintToleration {
     fn normalize_score(&self, _: &CycleState, _: &PodInfo, scores: &mut [NodeScore]) -> Status {
         normalize_to_max(true, scores);
         Status::success()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_taint_reads_as_kubectl_writes_it() {
+        let taint = |value: Option<&str>| Taint {
+            key: "gpu".into(),
+            value: value.map(String::from),
+            effect: "NoSchedule".into(),
+            time_added: None,
+        };
+        assert_eq!(taint_string(&taint(Some("true"))), "gpu=true:NoSchedule");
+        assert_eq!(taint_string(&taint(None)), "gpu:NoSchedule");
+        assert_eq!(taint_string(&taint(Some(""))), "gpu:NoSchedule");
     }
 }

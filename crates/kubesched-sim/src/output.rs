@@ -452,6 +452,38 @@ pub fn explain(results: &[PodResult], pod: &str) -> Option<String> {
                 let _ = writeln!(out, "  {:width$}    {note}", "");
             }
         }
+        if let Some(line) = tie_line(r) {
+            let _ = writeln!(out, "  {line}");
+        }
     }
     Some(out)
+}
+
+/// For `--explain`: when other nodes share the chosen node's total, says so and how
+/// the tie was broken (kube-scheduler picks among equal totals at random; kubesched
+/// takes the first in node order, FORMAT.md rule 6 in the conformance suite).
+fn tie_line(r: &PodResult) -> Option<String> {
+    let PodOutcome::Scheduled(chosen) = &r.outcome else {
+        return None;
+    };
+    let best = r.scores.get(chosen)?.total;
+    let tied: Vec<&str> = r
+        .node_order
+        .iter()
+        .filter(|n| r.scores.get(*n).is_some_and(|s| s.total == best))
+        .map(String::as_str)
+        .collect();
+    if tied.len() < 2 {
+        return None;
+    }
+    let how = if tied[0] == chosen {
+        format!("{chosen} won as the first of them in node order")
+    } else {
+        format!("{chosen} was picked among them")
+    };
+    Some(format!(
+        "tie: {} nodes share the best total {best} ({}); {how} (kube-scheduler picks one of them at random)",
+        tied.len(),
+        tied.join(", ")
+    ))
 }

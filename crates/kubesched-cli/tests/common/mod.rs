@@ -1,5 +1,5 @@
 //! What the `kubesched` command tests share: running the binary (with or without
-//! standard input), reading its output, and the path of a file in `tests/data`.
+//! standard input, or from a directory of its own), reading its output, and the path of a file in `tests/data`.
 
 // Each test binary uses only some of these.
 #![allow(dead_code)]
@@ -10,10 +10,15 @@ use std::process::{Command, Output, Stdio};
 
 /// Runs `kubesched` with `args`.
 pub fn kubesched(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kubesched"))
-        .args(args)
-        .output()
-        .expect("run kubesched")
+    command(args).output().expect("run kubesched")
+}
+
+/// The `kubesched` command with `args`, not yet run (to set its directory or
+/// environment).
+pub fn command(args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_kubesched"));
+    c.args(args);
+    c
 }
 
 /// Runs `kubesched` with `args`, writing `input` to its standard input.

@@ -6,6 +6,14 @@ use kubesched_config::echo;
 /// the file (with the document number when the object has no name to identify it).
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
+    /// The file could not be read ([`Scenario::from_files`](super::Scenario::from_files)).
+    #[error("{file}: cannot read: {message}")]
+    Read {
+        /// The file name, as given.
+        file: String,
+        /// The operating system's message.
+        message: String,
+    },
     /// The text is not valid YAML (or JSON); `line` and `column` count from 1.
     #[error("{file}:{line}:{column}: {message}")]
     Syntax {

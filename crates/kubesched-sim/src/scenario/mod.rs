@@ -61,6 +61,7 @@ mod validate;
 mod tests;
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -112,6 +113,48 @@ pub struct Scenario {
     pub dra: DraObjects,
     /// Non-fatal notes for stderr, each naming the file, the object and the field.
     pub warnings: Vec<String>,
+}
+
+impl Scenario {
+    /// Reads the files at `paths`, in the order given, into one scenario: [`load`] for
+    /// library users who have paths rather than texts. Each file is named in messages
+    /// as the path is written (`"-"` is not standard input here), and a file that
+    /// cannot be read is a one-line [`ScenarioError::Read`]:
+    /// `cluster.yaml: cannot read: No such file or directory (os error 2)`.
+    ///
+    /// ```no_run
+    /// use kubesched_sim::scenario::Scenario;
+    /// let scenario = Scenario::from_files(["nodes.yaml", "pods.yaml"])?;
+    /// println!("{} node(s), {} pod(s)", scenario.nodes.len(), scenario.pods.len());
+    /// # Ok::<(), kubesched_sim::scenario::ScenarioError>(())
+    /// ```
+    pub fn from_files<P: AsRef<Path>>(
+        paths: impl IntoIterator<Item = P>,
+    ) -> Result<Scenario, ScenarioError> {
+        let sources = paths
+            .into_iter()
+            .map(|p| {
+                let path = p.as_ref();
+                let name = path.display().to_string();
+                match std::fs::read_to_string(path) {
+                    Ok(text) => Ok(Source { name, text }),
+                    Err(e) => Err(ScenarioError::Read {
+                        file: name,
+                        message: e.to_string(),
+                    }),
+                }
+            })
+            .collect::<Result<Vec<Source>, ScenarioError>>()?;
+        load(&sources)
+    }
+
+    /// Reads one scenario `text` named `name` in messages: [`load`] for a single text.
+    pub fn from_text(name: &str, text: &str) -> Result<Scenario, ScenarioError> {
+        load(&[Source {
+            name: name.to_string(),
+            text: text.to_string(),
+        }])
+    }
 }
 
 /// The raw `KubeSchedulerConfiguration` document, for the config crate to decode.
