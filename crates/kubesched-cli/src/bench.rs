@@ -13,7 +13,7 @@ pub enum Mode {
     /// As kube-scheduler: percentageOfNodesToScore (or its adaptive formula),
     /// round-robin start node, random choice among the best.
     Upstream,
-    /// FORMAT.md's rules: every node filtered and scored, first best in node order; the
+    /// The rules of conformance/FORMAT.md: every node filtered and scored, first best in node order; the
     /// same decisions as `kubesched simulate`.
     Exact,
 }

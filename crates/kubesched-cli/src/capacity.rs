@@ -25,7 +25,7 @@ pub struct CapacityArgs {
     /// pods); give a larger N to go further.
     #[arg(long, default_value_t = 0)]
     pub max_limit: usize,
-    /// `text` for people, `json` for scripts.
+    /// `table` for people, `jsonl` for scripts (one JSON object).
     #[arg(long, value_enum, default_value_t = crate::Format::Table)]
     pub format: crate::Format,
     #[command(flatten)]
