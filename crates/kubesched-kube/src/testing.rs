@@ -22,6 +22,18 @@
 //! # }
 //! ```
 
+/// One list-or-watch handler per resource (also used by the storage module).
+macro_rules! list_handlers {
+    ($($f:ident => $r:literal),*) => {$(
+        async fn $f(
+            State(fake): State<Arc<Fake>>,
+            Query(q): Query<HashMap<String, String>>,
+        ) -> Response {
+            list_or_watch(fake, $r, q).await
+        }
+    )*};
+}
+
 mod storage;
 
 use std::collections::{BTreeMap, HashMap};
@@ -630,32 +642,9 @@ async fn list_or_watch(
         .unwrap_or_default()
 }
 
-async fn list_pods(
-    State(fake): State<Arc<Fake>>,
-    Query(q): Query<HashMap<String, String>>,
-) -> Response {
-    list_or_watch(fake, "pods", q).await
-}
-
-async fn list_nodes(
-    State(fake): State<Arc<Fake>>,
-    Query(q): Query<HashMap<String, String>>,
-) -> Response {
-    list_or_watch(fake, "nodes", q).await
-}
-
-macro_rules! list_handlers {
-    ($($f:ident => $r:literal),*) => {$(
-        async fn $f(
-            State(fake): State<Arc<Fake>>,
-            Query(q): Query<HashMap<String, String>>,
-        ) -> Response {
-            list_or_watch(fake, $r, q).await
-        }
-    )*};
-}
-
 list_handlers!(
+    list_pods => "pods",
+    list_nodes => "nodes",
     list_services => "services",
     list_replicationcontrollers => "replicationcontrollers",
     list_namespaces => "namespaces",

@@ -20,17 +20,6 @@ use serde_json::{Value, json};
 
 use super::{Fake, FakeApiServer, key, list_or_watch, status};
 
-macro_rules! list_handlers {
-    ($($f:ident => $r:literal),*) => {$(
-        async fn $f(
-            State(fake): State<Arc<Fake>>,
-            Query(q): Query<HashMap<String, String>>,
-        ) -> Response {
-            list_or_watch(fake, $r, q).await
-        }
-    )*};
-}
-
 list_handlers!(
     list_pvs => "persistentvolumes",
     list_pvcs => "persistentvolumeclaims",
