@@ -5,7 +5,10 @@
 # the same clientConnection.qps/burst, once at qps 50 (burst 100) and once at qps 5000
 # (burst 5000). Prints pods/s of each (from the first to the last Scheduled event each
 # wrote: eventTime is taken when the binding is done), the time from the start of both
-# to the last binding of each, and the ratios. The figures vary from run to run by
+# to the last binding of each, and the ratios. Then, at qps 5000, each alone with 1,000
+# pods of its own: pods/s, and the CPU time per pod of the scheduler and of the API
+# server with etcd, which shows what holds the side-by-side figures on a small machine
+# (all four processes share its cores). The figures vary from run to run by
 # tens of per cent on a loaded machine: run it a few times.
 #
 # usage: scripts/side-by-side.sh [STATE_DIR]     (needs the release build of kubesched:
@@ -37,25 +40,25 @@ json.dump({"apiVersion": "v1", "kind": "List", "items": items}, open(sys.argv[1]
 PY
 kubectl create --validate=false -f "$state/nodes.json" >/dev/null
 
-pods_file() {
-  python3 - "$1" <<'PY'
+pods_file() { # FILE MODE: MODE is both (alternating), default-scheduler or my-scheduler
+  python3 - "$1" "$2" <<'PY'
 import json, sys
-items = []
+items = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "NAMESPACE"}}]
 for i in range(1000):
-    sched = "default-scheduler" if i % 2 == 0 else "my-scheduler"
+    sched = sys.argv[2] if sys.argv[2] != "both" else ("default-scheduler" if i % 2 == 0 else "my-scheduler")
     items.append({"apiVersion": "v1", "kind": "Pod",
-                  "metadata": {"name": f"pod-{i}", "namespace": "default"},
+                  "metadata": {"name": f"pod-{i}", "namespace": "NAMESPACE"},
                   "spec": {"schedulerName": sched, "containers": [{"name": "c", "image": "registry.k8s.io/pause:2.0",
                            "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]}})
 json.dump({"apiVersion": "v1", "kind": "List", "items": items}, open(sys.argv[1], "w"))
 PY
 }
-pods_file "$state/pods.json"
+for mode in both default-scheduler my-scheduler; do pods_file "$state/pods-$mode.json" "$mode"; done
 
 rate() { # SCHEDULER START -> "pods pods/s seconds": from the Scheduled events it wrote,
   # pods/s between its first and last, and seconds from START (both schedulers started)
   # to its last
-  kubectl get events.events.k8s.io -n default -o json | python3 -c '
+  kubectl get events.events.k8s.io -n "$ns" -o json | python3 -c '
 import json, sys, datetime
 sched, start = sys.argv[1], float(sys.argv[2])
 t = []
@@ -69,11 +72,21 @@ print(n, rate, f"{t[-1] - start:.2f}" if t else "0")
 ' "$1" "$2"
 }
 
-for qps in 50 5000; do
+cpu() { awk '{print ($14 + $15) / 100}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+api_pid=$(pgrep -f "kube-apiserver.*$state" | head -1)
+etcd_pid=$(pgrep -f "etcd.*$state" | head -1)
+ratio() { python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(f'{a / b:.2f}' if b else 'n/a')" "$1" "$2"; }
+
+# One round: RUN MODE QPS -> runs the schedulers MODE names on the pods of MODE until all
+# 1,000 are bound; leaves the start time in $start and CPU seconds in $cpu_*.
+round() {
+  local mode=$1 qps=$2 burst
   burst=$([ "$qps" = 50 ] && echo 100 || echo 5000)
-  kubectl delete pods --all -n default --grace-period=0 --force >/dev/null 2>&1 || true
-  kubectl delete events.events.k8s.io --all -n default >/dev/null 2>&1 || true
-  kubectl create --validate=false -f "$state/pods.json" >/dev/null
+  # Each round in a namespace of its own (deleting 1,000 pods one by one takes minutes);
+  # the pods of earlier rounds stay bound, the same for both schedulers.
+  rounds=$((${rounds:-0} + 1))
+  ns=round-$rounds
+  sed "s/NAMESPACE/$ns/g" "$state/pods-$mode.json" | kubectl create --validate=false -f - >/dev/null
   cat > "$state/kube-scheduler-$qps.yaml" <<YAML
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
@@ -88,24 +101,48 @@ leaderElection: {leaderElect: false}
 profiles:
 - schedulerName: my-scheduler
 YAML
+  local server0 pids="" ks="" km=""
+  server0=$(python3 -c "print($(cpu "$api_pid") + $(cpu "$etcd_pid"))")
   start=$(date +%s.%N)
-  "$state/bin/kube-scheduler" --config="$state/kube-scheduler-$qps.yaml" \
-    --authentication-kubeconfig="$KUBECONFIG" --authorization-kubeconfig="$KUBECONFIG" \
-    --secure-port=0 >"$state/logs/kube-scheduler-$qps.log" 2>&1 &
-  ks=$!; echo $ks >> "$state/pids"
-  "$kubesched" run --config "$state/kubesched-$qps.yaml" --secure-port 0 >"$state/logs/kubesched-$qps.log" 2>&1 &
-  km=$!; echo $km >> "$state/pids"
+  if [ "$mode" != my-scheduler ]; then
+    "$state/bin/kube-scheduler" --config="$state/kube-scheduler-$qps.yaml" \
+      --authentication-kubeconfig="$KUBECONFIG" --authorization-kubeconfig="$KUBECONFIG" \
+      --secure-port=0 >"$state/logs/kube-scheduler-$mode-$qps.log" 2>&1 &
+    ks=$!; echo $ks >> "$state/pids"; pids="$pids $ks"
+  fi
+  if [ "$mode" != default-scheduler ]; then
+    "$kubesched" run --config "$state/kubesched-$qps.yaml" --secure-port 0 >"$state/logs/kubesched-$mode-$qps.log" 2>&1 &
+    km=$!; echo $km >> "$state/pids"; pids="$pids $km"
+  fi
   for _ in $(seq 1 600); do
-    bound=$(kubectl get pods -n default -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -c . || true)
+    bound=$(kubectl get pods -n "$ns" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -c . || true)
     [ "$bound" -ge 1000 ] && break
     sleep 1
   done
   sleep 3 # the last events
-  kill $ks $km 2>/dev/null || true; wait $ks $km 2>/dev/null || true
+  cpu_ks=$([ -n "$ks" ] && cpu "$ks" || echo 0)
+  cpu_km=$([ -n "$km" ] && cpu "$km" || echo 0)
+  cpu_server=$(python3 -c "print($(cpu "$api_pid") + $(cpu "$etcd_pid") - $server0)")
+  # shellcheck disable=SC2086
+  kill $pids 2>/dev/null || true; wait $pids 2>/dev/null || true
+}
+
+for qps in 50 5000; do
+  round both "$qps"
   read -r kn kr kt < <(rate default-scheduler "$start")
   read -r mn mr mt < <(rate my-scheduler "$start")
-  ratio() { python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(f'{a / b:.2f}' if b else 'n/a')" "$1" "$2"; }
+  burst=$([ "$qps" = 50 ] && echo 100 || echo 5000)
   echo "qps $qps burst $burst: kube-scheduler $kr pods/s ($kn pods, last bound ${kt}s after the start)," \
     "kubesched $mr pods/s ($mn pods, last bound ${mt}s after the start)," \
     "kubesched/kube-scheduler $(ratio "$mr" "$kr") (pods/s), $(ratio "$kt" "$mt") (time to bind all)"
+done
+
+per_pod() { python3 -c "import sys; print(f'{float(sys.argv[1]):.2f}')" "$1"; } # s per 1,000 pods = ms per pod
+for mode in default-scheduler my-scheduler; do
+  round "$mode" 5000
+  read -r n r t < <(rate "$mode" "$start")
+  name=$([ "$mode" = default-scheduler ] && echo kube-scheduler || echo kubesched)
+  own=$([ "$mode" = default-scheduler ] && echo "$cpu_ks" || echo "$cpu_km")
+  echo "alone, qps 5000: $name $r pods/s ($n pods, last bound ${t}s after the start);" \
+    "CPU per pod: $(per_pod "$own") ms in the scheduler, $(per_pod "$cpu_server") ms in the API server and etcd"
 done
