@@ -192,6 +192,36 @@ fn simulate_config_replaces_the_scenarios() {
 }
 
 #[test]
+fn simulate_config_reads_the_lessons_config_map() {
+    let repo = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let o = kubesched(&[
+        "simulate",
+        &data("whatif-cluster.yaml"),
+        "--add",
+        &format!("{repo}/deploy/example-pods.yaml"),
+        "--config",
+        &format!("{repo}/deploy/configmap.yaml"),
+        "--format",
+        "jsonl",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("note: configuration: ") && stderr(&o).contains("configmap.yaml"),
+        "{}",
+        stderr(&o)
+    );
+    let lines: Vec<Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    let placed = lines
+        .iter()
+        .find(|l| l["pod"] == "default/annotation-second-scheduler")
+        .expect("my-scheduler's pod");
+    assert!(placed["node"].is_string(), "{placed}");
+}
+
+#[test]
 fn bad_inputs_are_one_line_errors() {
     let cluster = data("whatif-cluster.yaml");
     let not_a_list = write(

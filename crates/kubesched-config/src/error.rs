@@ -257,6 +257,14 @@ pub enum ConfigError {
         /// File name.
         file: String,
     },
+    /// A ConfigMap given as the configuration does not hold exactly one.
+    #[error("{what}: {message}")]
+    ConfigMap {
+        /// `FILE: ConfigMap NAMESPACE/NAME`.
+        what: String,
+        /// What is wrong.
+        message: String,
+    },
     /// `kind` is not `KubeSchedulerConfiguration`.
     #[error("{file}: kind: {kind:?} is not KubeSchedulerConfiguration")]
     WrongKind {

@@ -83,6 +83,19 @@ impl KubeSchedulerConfiguration {
         load::load(value, source)
     }
 
+    /// The configuration document a `v1` ConfigMap holds (as the lesson's
+    /// `deploy/configmap.yaml`: the one `data` value that is a
+    /// `KubeSchedulerConfiguration`), with the name messages give it
+    /// (`SOURCE: ConfigMap NS/NAME, data[KEY]`). `Ok(None)` when `value` is not a
+    /// ConfigMap; an error when it holds none or several, or the one it holds does not
+    /// parse. The loading functions above already read a ConfigMap this way.
+    pub fn document_in_config_map(
+        value: &serde_json::Value,
+        source: &str,
+    ) -> Result<Option<(serde_json::Value, String)>, ConfigError> {
+        load::config_map_contents(value, source)
+    }
+
     /// kube-scheduler's default configuration: what a v1 document with only `apiVersion`
     /// and `kind` defaults to.
     pub fn default_config() -> KubeSchedulerConfiguration {

@@ -95,6 +95,9 @@ struct RawPluginConfig {
 
 /// Load a parsed document (the whole `KubeSchedulerConfiguration` object).
 pub(crate) fn load(value: Value, source: &str) -> Result<Loaded, ConfigError> {
+    if let Some((inner, inner_source)) = config_map_contents(&value, source)? {
+        return load(inner, &inner_source);
+    }
     let mut warnings = Vec::new();
     let Value::Object(map) = &value else {
         return Err(ConfigError::NotAMapping {
@@ -159,6 +162,85 @@ pub(crate) fn load(value: Value, source: &str) -> Result<Loaded, ConfigError> {
     let raw: RawConfig = decode_value(value, source, "")?;
     let config = build(raw, source)?;
     Ok(Loaded { config, warnings })
+}
+
+/// A `v1` ConfigMap (as the lesson's `deploy/configmap.yaml`, mounted as kube-scheduler's
+/// `--config` file) stands for the configuration it holds: the one `data` value that is
+/// a `KubeSchedulerConfiguration` document, named `FILE: ConfigMap NS/NAME, data[KEY]` in
+/// messages. `None` when `value` is not a ConfigMap.
+pub(crate) fn config_map_contents(
+    value: &Value,
+    source: &str,
+) -> Result<Option<(Value, String)>, ConfigError> {
+    let Value::Object(map) = value else {
+        return Ok(None);
+    };
+    if map.get("kind").and_then(Value::as_str) != Some("ConfigMap")
+        || map.get("apiVersion").and_then(Value::as_str) != Some("v1")
+    {
+        return Ok(None);
+    }
+    let meta = map.get("metadata");
+    let field = |f: &str| meta.and_then(|m| m.get(f)).and_then(Value::as_str);
+    let name = match (field("namespace"), field("name")) {
+        (Some(ns), Some(n)) => format!("{ns}/{n}"),
+        (None, Some(n)) => n.to_string(),
+        _ => "(unnamed)".to_string(),
+    };
+    let what = format!("{source}: ConfigMap {name}");
+    let Some(data) = map.get("data").and_then(Value::as_object) else {
+        return Err(ConfigError::ConfigMap {
+            what,
+            message: "data: Required value: the ConfigMap holds no KubeSchedulerConfiguration"
+                .to_string(),
+        });
+    };
+    let mut found = Vec::new();
+    let mut broken = None;
+    for (key, text) in data {
+        let Some(text) = text.as_str() else { continue };
+        let key_source = format!("{what}, data[{key}]");
+        match crate::decode::parse_yaml(text, &key_source) {
+            Ok(doc) if doc.get("kind").and_then(Value::as_str) == Some(KIND) => {
+                found.push((doc, key_source, key));
+            }
+            Ok(_) => {}
+            // A key that names the kind but does not parse is the configuration, broken.
+            Err(e) if text.contains(KIND) => broken = broken.or(Some(e)),
+            Err(_) => {}
+        }
+    }
+    match found.len() {
+        1 => {
+            let (doc, key_source, _) = found.remove(0);
+            Ok(Some((doc, key_source)))
+        }
+        0 => Err(broken.unwrap_or_else(|| {
+            let keys: Vec<&str> = data.keys().map(String::as_str).collect();
+            ConfigError::ConfigMap {
+                what,
+                message: format!(
+                    "no data value is a KubeSchedulerConfiguration (keys: {})",
+                    if keys.is_empty() {
+                        "none".to_string()
+                    } else {
+                        keys.join(", ")
+                    }
+                ),
+            }
+        })),
+        _ => {
+            let keys: Vec<&str> = found.iter().map(|(_, _, k)| k.as_str()).collect();
+            Err(ConfigError::ConfigMap {
+                what,
+                message: format!(
+                    "{} data values are KubeSchedulerConfigurations ({}); kube-scheduler reads one file: keep one",
+                    keys.len(),
+                    keys.join(", ")
+                ),
+            })
+        }
+    }
 }
 
 /// Go's JSON decoding treats `null` as "not given"; out-of-tree args are left untouched.

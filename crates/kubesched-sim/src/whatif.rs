@@ -54,6 +54,21 @@ pub enum WhatIfError {
 /// must decode and validate.
 pub fn load_config(source: &Source) -> Result<ConfigDocument, WhatIfError> {
     let loaded = scenario::load(std::slice::from_ref(source))?;
+    // A ConfigMap alone (the lesson's deploy/configmap.yaml) stands for the
+    // configuration it holds.
+    if loaded.config.is_none()
+        && loaded.nodes.is_empty()
+        && loaded.pods.is_empty()
+        && let [only] = loaded.objects.as_slice()
+        && let Some((value, inner)) =
+            KubeSchedulerConfiguration::document_in_config_map(&only.value, &source.name)?
+    {
+        KubeSchedulerConfiguration::from_value(value.clone(), &inner)?;
+        return Ok(ConfigDocument {
+            source: inner,
+            value,
+        });
+    }
     let others = loaded.nodes.len() + loaded.pods.len() + loaded.objects.len();
     let Some(mut config) = loaded.config else {
         let problem = if others == 0 {
