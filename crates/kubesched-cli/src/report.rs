@@ -91,12 +91,21 @@ fn write(args: &ReportArgs) -> Result<(), String> {
         };
         variants.push(Variant { name, scenario });
     } else {
-        for file in &args.configs {
+        // Each configuration is named by its file's stem (its path when two stems
+        // are the same); the full source is on the page too.
+        let stem = |f: &String| {
+            std::path::Path::new(f)
+                .file_stem()
+                .map_or_else(|| f.clone(), |s| s.to_string_lossy().into_owned())
+        };
+        let stems: Vec<String> = args.configs.iter().map(stem).collect();
+        for (file, short) in args.configs.iter().zip(&stems) {
             let source = read_files(std::slice::from_ref(file))?.remove(0);
             let mut with = scenario.clone();
             replace_config(&mut with, &source).map_err(|e| format!("--config {e}"))?;
+            let unique = stems.iter().filter(|s| *s == short).count() == 1;
             variants.push(Variant {
-                name: file.clone(),
+                name: if unique { short.clone() } else { file.clone() },
                 scenario: with,
             });
         }

@@ -134,6 +134,10 @@ fn least_and_most_allocated_compared_agree_with_their_placements() {
         let placed = placements(config);
         let run = runs[i];
         assert_eq!(run["index"], i);
+        assert_eq!(
+            run["run"],
+            ["report-least-allocated", "report-most-allocated"][i]
+        );
         assert_eq!(run["config"], config.as_str());
         assert_eq!(run["pods"], placed.len());
         let pending = placed.iter().filter(|(_, n)| n.is_none()).count();
@@ -223,7 +227,7 @@ fn the_page_compares_the_configurations_and_escapes_names() {
     );
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains("Pods placed differently"));
-    assert!(html.contains("report-most-allocated.yaml"));
+    assert!(html.contains(&most));
     assert!(
         !html.contains("http://") && !html.contains("https://"),
         "no network"

@@ -16,7 +16,7 @@
     return e;
   }
   const cores = (m) => (m % 1000 === 0 ? String(m / 1000) : (m / 1000).toFixed(2).replace(/0+$/, ""));
-  const gib = (b) => { const g = b / 1073741824; return (g >= 100 ? g.toFixed(0) : g.toFixed(1)) + "Gi"; };
+  const gib = (b) => { if (b === 0) return "0"; const g = b / 1073741824; return (g >= 100 ? g.toFixed(0) : g.toFixed(1)) + "Gi"; };
 
   // ---- tabs and routing -------------------------------------------------------
   function showTab(name) {

@@ -325,6 +325,9 @@ pub fn cores(milli: i64) -> String {
 
 /// Bytes as GiB: `12.5Gi`.
 pub fn gib(bytes: i64) -> String {
+    if bytes == 0 {
+        return "0".into();
+    }
     let g = bytes as f64 / (1u64 << 30) as f64;
     if g >= 100.0 {
         format!("{g:.0}Gi")
@@ -364,5 +367,6 @@ mod tests {
         assert_eq!(cores(3500), "3.5");
         assert_eq!(cores(250), "0.25");
         assert_eq!(gib(32 << 30), "32.0Gi");
+        assert_eq!(gib(0), "0");
     }
 }
