@@ -86,7 +86,7 @@ fn write(args: &ReportArgs) -> Result<(), String> {
     let mut variants = Vec::new();
     if args.configs.is_empty() {
         let name = match &scenario.config {
-            Some(c) => c.source.clone(),
+            Some(_) => "the scenario's configuration".to_string(),
             None => "default profile".to_string(),
         };
         variants.push(Variant { name, scenario });

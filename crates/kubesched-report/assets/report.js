@@ -157,6 +157,7 @@
     const a = R.runs[run].attempts[i];
     const row = el("div", "row pods-grid pod" + (selected === i ? " sel" : ""));
     row.dataset.pod = a.pod;
+    row.dataset.i = String(i);
     row.appendChild(el("span", "", a.pod + (a.nth > 1 ? " (attempt " + a.nth + ")" : ""))).title = a.pod;
     row.appendChild(el("span", "", a.scheduler));
     const w = el("span");
@@ -194,7 +195,7 @@
   function openAttempt(i) {
     selected = i;
     podList.refresh();
-    for (const r of document.querySelectorAll("#pod-list .row")) r.classList.toggle("sel", r.dataset.pod === R.runs[run].attempts[i].pod);
+    for (const r of document.querySelectorAll("#pod-list .row")) r.classList.toggle("sel", r.dataset.i === String(i));
     const a = R.runs[run].attempts[i];
     history.replaceState(null, "", "#pod=" + encodeURIComponent(a.pod) + "&run=" + run + (a.nth > 1 ? "&nth=" + a.nth : ""));
     const box = $("pod-detail");
@@ -210,6 +211,18 @@
     if (a.gates.length) fact("scheduling gates", a.gates.join(", "));
     box.appendChild(facts);
     if (a.message) box.appendChild(el("div", "message", a.message));
+    if (a.candidates.length) {
+      box.appendChild(el("h4", "", "Preemption candidates, in node order"));
+      const list = el("ul", "candidates");
+      for (const c of a.candidates) {
+        const li = el("li", c.node === a.nominated ? "nominated" : "");
+        li.appendChild(el("b", "", c.node + (c.node === a.nominated ? " (nominated)" : "")));
+        li.appendChild(document.createTextNode(": evict " + c.victims.join(", ") + " (" + c.details + ")"));
+        list.appendChild(li);
+      }
+      box.appendChild(list);
+      if (a.why) box.appendChild(el("p", "note", a.nominated + " won: " + a.why));
+    }
     if (a.detail === null || a.detail === undefined) {
       if (a.outcome !== "gated" && a.outcome !== "ignored")
         box.appendChild(el("p", "note", "This attempt's per-node detail is over the report's budget: rerun with --detail-pod " + a.pod + " to keep it."));
@@ -233,6 +246,8 @@
     }
     // Feasible nodes by total (ties in node order, as the winner is picked), then the rejected.
     const rows = d.scored.map((s, k) => ({ s, k })).sort((x, y) => y.s[2] - x.s[2] || x.s[0] - y.s[0]);
+    // A single feasible node is taken without scoring.
+    const unscored = d.winner !== null && !d.scored.some((s) => s[0] === d.winner);
     const rejectedRows = [];
     for (const g of d.rejected) for (const n of g.nodes) rejectedRows.push({ n, g });
     rejectedRows.sort((x, y) => x.n - y.n);
@@ -242,13 +257,23 @@
     const table = el("table", "heat");
     const head = el("tr");
     head.appendChild(el("th", "", "node"));
-    for (const p of d.plugins) head.appendChild(el("th", "plugin", p)).title = p + " (weighted)";
+    // Plugin names break between their words (NodeResources|Fit).
+    for (const p of d.plugins) head.appendChild(el("th", "plugin", p.replace(/([a-z])([A-Z])/g, "$1\u200b$2"))).title = p + " (weighted score)";
     head.appendChild(el("th", "", "total"));
     head.appendChild(el("th", "", ""));
     table.appendChild(el("thead")).appendChild(head);
     const body = el("tbody");
     table.appendChild(body);
     const ties = new Set(d.ties);
+    if (unscored) {
+      const tr = el("tr", "winner");
+      tr.appendChild(el("td", "node", R.nodes[d.winner].name));
+      const td = el("td", "mark", "the only feasible node: taken without scoring");
+      td.colSpan = d.plugins.length + 2;
+      tr.appendChild(td);
+      tr.appendChild(el("td", "mark", "winner"));
+      body.appendChild(tr);
+    }
     const all = rows.length + rejectedRows.length;
     let shown = 0;
     function more(limit) {

@@ -19,7 +19,8 @@ use kubesched_sim::{PodOutcome, PodResult, SimulationError, SimulationOptions, p
 
 use crate::figures;
 use crate::model::{
-    Attempt, Detail, Difference, Node, OutcomeKind, ReferencePod, RejectGroup, Report, Run, Usage,
+    Attempt, Candidate, Detail, Difference, Node, OutcomeKind, ReferencePod, RejectGroup, Report,
+    Run, Usage,
 };
 
 /// The zone label, then the deprecated one.
@@ -281,6 +282,8 @@ fn attempt_of(r: &PodResult, nth: usize, priority: i32, req: Usage) -> Attempt {
         message: None,
         nominated: None,
         victims: Vec::new(),
+        candidates: Vec::new(),
+        why: None,
         gates: Vec::new(),
         nth,
         priority,
@@ -305,12 +308,22 @@ fn attempt_of(r: &PodResult, nth: usize, priority: i32, req: Usage) -> Attempt {
             message,
             node,
             victims,
-            ..
+            candidates,
+            selection_reason,
         } => {
             a.outcome = OutcomeKind::Nominated;
             a.message = Some(message.clone());
             a.nominated = Some(node.clone());
             a.victims = victims.clone();
+            a.candidates = candidates
+                .iter()
+                .map(|c| Candidate {
+                    node: c.node.clone(),
+                    victims: c.victims.clone(),
+                    details: c.details.clone(),
+                })
+                .collect();
+            a.why = selection_reason.clone();
         }
     }
     a

@@ -126,6 +126,10 @@ pub struct Attempt {
     pub nominated: Option<String>,
     /// The pods preemption evicted, `namespace/name`.
     pub victims: Vec<String>,
+    /// Every node preemption considered, in node order (when it nominated one).
+    pub candidates: Vec<Candidate>,
+    /// Why the nominated node won, in words.
+    pub why: Option<String>,
     /// The scheduling gates holding it.
     pub gates: Vec<String>,
     /// Which attempt of this pod it is (1, or 2 after a preemption).
@@ -136,6 +140,17 @@ pub struct Attempt {
     pub req: Usage,
     /// Index into [`Run::details`], when the detail is in the report.
     pub detail: Option<usize>,
+}
+
+/// A node preemption considered.
+#[derive(Clone, Debug, Serialize)]
+pub struct Candidate {
+    /// The node.
+    pub node: String,
+    /// The pods that would have to go, in eviction order.
+    pub victims: Vec<String>,
+    /// The values DefaultPreemption compared, in words.
+    pub details: String,
 }
 
 /// Every node's verdict for one attempt: the heat map of the page.
