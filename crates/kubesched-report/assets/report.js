@@ -94,6 +94,7 @@
     }
     const n = R.nodes[item.node], a = R.runs[run].after[item.node];
     const row = el("div", "row nodes-grid");
+    row.dataset.node = n.name;
     row.appendChild(el("span", "", n.name)).title = n.name + " (" + zoneName(n.zone) + ")";
     const taints = el("span");
     if (n.unschedulable) taints.appendChild(el("span", "chip off", "unschedulable"));

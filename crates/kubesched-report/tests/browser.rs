@@ -247,7 +247,30 @@ fn five_thousand_nodes_load_fast_and_open_a_heat_map() {
         .map(|a| a.pod.as_str())
         .collect();
     let ms = check_page(&bin, &page, &opened.pod, &listed, "nodes-5000-pod.png");
-    let (_, wall) = run_chromium(&bin, &url(&page, "tab=nodes"), "--dump-dom");
+    // The heat map draws 200 of its rows and offers the rest.
+    let (dom, _) = run_chromium(
+        &bin,
+        &url(&page, &format!("pod={}", opened.pod.replace('/', "%2F"))),
+        "--dump-dom",
+    );
+    assert!(
+        dom.contains("show all 5000 nodes (4800 more)"),
+        "heat map rows"
+    );
+    assert!(dom.contains(&format!(
+        "{} of {} attempts",
+        run.attempts.len(),
+        run.attempts.len()
+    )));
+    let (dom, wall) = run_chromium(&bin, &url(&page, "tab=nodes"), "--dump-dom");
+    // The node list draws the rows in view: the first zone's head and first node.
+    let first = &report.nodes[0];
+    assert!(
+        dom.contains(&format!("data-node=\"{}\"", first.name)),
+        "no node rows"
+    );
+    assert!(dom.contains("row zonehead"), "nodes not grouped by zone");
+    assert!(dom.contains("5000 of 5000 nodes"));
     let png = out_dir().join("nodes-5000-nodes.png");
     run_chromium(
         &bin,
