@@ -3,7 +3,8 @@
 //! `report --format jsonl` checked against what `simulate --config ... --format jsonl`
 //! placed: pods pending, nodes used, the cpu and memory utilisation spread computed
 //! here from the scenario's requests and those placements, and the pods placed
-//! differently. Also the page itself and the command's input errors.
+//! differently. Also the page itself, the command's input errors, and `capacity
+//! --html`'s charts against `capacity --format jsonl`.
 
 mod common;
 
@@ -287,4 +288,41 @@ fn input_mistakes_are_one_line() {
         err.starts_with("kubesched: error: --config ") && err.lines().count() == 1,
         "{err}"
     );
+}
+
+#[test]
+fn capacity_html_charts_the_answer_jsonl_gives() {
+    let dir = std::env::temp_dir().join(format!("kubesched-capacity-html-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let page = dir.join("capacity.html");
+    let out = kubesched(&[
+        "capacity",
+        &data("whatif-worker-pod.yaml"),
+        &scenario_path(),
+        "--format",
+        "jsonl",
+        "--html",
+        page.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let html = std::fs::read_to_string(&page).unwrap();
+    let count = answer["count"].as_u64().unwrap();
+    assert!(
+        html.contains(&format!("{count} more copies of default/worker fit")),
+        "{html}"
+    );
+    for (node, copies) in answer["nodes"].as_object().unwrap() {
+        if copies.as_u64().unwrap() > 0 {
+            assert!(html.contains(&format!("<th>{node}</th>")), "{node}");
+        }
+    }
+    for plugin in answer["stop"]["plugins"].as_object().unwrap().keys() {
+        assert!(html.contains(&format!("<b>{plugin}</b>")), "{plugin}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

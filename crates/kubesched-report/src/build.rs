@@ -33,6 +33,16 @@ const ZONE_LABELS: [&str; 2] = [
 /// page.
 pub const DEFAULT_DETAIL_BUDGET: usize = 1_000_000;
 
+/// A node's zone from its labels (`label(key)`): `topology.kubernetes.io/zone`, then the
+/// deprecated `failure-domain.beta.kubernetes.io/zone`; `""` for none.
+pub fn zone_of<'a>(label: impl Fn(&str) -> Option<&'a str>) -> String {
+    ZONE_LABELS
+        .iter()
+        .find_map(|l| label(l))
+        .unwrap_or("")
+        .to_string()
+}
+
 /// One configuration to run: its name in the report and the scenario with that
 /// configuration in place.
 pub struct Variant {
@@ -241,11 +251,7 @@ fn nodes_before(nodes: &[NodeInfo]) -> (Vec<Node>, Vec<String>) {
     let nodes = nodes
         .iter()
         .map(|n| {
-            let zone = ZONE_LABELS
-                .iter()
-                .find_map(|l| n.label(l))
-                .unwrap_or("")
-                .to_string();
+            let zone = zone_of(|key| n.label(key));
             let zone = *zone_index.entry(zone.clone()).or_insert_with(|| {
                 zones.push(zone);
                 zones.len() - 1

@@ -12,9 +12,11 @@
 //!
 //! [`build()`] runs the simulations and builds the typed [`model::Report`] from the
 //! simulator's own results; [`html::render`] renders it through an askama template
-//! (every name HTML-escaped).
+//! (every name HTML-escaped). [`capacity::render`] draws `kubesched capacity`'s answer
+//! as a page of charts.
 
 pub mod build;
+pub mod capacity;
 pub mod figures;
 pub mod html;
 pub mod jsonl;
