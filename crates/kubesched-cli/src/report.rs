@@ -40,7 +40,7 @@ pub struct ReportArgs {
     #[arg(long = "config", value_name = "FILE")]
     pub configs: Vec<String>,
     /// The pod whose copies measure fragmentation (a Pod, or a workload's template);
-    /// default: the first pending pod of the scenario.
+    /// default: the first pending pod in queue order (the highest priority first).
     #[arg(long, value_name = "FILE")]
     pub reference_pod: Option<String>,
     /// Keep this pod's per-node detail (heat map) whatever the budget. Repeatable.

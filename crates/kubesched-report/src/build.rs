@@ -58,9 +58,9 @@ pub struct Options {
     /// is the report's own.
     pub simulation: SimulationOptions,
     /// The pod whose copies measure fragmentation and where it came from; `None` takes
-    /// the first pending pod of the scenario.
+    /// the first pending pod in queue order (by priority, then scenario order).
     pub reference: Option<(Arc<Pod>, String)>,
-    /// Cells of per-node detail to keep (nodes x score plugins per attempt).
+    /// Cells of per-node detail to keep (an attempt costs its node count x 8).
     pub detail_budget: usize,
     /// Pods (`namespace/name`) whose detail is kept whatever the budget.
     pub detail_pods: Vec<String>,
@@ -105,7 +105,7 @@ pub fn build(
                 Some((pod, source)) => (Some(pod_info(pod)?), source.clone()),
                 None => (
                     prepared.queue.first().map(|q| q.pod_info.clone()),
-                    "the first pending pod of the scenario".to_string(),
+                    "the first pending pod in queue order".to_string(),
                 ),
             };
             if let Some(info) = &info {

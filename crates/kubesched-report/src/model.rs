@@ -230,7 +230,8 @@ pub struct Figures {
 pub struct ReferencePod {
     /// `namespace/name`.
     pub pod: String,
-    /// Where it came from (`--reference-pod FILE`, or the first pending pod).
+    /// Where it came from (`--reference-pod FILE`, or the first pending pod in queue
+    /// order).
     pub source: String,
     /// What one copy requests.
     pub req: Usage,

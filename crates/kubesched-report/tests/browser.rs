@@ -205,7 +205,8 @@ fn five_thousand_nodes() -> (String, String) {
     let shared =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/perf/basic-5000n-2000p.yaml");
     if let Ok(text) = std::fs::read_to_string(&shared) {
-        return (shared.display().to_string(), text);
+        let shown = shared.canonicalize().unwrap_or(shared);
+        return (shown.display().to_string(), text);
     }
     let mut text = String::new();
     for i in 0..5000 {
