@@ -28,6 +28,10 @@ pub struct CapacityArgs {
     /// `table` for people, `jsonl` for scripts (one JSON object).
     #[arg(long, value_enum, default_value_t = crate::Format::Table)]
     pub format: crate::Format,
+    /// Also write the answer as a self-contained HTML page of charts (copies per zone
+    /// and per node, why the next copy does not fit).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<String>,
     #[command(flatten)]
     pub whatif: WhatIfArgs,
     #[command(flatten)]
@@ -78,6 +82,16 @@ fn answer(args: &CapacityArgs) -> Result<String, String> {
         eprintln!("kubesched: warning: {w}");
     }
     eprintln!("{version_note}");
+    if let Some(path) = &args.html {
+        let title = if args.files.is_empty() {
+            "the cluster".to_string()
+        } else {
+            args.files.join(", ")
+        };
+        let page = kubesched_report::capacity::render(&title, &answer, &scenario.nodes);
+        std::fs::write(path, page).map_err(|e| format!("--html {path}: cannot write: {e}"))?;
+        eprintln!("kubesched: wrote {path}");
+    }
     Ok(match args.format {
         crate::Format::Jsonl => format!("{}\n", answer.json()),
         crate::Format::Table => answer.text(),

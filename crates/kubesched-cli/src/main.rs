@@ -69,6 +69,10 @@ enum Command {
     /// Step through a Deployment's rollout (RollingUpdate or Recreate) over the
     /// cluster: can each step's new pods be scheduled, and where would it stall?
     Rollout(rollout::RolloutArgs),
+    /// Write one self-contained HTML page of a simulation: the nodes before and after,
+    /// every pod and why, one pod's verdicts as a heat map; with --config given twice or
+    /// more, the configurations side by side (`--format jsonl`: the figures only).
+    Report(report::ReportArgs),
     /// Schedule every pending pod of a scenario and report pods per second.
     ///
     /// Times the scheduling loop alone, then reports the total including parsing and
@@ -94,6 +98,7 @@ enum Command {
 
 mod bench;
 mod capacity;
+mod report;
 mod rollout;
 mod simulate;
 mod versions;
@@ -107,6 +112,7 @@ fn main() -> ExitCode {
         Command::Run(args) => kubesched_kube::cli::run(args),
         Command::Capacity(args) => capacity::run(&args),
         Command::Rollout(args) => rollout::run(&args),
+        Command::Report(args) => report::run(&args),
         Command::Bench {
             file,
             mode,

@@ -59,7 +59,7 @@ fn answer(args: &RolloutArgs) -> Result<(String, bool), String> {
             ..SimulationOptions::default()
         },
         &kubesched_plugins::in_tree_registry(),
-        args.whatif.max_pods,
+        args.whatif.scenario.max_pods,
     )
     .map_err(|e| e.to_string())?;
     for w in &answer.warnings {

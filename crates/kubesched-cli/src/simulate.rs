@@ -214,7 +214,7 @@ fn write_all_stdout(bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// `namespace/name` of every pending pod (no `spec.nodeName`), in scenario order.
-fn pending_pods(scenario: &Scenario) -> Vec<String> {
+pub(crate) fn pending_pods(scenario: &Scenario) -> Vec<String> {
     scenario
         .pods
         .iter()
@@ -237,14 +237,14 @@ fn pending_pods(scenario: &Scenario) -> Vec<String> {
 /// What the scenario was read from, for the "nothing to schedule" note.
 fn input_name(files: &[String], whatif: &whatif::WhatIfArgs) -> String {
     let mut names: Vec<String> = Vec::new();
-    if whatif.from_cluster {
+    if whatif.scenario.from_cluster {
         names.push("the cluster".into());
     }
     names.extend(files.iter().map(|f| match f.as_str() {
         "-" => "<stdin>".to_string(),
         f => f.to_string(),
     }));
-    names.extend(whatif.add.iter().map(|f| format!("--add {f}")));
+    names.extend(whatif.scenario.add.iter().map(|f| format!("--add {f}")));
     if names.is_empty() {
         names.push("<built-in demo>".into());
     }

@@ -27,6 +27,14 @@ pub struct WhatIfArgs {
     /// takes it; it replaces one inside the scenario.
     #[arg(long, value_name = "FILE")]
     pub config: Option<String>,
+    #[command(flatten)]
+    pub scenario: ScenarioArgs,
+}
+
+/// Where the scenario comes from besides its files: `--add`, `--from-cluster` (the
+/// what-if options without `--config`, which `kubesched report` takes more than once).
+#[derive(Args, Debug, Clone, Default)]
+pub struct ScenarioArgs {
     /// Add pending pods, or a Deployment, ReplicaSet, Job or StatefulSet expanded to the
     /// pods its controller would create; they come after the scenario's own pods.
     /// Repeatable.
@@ -63,6 +71,8 @@ pub fn load_scenario(
 ) -> Result<(Scenario, Option<String>, Option<ServerVersion>), String> {
     let mut sources = Vec::new();
     let mut server = None;
+    let config = args.config.as_ref();
+    let args = &args.scenario;
     if args.from_cluster {
         let (source, version) = read_cluster(args)?;
         sources.push(source);
@@ -78,7 +88,7 @@ pub fn load_scenario(
         eprintln!("kubesched: warning: {w}");
     }
     let mut config_line = None;
-    if let Some(file) = &args.config {
+    if let Some(file) = config {
         let source = read_files(std::slice::from_ref(file))?.remove(0);
         let replaced =
             whatif::replace_config(&mut scenario, &source).map_err(|e| format!("--config {e}"))?;
@@ -102,7 +112,7 @@ pub fn load_scenario(
 
 /// The cluster's objects as a source named after the cluster, and its version; a note
 /// on stderr says what was read (and a warning when `/version` did not answer).
-fn read_cluster(args: &WhatIfArgs) -> Result<(Source, Option<ServerVersion>), String> {
+fn read_cluster(args: &ScenarioArgs) -> Result<(Source, Option<ServerVersion>), String> {
     let options = ClusterOptions {
         kubeconfig: args.kubeconfig.clone(),
         context: args.context.clone(),

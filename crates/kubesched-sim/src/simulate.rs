@@ -469,6 +469,17 @@ impl Prepared {
     /// string per node. Returns the number of attempts.
     pub fn run_each_attempt<E>(
         mut self,
+        sink: impl FnMut(Attempt) -> Result<(), E>,
+    ) -> Result<usize, E> {
+        self.run_attempts(sink)
+    }
+
+    /// Runs as [`Prepared::run_each_attempt`] does, but keeps the scheduler: afterwards
+    /// its snapshot holds the cluster as the simulation left it (every scheduled pod on
+    /// its node, every preemption victim gone), for callers that report on the cluster
+    /// after the run. The queue is emptied. Returns the number of attempts.
+    pub fn run_attempts<E>(
+        &mut self,
         mut sink: impl FnMut(Attempt) -> Result<(), E>,
     ) -> Result<usize, E> {
         let names = Arc::new(NodeNames::new(self.node_order()));

@@ -1,0 +1,328 @@
+//! `kubesched report`: two configurations (NodeResourcesFit's LeastAllocated and
+//! MostAllocated) compared on a conformance scenario, and every figure of
+//! `report --format jsonl` checked against what `simulate --config ... --format jsonl`
+//! placed: pods pending, nodes used, the cpu and memory utilisation spread computed
+//! here from the scenario's requests and those placements, and the pods placed
+//! differently. Also the page itself, the command's input errors, and `capacity
+//! --html`'s charts against `capacity --format jsonl`.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use common::{data, kubesched};
+use kubesched_framework::{NodeInfo, PodInfo};
+use kubesched_sim::scenario::{self, Source};
+use serde_json::Value;
+
+const SCENARIO: &str = "../../conformance/cases-default/random-default-3002.yaml";
+
+fn scenario_path() -> String {
+    format!("{}/{SCENARIO}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn lines(stdout: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Each pod's node after its last attempt (`None`: pending), in first-attempt order.
+fn placements(config: &str) -> Vec<(String, Option<String>)> {
+    let out = kubesched(&[
+        "simulate",
+        &scenario_path(),
+        "--config",
+        config,
+        "--format",
+        "jsonl",
+        "--detail",
+        "none",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut order: Vec<(String, Option<String>)> = Vec::new();
+    for l in lines(&out.stdout) {
+        let pod = l["pod"].as_str().unwrap().to_string();
+        let node = l["node"].as_str().map(str::to_string);
+        match order.iter_mut().find(|(p, _)| *p == pod) {
+            Some(entry) => entry.1 = node,
+            None => order.push((pod, node)),
+        }
+    }
+    order
+}
+
+/// min, max, mean and population stddev in percent, rounded to 1/100, as the report
+/// documents them.
+fn spread(values: &[f64]) -> [f64; 4] {
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
+    let r = |v: f64| (v * 100.0).round() / 100.0;
+    [
+        r(values.iter().copied().fold(f64::INFINITY, f64::min)),
+        r(values.iter().copied().fold(f64::NEG_INFINITY, f64::max)),
+        r(mean),
+        r(var.sqrt()),
+    ]
+}
+
+fn figure(line: &Value, key: &str) -> [f64; 4] {
+    ["min", "max", "mean", "stddev"].map(|k| line[key][k].as_f64().unwrap())
+}
+
+#[test]
+fn least_and_most_allocated_compared_agree_with_their_placements() {
+    let least = data("report-least-allocated.yaml");
+    let most = data("report-most-allocated.yaml");
+    let out = kubesched(&[
+        "report",
+        &scenario_path(),
+        "--config",
+        &least,
+        "--config",
+        &most,
+        "--format",
+        "jsonl",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = lines(&out.stdout);
+    let runs: Vec<&Value> = report.iter().filter(|l| l["kind"] == "run").collect();
+    assert_eq!(runs.len(), 2);
+
+    // The cluster from the scenario itself: each node's allocatable and what its bound
+    // pods request, and each pending pod's requests.
+    let text = std::fs::read_to_string(scenario_path()).unwrap();
+    let s = scenario::load(&[Source {
+        name: SCENARIO.into(),
+        text,
+    }])
+    .unwrap();
+    let mut nodes: Vec<(String, NodeInfo)> = s
+        .nodes
+        .iter()
+        .map(|n| {
+            let info = NodeInfo::new(n.clone()).unwrap();
+            (info.name().to_string(), info)
+        })
+        .collect();
+    let mut requests: HashMap<String, Arc<PodInfo>> = HashMap::new();
+    for p in &s.pods {
+        let info = Arc::new(PodInfo::new(p.clone()).unwrap());
+        match info.node_name() {
+            Some(node) => {
+                let (_, n) = nodes.iter_mut().find(|(name, _)| name == node).unwrap();
+                n.add_pod(info.clone());
+            }
+            None => {
+                requests.insert(info.key().to_string(), info);
+            }
+        }
+    }
+
+    let mut finals = Vec::new();
+    for (i, config) in [&least, &most].into_iter().enumerate() {
+        let placed = placements(config);
+        let run = runs[i];
+        assert_eq!(run["index"], i);
+        assert_eq!(
+            run["run"],
+            ["report-least-allocated", "report-most-allocated"][i]
+        );
+        assert_eq!(run["config"], config.as_str());
+        assert_eq!(run["pods"], placed.len());
+        let pending = placed.iter().filter(|(_, n)| n.is_none()).count();
+        assert_eq!(run["pending"], pending, "{config}");
+        assert_eq!(run["scheduled"], placed.len() - pending, "{config}");
+        let mut after = nodes.clone();
+        for (pod, node) in &placed {
+            if let Some(node) = node {
+                let (_, n) = after.iter_mut().find(|(name, _)| name == node).unwrap();
+                n.add_pod(Arc::new(requests[pod].bound_to(node)));
+            }
+        }
+        let used = after.iter().filter(|(_, n)| !n.pods().is_empty()).count();
+        assert_eq!(run["nodes_used"], used, "{config}");
+        let receiving: std::collections::HashSet<&String> =
+            placed.iter().filter_map(|(_, n)| n.as_ref()).collect();
+        assert_eq!(run["nodes_receiving"], receiving.len(), "{config}");
+        let pct = |f: &dyn Fn(&NodeInfo) -> (i64, i64)| -> Vec<f64> {
+            after
+                .iter()
+                .map(|(_, n)| f(n))
+                .filter(|(_, alloc)| *alloc > 0)
+                .map(|(used, alloc)| used as f64 * 100.0 / alloc as f64)
+                .collect()
+        };
+        let cpu = spread(&pct(&|n| {
+            (n.requested().milli_cpu, n.allocatable().milli_cpu)
+        }));
+        let memory = spread(&pct(&|n| (n.requested().memory, n.allocatable().memory)));
+        assert_eq!(figure(run, "cpu"), cpu, "{config}: cpu");
+        assert_eq!(figure(run, "memory"), memory, "{config}: memory");
+        finals.push(placed);
+    }
+
+    // The pods placed differently: exactly those whose final node differs.
+    let expected: Vec<(String, Vec<Option<String>>)> = finals[0]
+        .iter()
+        .zip(&finals[1])
+        .filter(|(a, b)| a.1 != b.1)
+        .map(|(a, b)| (a.0.clone(), vec![a.1.clone(), b.1.clone()]))
+        .collect();
+    let got: Vec<(String, Vec<Option<String>>)> = report
+        .iter()
+        .filter(|l| l["kind"] == "difference")
+        .map(|l| {
+            let nodes = l["nodes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| n.as_str().map(str::to_string))
+                .collect();
+            (l["pod"].as_str().unwrap().to_string(), nodes)
+        })
+        .collect();
+    assert_eq!(got, expected);
+    assert!(!got.is_empty());
+    // Bin packing shows: MostAllocated puts the pods on fewer nodes and spreads the
+    // memory utilisation wider.
+    assert!(
+        runs[1]["nodes_receiving"].as_u64() < runs[0]["nodes_receiving"].as_u64(),
+        "{report:?}"
+    );
+    assert!(figure(runs[1], "memory")[3] > figure(runs[0], "memory")[3]);
+}
+
+#[test]
+fn the_page_compares_the_configurations_and_escapes_names() {
+    let dir = std::env::temp_dir().join(format!("kubesched-report-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let page = dir.join("report.html");
+    let least = data("report-least-allocated.yaml");
+    let most = data("report-most-allocated.yaml");
+    let out = kubesched(&[
+        "report",
+        &scenario_path(),
+        "--config",
+        &least,
+        "--config",
+        &most,
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("Pods placed differently"));
+    assert!(html.contains(&most));
+    assert!(
+        !html.contains("http://") && !html.contains("https://"),
+        "no network"
+    );
+
+    // A file whose name is markup: it is the page's title and the configuration's name.
+    let scenario = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '2', memory: 4Gi, pods: '10'}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: c, image: i}]}\n";
+    let input = dir.join("<img src=x onerror=alert(1)>.yaml");
+    std::fs::write(&input, scenario).unwrap();
+    let out = kubesched(&[
+        "report",
+        input.to_str().unwrap(),
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(!html.contains("<img"), "a name became markup");
+    assert!(html.contains("&#60;img src=x onerror=alert(1)&#62;.yaml"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn input_mistakes_are_one_line() {
+    let out = kubesched(&["report"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "kubesched: error: report: give -o FILE for the HTML page (-o - writes it to standard output), or --format jsonl for the figures\n"
+    );
+    let out = kubesched(&[
+        "report",
+        "--format",
+        "jsonl",
+        "--detail-pod",
+        "default/nope",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "kubesched: error: --detail-pod \"default/nope\": no pending pod of that NAMESPACE/NAME in the scenario\n"
+    );
+    let out = kubesched(&[
+        "report",
+        "--format",
+        "jsonl",
+        "--config",
+        &data("explain-tie.yaml"),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("kubesched: error: --config ") && err.lines().count() == 1,
+        "{err}"
+    );
+}
+
+#[test]
+fn capacity_html_charts_the_answer_jsonl_gives() {
+    let dir = std::env::temp_dir().join(format!("kubesched-capacity-html-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let page = dir.join("capacity.html");
+    let out = kubesched(&[
+        "capacity",
+        &data("whatif-worker-pod.yaml"),
+        &scenario_path(),
+        "--format",
+        "jsonl",
+        "--html",
+        page.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let html = std::fs::read_to_string(&page).unwrap();
+    let count = answer["count"].as_u64().unwrap();
+    assert!(
+        html.contains(&format!("{count} more copies of default/worker fit")),
+        "{html}"
+    );
+    for (node, copies) in answer["nodes"].as_object().unwrap() {
+        if copies.as_u64().unwrap() > 0 {
+            assert!(html.contains(&format!("<th>{node}</th>")), "{node}");
+        }
+    }
+    for plugin in answer["stop"]["plugins"].as_object().unwrap().keys() {
+        assert!(html.contains(&format!("<b>{plugin}</b>")), "{plugin}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
