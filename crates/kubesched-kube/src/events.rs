@@ -31,6 +31,10 @@ const FINISH_AFTER: Duration = Duration::from_secs(6 * 60);
 /// How often a running series' count is written.
 const REFRESH_EVERY: Duration = Duration::from_secs(30 * 60);
 
+/// What an API server's admission says while its caches are still syncing after a
+/// start (`admission.NewForbidden(..., "not yet ready to handle request")`).
+const NOT_READY: &str = "not yet ready to handle request";
+
 /// The API server's limit on an event's note (`NoteLengthLimit`).
 pub const NOTE_LENGTH_LIMIT: usize = 1024;
 
@@ -282,10 +286,14 @@ impl Recorder {
 }
 
 /// client-go's `recordEvent`: a server that cannot be reached, or answers that it is
-/// unavailable or throttling, is tried again; any other answer is final.
+/// unavailable or throttling, is tried again; any other answer is final. Unlike
+/// client-go, a just-restarted API server's `403 ... not yet ready to handle request`
+/// (an admission plugin whose caches have not synced yet) is tried again too: it is
+/// the server starting, not a refusal, and the event would be lost.
 fn classify(e: kube::Error) -> Written {
     match &e {
         kube::Error::Api(s) if s.code == 429 || s.code >= 500 => Written::Retry(e),
+        kube::Error::Api(s) if s.code == 403 && s.message.contains(NOT_READY) => Written::Retry(e),
         kube::Error::Api(_) => Written::GiveUp(e),
         _ => Written::Retry(e),
     }
@@ -295,6 +303,33 @@ fn classify(e: kube::Error) -> Written {
 mod tests {
     use super::*;
     use crate::testing::FakeApiServer;
+
+    fn api_error(code: u16, message: &str) -> kube::Error {
+        let status: kube::core::Status = serde_json::from_value(serde_json::json!({
+            "status": "Failure", "code": code, "message": message, "reason": "Forbidden",
+        }))
+        .expect("status");
+        kube::Error::Api(Box::new(status))
+    }
+
+    #[test]
+    fn a_starting_servers_forbidden_is_retried_a_real_refusal_is_not() {
+        let not_ready = api_error(
+            403,
+            "events.events.k8s.io \"p.18ed\" is forbidden: not yet ready to handle request",
+        );
+        assert!(matches!(classify(not_ready), Written::Retry(_)));
+        let refused = api_error(
+            403,
+            "events.events.k8s.io is forbidden: User \"x\" cannot create",
+        );
+        assert!(matches!(classify(refused), Written::GiveUp(_)));
+        assert!(matches!(classify(api_error(503, "")), Written::Retry(_)));
+        assert!(matches!(
+            classify(api_error(422, "invalid")),
+            Written::GiveUp(_)
+        ));
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn an_isomorphic_event_becomes_a_series_written_once_then_counted() {

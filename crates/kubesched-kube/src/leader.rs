@@ -17,6 +17,12 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, PostParams};
 use tokio::sync::watch;
 
+/// Whether the elector should stop: told to, or its runtime dropped the sender (then
+/// `changed()` returns at once, and a retry loop waiting on it would spin).
+fn stopped(stop: &watch::Receiver<bool>) -> bool {
+    *stop.borrow() || stop.has_changed().is_err()
+}
+
 /// The lease and its timings.
 #[derive(Clone, Debug)]
 pub struct LeaderElectionOptions {
@@ -159,7 +165,7 @@ impl LeaderElector {
         Ok(())
     }
 
-    /// Runs the election until `stop` turns true: waits to acquire, then renews,
+    /// Runs the election until `stop` turns true (or its sender is dropped): waits to acquire, then renews,
     /// publishing leadership on `leading`. Releases the lease on stop; returns
     /// [`LeaderLost`] when no renewal succeeded within `renewDeadline`.
     ///
@@ -180,7 +186,7 @@ impl LeaderElector {
         // Acquire.
         let mut failing = false;
         loop {
-            if *stop.borrow() {
+            if stopped(&stop) {
                 return Ok(());
             }
             match tokio::time::timeout(deadline.max(retry), self.try_acquire_or_renew()).await {
@@ -211,13 +217,13 @@ impl LeaderElector {
         // never lags more than retryPeriod and one request).
         let mut next_round = Instant::now() + retry;
         loop {
-            if !*stop.borrow() {
+            if !stopped(&stop) {
                 tokio::select! {
                     _ = tokio::time::sleep_until(next_round.into()) => {}
                     _ = stop.changed() => {}
                 }
             }
-            if *stop.borrow() {
+            if stopped(&stop) {
                 let _ = leading.send(false);
                 if let Err(e) = self.release().await {
                     tracing::warn!(error = %e, "failed to release the lease");
@@ -247,10 +253,44 @@ impl LeaderElector {
                     _ = tokio::time::sleep(retry.min(left)) => {}
                     _ = stop.changed() => {}
                 }
-                if *stop.borrow() {
+                if stopped(&stop) {
                     break;
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A dropped stop sender makes `changed()` return at once: the elector must stop,
+    /// not retry in a tight loop (seen as thousands of log lines a second).
+    #[tokio::test]
+    async fn a_dropped_stop_sender_stops_the_elector() {
+        let config = kube::Config::new("http://127.0.0.1:1".parse().expect("url"));
+        let client = kube::Client::try_from(config).expect("client");
+        let elector = LeaderElector::new(
+            client,
+            LeaderElectionOptions {
+                namespace: "kube-system".into(),
+                name: "lock".into(),
+                identity: "me".into(),
+                lease_duration: Duration::from_secs(15),
+                renew_deadline: Duration::from_secs(10),
+                retry_period: Duration::from_secs(2),
+            },
+        );
+        let (leading, _leading_rx) = watch::channel(false);
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let run = tokio::spawn(elector.run(leading, stop_rx));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        drop(stop_tx);
+        let done = tokio::time::timeout(Duration::from_secs(5), run).await;
+        assert!(
+            matches!(done, Ok(Ok(Ok(())))),
+            "the elector went on: {done:?}"
+        );
     }
 }
