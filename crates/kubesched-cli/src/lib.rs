@@ -1,10 +1,38 @@
-//! The `kubesched` command: simulate kube-scheduler's decisions on a cluster described
-//! in plain Kubernetes YAML, or read from a live API server, and explain them.
+//! The `kubesched` command as a library: simulate kube-scheduler's decisions on a
+//! cluster described in plain Kubernetes YAML, or read from a live API server, explain
+//! them, and run as a scheduler, with the in-tree plugins and any of your own.
+//!
+//! The `kubesched` binary is `Command::new().run()`. An out-of-tree plugin gets every
+//! subcommand (`simulate`, `capacity`, `rollout`, `bench`, `run`) with its plugins, as
+//! kube-scheduler's `app.NewSchedulerCommand(app.WithPlugin(name, factory))` gives it:
+//!
+//! ```no_run
+//! # use std::sync::Arc;
+//! # use kubesched_framework::{Handle, Plugin, PluginError};
+//! # struct MyFilter;
+//! # impl Plugin for MyFilter { fn name(&self) -> &str { "MyFilter" } }
+//! fn my_filter(_args: Option<&serde_json::Value>, _: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
+//!     Ok(Arc::new(MyFilter))
+//! }
+//!
+//! fn main() -> std::process::ExitCode {
+//!     kubesched_cli::Command::new()
+//!         .name("my-scheduler")
+//!         .with_plugin("MyFilter", my_filter)
+//!         .run()
+//! }
+//! ```
+//!
+//! Features: `cluster` (on by default) adds `run` and `--from-cluster`, and with them
+//! tokio, kube, rustls and axum (through `kubesched-kube`); without it the command
+//! simulates files only and builds without them.
 
 use std::io::{Read, Write};
 use std::process::ExitCode;
+use std::sync::Arc;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use kubesched_framework::{Handle, Plugin, PluginError, Registry};
 use kubesched_sim::DEMO_SCENARIO;
 use kubesched_sim::scenario::Source;
 
@@ -13,11 +41,11 @@ use kubesched_sim::scenario::Source;
 #[command(name = "kubesched", version, about, long_about = None)]
 struct Cli {
     #[command(subcommand)]
-    command: Command,
+    command: Commands,
 }
 
 #[derive(Subcommand, Debug)]
-enum Command {
+enum Commands {
     /// Schedule the pending pods of a scenario as kube-scheduler would, and say why.
     ///
     /// A scenario is one or more multi-document YAML files of Nodes, Pods (bound ones
@@ -89,6 +117,7 @@ enum Command {
     /// Run as a scheduler of a real cluster: watch the API server, schedule and bind
     /// the pending pods whose spec.schedulerName is one of the configuration's
     /// profiles (kube-scheduler's flags where they overlap).
+    #[cfg(feature = "cluster")]
     Run(kubesched_kube::cli::RunArgs),
 }
 
@@ -101,25 +130,149 @@ mod whatif;
 
 pub(crate) use simulate::Format;
 
-fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match cli.command {
-        Command::Run(args) => kubesched_kube::cli::run(args),
-        Command::Capacity(args) => capacity::run(&args),
-        Command::Rollout(args) => rollout::run(&args),
-        Command::Bench {
+/// The `kubesched` command with the in-tree plugins and any added with
+/// [`Command::with_plugin`] or [`Command::with_registry`]: every subcommand sees them,
+/// and a configuration enables them by name as it does the in-tree ones.
+#[derive(Clone)]
+pub struct Command {
+    name: Option<String>,
+    plugins: Registry,
+    error: Option<String>,
+}
+
+impl Default for Command {
+    fn default() -> Command {
+        Command::new()
+    }
+}
+
+impl std::fmt::Debug for Command {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Command")
+            .field("name", &self.name)
+            .field("plugins", &self.plugins.names().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl Command {
+    /// The command with the in-tree plugins only: the `kubesched` binary.
+    pub fn new() -> Command {
+        Command {
+            name: None,
+            plugins: Registry::new(),
+            error: None,
+        }
+    }
+
+    /// The name shown in `--help` and usage lines (default `kubesched`).
+    pub fn name(mut self, name: impl Into<String>) -> Command {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Adds an out-of-tree plugin under `name` (as a configuration spells it), built by
+    /// `factory` from its `pluginConfig` args. A name already taken (by an in-tree
+    /// plugin or an earlier call) makes [`Command::run`] fail with one line saying so.
+    pub fn with_plugin<F>(mut self, name: impl Into<String>, factory: F) -> Command
+    where
+        F: Fn(Option<&serde_json::Value>, &Handle) -> Result<Arc<dyn Plugin>, PluginError>
+            + Send
+            + Sync
+            + 'static,
+    {
+        let name = name.into();
+        if self.plugins.register(name.clone(), factory).is_err() {
+            self.error.get_or_insert(format!(
+                "with_plugin({name:?}): a plugin of that name was added before"
+            ));
+        }
+        self
+    }
+
+    /// Adds every plugin of `registry` (out-of-tree plugins registered beforehand).
+    pub fn with_registry(mut self, registry: Registry) -> Command {
+        if let Err(e) = self.plugins.merge(registry) {
+            self.error
+                .get_or_insert(format!("with_registry: plugin {:?} was added before", e.0));
+        }
+        self
+    }
+
+    /// Parses the process's arguments and runs the subcommand they name. The exit code
+    /// is the subcommand's: 0 on success, 2 on bad input (one line on standard error),
+    /// and the others each subcommand documents.
+    pub fn run(self) -> ExitCode {
+        self.run_from(std::env::args_os())
+    }
+
+    /// As [`Command::run`], with `args` in place of the process's (the first is the
+    /// program name).
+    pub fn run_from<I, T>(self, args: I) -> ExitCode
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let mut command = Cli::command();
+        if let Some(name) = &self.name {
+            command = command.name(name.clone()).bin_name(name.clone());
+        }
+        let cli = match command
+            .try_get_matches_from(args)
+            .and_then(|m| Cli::from_arg_matches(&m))
+        {
+            Ok(cli) => cli,
+            // --help and --version print and exit 0; a usage error exits 2.
+            Err(e) => e.exit(),
+        };
+        let registry = match self.registry() {
+            Ok(registry) => registry,
+            Err(message) => return fail(&message),
+        };
+        dispatch(cli.command, self.plugins, &registry)
+    }
+
+    /// The in-tree plugins and the added ones.
+    fn registry(&self) -> Result<Registry, String> {
+        if let Some(e) = &self.error {
+            return Err(e.clone());
+        }
+        let mut registry = kubesched_plugins::in_tree_registry();
+        registry.merge(self.plugins.clone()).map_err(|e| {
+            format!(
+                "with_plugin({:?}): an in-tree plugin has that name; give yours another",
+                e.0
+            )
+        })?;
+        Ok(registry)
+    }
+}
+
+/// Prints `message` as kubesched's one error line; exit status 2.
+fn fail(message: &str) -> ExitCode {
+    eprintln!("kubesched: error: {message}");
+    ExitCode::from(2)
+}
+
+/// Runs one subcommand. `plugins` are the out-of-tree plugins alone (the runtime adds
+/// them to its in-tree ones), `registry` every plugin.
+#[cfg_attr(not(feature = "cluster"), allow(unused_variables))]
+fn dispatch(command: Commands, plugins: Registry, registry: &Registry) -> ExitCode {
+    match command {
+        #[cfg(feature = "cluster")]
+        Commands::Run(args) => kubesched_kube::cli::run_with_plugins(args, plugins),
+        Commands::Capacity(args) => capacity::run(&args, registry),
+        Commands::Rollout(args) => rollout::run(&args, registry),
+        Commands::Bench {
             file,
             mode,
             seed,
             versions,
-        } => match bench::run(&file, mode, seed, &versions) {
+        } => match bench::run(&file, mode, seed, &versions, registry) {
             Ok(()) => ExitCode::SUCCESS,
-            Err(message) => {
-                eprintln!("kubesched: error: {message}");
-                ExitCode::from(2)
-            }
+            Err(message) => fail(&message),
         },
-        Command::Simulate {
+        Commands::Simulate {
             files,
             format,
             detail,
@@ -129,22 +282,22 @@ fn main() -> ExitCode {
             compare_versions,
             whatif,
             versions,
-        } => match simulate::run(&simulate::Request {
-            files: &files,
-            format,
-            detail,
-            explain: explain.as_deref(),
-            preemption,
-            timing,
-            compare_versions,
-            whatif: &whatif,
-            versions: &versions,
-        }) {
+        } => match simulate::run(
+            &simulate::Request {
+                files: &files,
+                format,
+                detail,
+                explain: explain.as_deref(),
+                preemption,
+                timing,
+                compare_versions,
+                whatif: &whatif,
+                versions: &versions,
+            },
+            registry,
+        ) {
             Ok(()) => ExitCode::SUCCESS,
-            Err(message) => {
-                eprintln!("kubesched: error: {message}");
-                ExitCode::from(2)
-            }
+            Err(message) => fail(&message),
         },
     }
 }
