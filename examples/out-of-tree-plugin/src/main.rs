@@ -1,0 +1,9 @@
+//! `my-scheduler`: the whole `kubesched` command with two plugins of our own.
+
+fn main() -> std::process::ExitCode {
+    kubesched::cli::Command::new()
+        .name("my-scheduler")
+        .with_plugin("ZoneAllowlist", my_scheduler::zone_allowlist)
+        .with_plugin("PreferSsd", my_scheduler::prefer_ssd)
+        .run()
+}
