@@ -136,6 +136,8 @@ pub(crate) use simulate::Format;
 #[derive(Clone)]
 pub struct Command {
     name: Option<String>,
+    about: Option<String>,
+    version: Option<String>,
     plugins: Registry,
     error: Option<String>,
 }
@@ -160,6 +162,8 @@ impl Command {
     pub fn new() -> Command {
         Command {
             name: None,
+            about: None,
+            version: None,
             plugins: Registry::new(),
             error: None,
         }
@@ -168,6 +172,19 @@ impl Command {
     /// The name shown in `--help` and usage lines (default `kubesched`).
     pub fn name(mut self, name: impl Into<String>) -> Command {
         self.name = Some(name.into());
+        self
+    }
+
+    /// The line `--help` starts with (default: kubesched's description).
+    pub fn about(mut self, about: impl Into<String>) -> Command {
+        self.about = Some(about.into());
+        self
+    }
+
+    /// What `--version` prints after the name (default: kubesched-cli's version), such
+    /// as your crate's `env!("CARGO_PKG_VERSION")`.
+    pub fn version(mut self, version: impl Into<String>) -> Command {
+        self.version = Some(version.into());
         self
     }
 
@@ -216,6 +233,12 @@ impl Command {
         let mut command = Cli::command();
         if let Some(name) = &self.name {
             command = command.name(name.clone()).bin_name(name.clone());
+        }
+        if let Some(about) = &self.about {
+            command = command.about(about.clone());
+        }
+        if let Some(version) = &self.version {
+            command = command.version(version.clone());
         }
         let cli = match command
             .try_get_matches_from(args)
@@ -339,4 +362,52 @@ pub(crate) fn print_out(text: &str) {
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(text.as_bytes());
     let _ = stdout.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Mine;
+    impl Plugin for Mine {
+        fn name(&self) -> &str {
+            "Mine"
+        }
+    }
+
+    fn mine(_: Option<&serde_json::Value>, _: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
+        Ok(Arc::new(Mine))
+    }
+
+    #[test]
+    fn added_plugins_join_the_in_tree_ones() {
+        let registry = Command::new().with_plugin("Mine", mine).registry().unwrap();
+        assert!(registry.contains("Mine"));
+        assert!(registry.contains("NodeResourcesFit"));
+    }
+
+    #[test]
+    fn a_taken_name_is_one_line_naming_it() {
+        let in_tree = Command::new().with_plugin("NodeResourcesFit", mine);
+        assert_eq!(
+            in_tree.registry().unwrap_err(),
+            "with_plugin(\"NodeResourcesFit\"): an in-tree plugin has that name; give yours another"
+        );
+        let twice = Command::new()
+            .with_plugin("Mine", mine)
+            .with_plugin("Mine", mine);
+        assert_eq!(
+            twice.registry().unwrap_err(),
+            "with_plugin(\"Mine\"): a plugin of that name was added before"
+        );
+        let mut registry = Registry::new();
+        registry.register("Mine", mine).unwrap();
+        let merged = Command::new()
+            .with_plugin("Mine", mine)
+            .with_registry(registry);
+        assert_eq!(
+            merged.registry().unwrap_err(),
+            "with_registry: plugin \"Mine\" was added before"
+        );
+    }
 }
