@@ -138,10 +138,69 @@ fn help_names_the_command_and_every_subcommand() {
     let o = run(&["--help"]);
     assert!(o.status.success());
     let out = stdout(&o);
+    assert!(
+        out.starts_with("kube-scheduler's decisions with ZoneAllowlist and PreferSsd\n"),
+        "{out}"
+    );
     assert!(out.contains("Usage: my-scheduler <COMMAND>"), "{out}");
     for sub in ["simulate", "capacity", "rollout", "bench"] {
         assert!(out.contains(sub), "{sub} missing from {out}");
     }
     // `run` needs the runtime feature.
     assert_eq!(out.contains("\n  run "), cfg!(feature = "runtime"), "{out}");
+}
+
+#[test]
+fn from_cluster_without_the_runtime_says_which_feature_it_needs() {
+    if cfg!(feature = "runtime") {
+        return;
+    }
+    let o = run(&["simulate", "--from-cluster"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
+        "kubesched: error: --from-cluster: this command was built without the `cluster` feature (kubesched-cli's default, or the `runtime` feature of the kubesched crate), which reads live clusters\n"
+    );
+}
+
+/// (command line, expected standard output) of each `$ my-scheduler` line of the
+/// ```` ```console ```` blocks of docs/writing-a-plugin.md.
+fn doc_examples() -> Vec<(String, String)> {
+    let doc = std::fs::read_to_string(dir().join("../../docs/writing-a-plugin.md"))
+        .expect("read docs/writing-a-plugin.md");
+    let mut found: Vec<(String, String)> = Vec::new();
+    let mut in_block = false;
+    for line in doc.lines() {
+        if !in_block {
+            in_block = line.trim_end() == "```console";
+            continue;
+        }
+        if line.trim_end() == "```" {
+            in_block = false;
+        } else if let Some(command) = line.strip_prefix("$ ") {
+            found.push((command.to_string(), String::new()));
+        } else if let Some((_, out)) = found.last_mut() {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    found
+}
+
+#[test]
+fn the_commands_of_the_docs_print_what_the_docs_say() {
+    let examples = doc_examples();
+    assert!(examples.len() >= 3, "{examples:?}");
+    for (command, expected) in &examples {
+        let mut words = command.split_whitespace();
+        assert_eq!(words.next(), Some("my-scheduler"), "{command}");
+        let args: Vec<&str> = words.collect();
+        let o = run(&args);
+        assert!(o.status.success(), "{command}: {}", stderr(&o));
+        assert_eq!(
+            &stdout(&o),
+            expected,
+            "{command}: the docs show other output"
+        );
+    }
 }
