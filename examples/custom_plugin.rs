@@ -33,12 +33,7 @@ impl Plugin for DiskAware {
     fn name(&self) -> &str {
         "DiskAware"
     }
-    fn as_filter(self: Arc<Self>) -> Option<Arc<dyn FilterPlugin>> {
-        Some(self)
-    }
-    fn as_score(self: Arc<Self>) -> Option<Arc<dyn ScorePlugin>> {
-        Some(self)
-    }
+    kubesched::framework::extension_points!(Filter, Score);
     // A pod this plugin rejected can only fit once a node is added or relabelled
     // (`kubesched run` retries it on those events only).
     fn events_to_register(&self) -> Vec<ClusterEvent> {

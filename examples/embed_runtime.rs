@@ -21,9 +21,7 @@ impl Plugin for NoMaintenance {
     fn name(&self) -> &str {
         "NoMaintenance"
     }
-    fn as_filter(self: Arc<Self>) -> Option<Arc<dyn FilterPlugin>> {
-        Some(self)
-    }
+    kubesched::framework::extension_points!(Filter);
 }
 
 impl FilterPlugin for NoMaintenance {

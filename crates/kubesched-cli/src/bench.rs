@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use kubesched_framework::{HostSelection, NodeSearch};
+use kubesched_framework::{HostSelection, NodeSearch, Registry};
 use kubesched_sim::scenario::{self, Source};
 use kubesched_sim::{Decision, SimulationOptions, prepare};
 
@@ -39,6 +39,7 @@ pub fn run(
     mode: Mode,
     seed: u64,
     versions: &crate::versions::VersionArgs,
+    registry: &Registry,
 ) -> Result<(), String> {
     let (features, version_note) = versions.features(None)?;
     eprintln!("{version_note}");
@@ -62,8 +63,7 @@ pub fn run(
             ..Default::default()
         },
     };
-    let registry = kubesched_plugins::in_tree_registry();
-    let mut prepared = prepare(&scenario, &options, &registry).map_err(|e| e.to_string())?;
+    let mut prepared = prepare(&scenario, &options, registry).map_err(|e| e.to_string())?;
     let after_prepare = memory();
     let nodes = prepared.scheduler.snapshot().num_nodes();
     let loop_start = Instant::now();

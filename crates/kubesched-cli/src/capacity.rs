@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 
 use clap::Args;
+use kubesched_framework::Registry;
 use kubesched_sim::SimulationOptions;
 use kubesched_sim::capacity::capacity;
 use kubesched_sim::whatif::template_pod;
@@ -42,8 +43,8 @@ pub struct CapacityArgs {
 pub const DEFAULT_MAX_LIMIT: usize = 100_000;
 
 /// Runs the command: exit 0 with the answer, 2 on bad input.
-pub fn run(args: &CapacityArgs) -> ExitCode {
-    match answer(args) {
+pub fn run(args: &CapacityArgs, registry: &Registry) -> ExitCode {
+    match answer(args, registry) {
         Ok(text) => {
             crate::print_out(&text);
             ExitCode::SUCCESS
@@ -55,7 +56,7 @@ pub fn run(args: &CapacityArgs) -> ExitCode {
     }
 }
 
-fn answer(args: &CapacityArgs) -> Result<String, String> {
+fn answer(args: &CapacityArgs, registry: &Registry) -> Result<String, String> {
     let pod_source = read_files(std::slice::from_ref(&args.pod_file))?.remove(0);
     let (pod, warnings) = template_pod(&pod_source).map_err(|e| e.to_string())?;
     for w in &warnings {
@@ -74,7 +75,7 @@ fn answer(args: &CapacityArgs) -> Result<String, String> {
             features,
             ..SimulationOptions::default()
         },
-        &kubesched_plugins::in_tree_registry(),
+        registry,
         Some(limit),
     )
     .map_err(|e| e.to_string())?;

@@ -5,6 +5,7 @@
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
+use kubesched_framework::Registry;
 use kubesched_report::{Options, Variant};
 use kubesched_sim::SimulationOptions;
 use kubesched_sim::whatif::{replace_config, template_pod};
@@ -60,8 +61,8 @@ pub struct ReportArgs {
 }
 
 /// Runs the command: exit 0 with the report written, 2 on bad input.
-pub fn run(args: &ReportArgs) -> ExitCode {
-    match write(args) {
+pub fn run(args: &ReportArgs, registry: &Registry) -> ExitCode {
+    match write(args, registry) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("kubesched: error: {message}");
@@ -70,7 +71,7 @@ pub fn run(args: &ReportArgs) -> ExitCode {
     }
 }
 
-fn write(args: &ReportArgs) -> Result<(), String> {
+fn write(args: &ReportArgs, registry: &Registry) -> Result<(), String> {
     if args.format == ReportFormat::Html && args.output.is_none() {
         return Err(
             "report: give -o FILE for the HTML page (-o - writes it to standard output), or --format jsonl for the figures"
@@ -140,8 +141,13 @@ fn write(args: &ReportArgs) -> Result<(), String> {
         detail_budget: args.detail_budget,
         detail_pods: args.detail_pod.clone(),
     };
-    let report = kubesched_report::build(&title(&args.files, &args.scenario), &variants, &options)
-        .map_err(|e| e.to_string())?;
+    let report = kubesched_report::build_with(
+        &title(&args.files, &args.scenario),
+        &variants,
+        &options,
+        registry,
+    )
+    .map_err(|e| e.to_string())?;
     for run in &report.runs {
         for w in &run.warnings {
             eprintln!("kubesched: warning: {w}");

@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 
 use clap::Args;
+use kubesched_framework::Registry;
 use kubesched_sim::SimulationOptions;
 use kubesched_sim::rollout::{Ending, read_deployment, rollout};
 
@@ -29,8 +30,8 @@ pub struct RolloutArgs {
 }
 
 /// Runs the command: exit 0 when the rollout completes, 1 when it stalls, 2 on bad input.
-pub fn run(args: &RolloutArgs) -> ExitCode {
-    match answer(args) {
+pub fn run(args: &RolloutArgs, registry: &Registry) -> ExitCode {
+    match answer(args, registry) {
         Ok((text, complete)) => {
             crate::print_out(&text);
             if complete {
@@ -46,7 +47,7 @@ pub fn run(args: &RolloutArgs) -> ExitCode {
     }
 }
 
-fn answer(args: &RolloutArgs) -> Result<(String, bool), String> {
+fn answer(args: &RolloutArgs, registry: &Registry) -> Result<(String, bool), String> {
     let source = read_files(std::slice::from_ref(&args.deployment_file))?.remove(0);
     let deployment = read_deployment(&source).map_err(|e| e.to_string())?;
     let (scenario, _, server) = load_scenario(&args.files, &args.whatif)?;
@@ -58,7 +59,7 @@ fn answer(args: &RolloutArgs) -> Result<(String, bool), String> {
             features,
             ..SimulationOptions::default()
         },
-        &kubesched_plugins::in_tree_registry(),
+        registry,
         args.whatif.scenario.max_pods,
     )
     .map_err(|e| e.to_string())?;

@@ -14,7 +14,7 @@ use kubesched_sim::{Detail, PodResult, SimulationOptions, output, prepare};
 
 use crate::versions::VersionArgs;
 use crate::whatif;
-use kubesched_framework::KubernetesVersion;
+use kubesched_framework::{KubernetesVersion, Registry};
 
 /// The output formats of `simulate`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -61,7 +61,7 @@ pub struct Request<'a> {
 }
 
 /// Runs `simulate`; an error is the one line to print.
-pub fn run(req: &Request) -> Result<(), String> {
+pub fn run(req: &Request, registry: &Registry) -> Result<(), String> {
     if let Some(d) = req.detail
         && (req.format != Format::Jsonl || req.explain.is_some())
     {
@@ -74,7 +74,7 @@ pub fn run(req: &Request) -> Result<(), String> {
     let start = Instant::now();
     let (scenario, config_line, server) = whatif::load_scenario(req.files, req.whatif)?;
     if let Some((old, new)) = req.compare_versions {
-        return compare(req, &scenario, old, new);
+        return compare(req, &scenario, old, new, registry);
     }
     let (features, version_note) = req.versions.features(server.as_ref())?;
     let loaded = start.elapsed();
@@ -93,8 +93,7 @@ pub fn run(req: &Request) -> Result<(), String> {
         features,
         ..Default::default()
     };
-    let registry = kubesched_plugins::in_tree_registry();
-    let mut prepared = prepare(&scenario, &options, &registry).map_err(|e| e.to_string())?;
+    let mut prepared = prepare(&scenario, &options, registry).map_err(|e| e.to_string())?;
     // The explained pod's plugins say which claim or volume stopped each node.
     prepared.scheduler.set_explained_pod(explain.clone());
     for w in &prepared.warnings {
@@ -188,6 +187,7 @@ fn compare(
     scenario: &Scenario,
     old: KubernetesVersion,
     new: KubernetesVersion,
+    registry: &Registry,
 ) -> Result<(), String> {
     let before = req.versions.with_version(old)?;
     let after = req.versions.with_version(new)?;
@@ -195,9 +195,8 @@ fn compare(
         preemption: req.preemption,
         ..Default::default()
     };
-    let registry = kubesched_plugins::in_tree_registry();
     let comparison =
-        kubesched_sim::compare::compare_versions(scenario, &options, &before, &after, &registry)
+        kubesched_sim::compare::compare_versions(scenario, &options, &before, &after, registry)
             .map_err(|e| e.to_string())?;
     write_all_stdout(comparison.render().as_bytes())
         .map_err(|e| format!("cannot write standard output: {e}"))

@@ -6,7 +6,15 @@
 
 use clap::Args;
 use kubesched_framework::{Features, KubernetesVersion};
-use kubesched_kube::server_version::ServerVersion;
+
+/// The behaviour picked for the API server a scenario was read from (`--from-cluster`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerBehaviour {
+    /// The version whose behaviour is used.
+    pub version: KubernetesVersion,
+    /// Why, for the note: `the API server is v1.36.1`, or the fallback.
+    pub why: String,
+}
 
 /// The version options.
 #[derive(Args, Debug, Clone, Default)]
@@ -32,10 +40,10 @@ impl VersionArgs {
     /// the caller to print once its input has proved good, so that an error stays the
     /// only line); `server` is the API server's version when the scenario was read from
     /// a cluster.
-    pub fn features(&self, server: Option<&ServerVersion>) -> Result<(Features, String), String> {
+    pub fn features(&self, server: Option<&ServerBehaviour>) -> Result<(Features, String), String> {
         let (version, why) = match (self.kubernetes_version, server) {
             (Some(v), _) => (v, "--kubernetes-version".to_string()),
-            (None, Some(server)) => (server.behaviour, server.choice()),
+            (None, Some(server)) => (server.version, server.why.clone()),
             (None, None) => (KubernetesVersion::LATEST, "the default".to_string()),
         };
         let features = self.with_version(version)?;

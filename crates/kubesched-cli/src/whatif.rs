@@ -11,13 +11,20 @@
 //! cluster (extra nodes, pods or a KubeSchedulerConfiguration); `--add` and `--config`
 //! apply as to files. A live cluster holds no KubeSchedulerConfiguration, so unless
 //! one is given the default profile is used, and a note says which configuration was.
+//!
+//! Without the `cluster` feature the options are still there, so that the command's
+//! shape does not change, but `--from-cluster` is an error saying how to get it.
 
 use std::path::PathBuf;
 
 use clap::Args;
+#[cfg(feature = "cluster")]
 use kubesched_kube::cluster_dump::ClusterOptions;
-use kubesched_kube::server_version::{ServerVersion, connect_dump_and_version};
+#[cfg(feature = "cluster")]
+use kubesched_kube::server_version::connect_dump_and_version;
 use kubesched_sim::scenario::{Scenario, Source};
+
+use crate::versions::ServerBehaviour;
 use kubesched_sim::whatif;
 
 /// Options shared by the commands that read a scenario.
@@ -64,11 +71,12 @@ pub struct ScenarioArgs {
 /// The scenario of `files` with the what-if options applied; notes go to stderr.
 /// Returns the scenario, when the configuration is worth saying (`--config`, or a
 /// cluster read with `--from-cluster`) a line saying which configuration is used, and
-/// the API server's version for `--from-cluster` (when `/version` answered).
+/// the behaviour of the API server's version for `--from-cluster` (when `/version`
+/// answered).
 pub fn load_scenario(
     files: &[String],
     args: &WhatIfArgs,
-) -> Result<(Scenario, Option<String>, Option<ServerVersion>), String> {
+) -> Result<(Scenario, Option<String>, Option<ServerBehaviour>), String> {
     let mut sources = Vec::new();
     let mut server = None;
     let config = args.config.as_ref();
@@ -112,7 +120,8 @@ pub fn load_scenario(
 
 /// The cluster's objects as a source named after the cluster, and its version; a note
 /// on stderr says what was read (and a warning when `/version` did not answer).
-fn read_cluster(args: &ScenarioArgs) -> Result<(Source, Option<ServerVersion>), String> {
+#[cfg(feature = "cluster")]
+fn read_cluster(args: &ScenarioArgs) -> Result<(Source, Option<ServerBehaviour>), String> {
     let options = ClusterOptions {
         kubeconfig: args.kubeconfig.clone(),
         context: args.context.clone(),
@@ -125,7 +134,11 @@ fn read_cluster(args: &ScenarioArgs) -> Result<(Source, Option<ServerVersion>), 
     }
     let version = version
         .map_err(|e| eprintln!("kubesched: warning: --from-cluster: {e}; the newest version's behaviour is used unless --kubernetes-version says otherwise"))
-        .ok();
+        .ok()
+        .map(|v| ServerBehaviour {
+            version: v.behaviour,
+            why: v.choice(),
+        });
     Ok((
         Source {
             name,
@@ -133,6 +146,12 @@ fn read_cluster(args: &ScenarioArgs) -> Result<(Source, Option<ServerVersion>), 
         },
         version,
     ))
+}
+
+/// `--from-cluster` in a command built without the `cluster` feature.
+#[cfg(not(feature = "cluster"))]
+fn read_cluster(_: &WhatIfArgs) -> Result<(Source, Option<ServerBehaviour>), String> {
+    Err("--from-cluster: this command was built without the `cluster` feature (kubesched-cli's default, or the `runtime` feature of the kubesched crate), which reads live clusters".to_string())
 }
 
 /// Reads files (`-` is standard input) as sources.

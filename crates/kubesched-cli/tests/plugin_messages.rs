@@ -63,7 +63,7 @@ fn a_plugin_enabled_at_a_point_it_lacks_names_the_point_and_the_method() {
     );
     assert_eq!(
         line,
-        "kubesched: error: c.yaml: profile \"p\": plugins.score.enabled: plugin \"NodeUnschedulable\" is not a Score plugin (its Plugin::as_score returns None)"
+        "kubesched: error: c.yaml: profile \"p\": plugins.score.enabled: plugin \"NodeUnschedulable\" is not a Score plugin: it does not implement the Score extension point"
     );
     let filter = error_of(
         "not-prefilter",
@@ -72,12 +72,12 @@ fn a_plugin_enabled_at_a_point_it_lacks_names_the_point_and_the_method() {
         ),
     );
     assert!(
-        filter.ends_with("profile \"P\": plugins.preFilter.enabled: plugin \"ImageLocality\" is not a PreFilter plugin (its Plugin::as_pre_filter returns None)"),
+        filter.ends_with("profile \"P\": plugins.preFilter.enabled: plugin \"ImageLocality\" is not a PreFilter plugin: it does not implement the PreFilter extension point"),
         "{filter}"
     );
     let doc = repo_doc("writing-a-plugin.md");
     assert!(
-        doc.contains("profile \"P\": plugins.filter.enabled: plugin \"X\" is not a Filter plugin (its Plugin::as_filter returns None)"),
+        doc.contains("profile \"P\": plugins.filter.enabled: plugin \"X\" is not a Filter plugin: it does not implement the Filter extension point"),
         "writing-a-plugin.md quotes another message"
     );
     assert!(!doc.contains("does not extend"));

@@ -47,10 +47,10 @@ pub enum FrameworkError {
     },
     /// A plugin is enabled at a point it does not implement.
     #[error(
-        "profile {profile:?}: plugins.{}.enabled: plugin {plugin:?} is not a {} plugin (its Plugin::{} returns None)",
+        "profile {profile:?}: plugins.{}.enabled: plugin {plugin:?} is not a {} plugin: it does not implement the {} extension point",
         point_field(point),
         point.trim_end_matches("Plugin"),
-        point_method(point)
+        point.trim_end_matches("Plugin")
     )]
     NotImplemented {
         /// The profile's scheduler name.
@@ -1389,19 +1389,6 @@ fn point_field(point: &str) -> String {
     chars.next().map_or_else(String::new, |first| {
         first.to_lowercase().chain(chars).collect()
     })
-}
-
-/// The [`Plugin`] method that wires an extension point: `PreFilterPlugin` is
-/// `as_pre_filter`.
-fn point_method(point: &str) -> String {
-    let mut out = String::from("as");
-    for c in point.trim_end_matches("Plugin").chars() {
-        if c.is_uppercase() {
-            out.push('_');
-        }
-        out.extend(c.to_lowercase());
-    }
-    out
 }
 
 fn closest_name(registry: &Registry, name: &str) -> String {

@@ -1,17 +1,17 @@
 //! The extension points: one small object-safe trait each, as in kube-scheduler's
-//! framework. A plugin implements [`Plugin`] and the point traits it needs, and says
-//! which ones through the `as_*` methods, which the framework calls once when a profile
-//! is built (never in the scheduling loop).
+//! framework. A plugin implements [`Plugin`] and the point traits it needs, and names
+//! them with [`extension_points!`](crate::extension_points) in its `impl Plugin`. The
+//! macro writes the `as_*` methods, which the framework calls once when a profile is
+//! built (never in the scheduling loop).
 //!
 //! ```
-//! use std::sync::Arc;
 //! use kubesched_framework::{CycleState, FilterPlugin, NodeInfo, Plugin, PodInfo, Status, Code};
 //!
 //! /// Rejects nodes labelled `maintenance=true`.
 //! struct NoMaintenance;
 //! impl Plugin for NoMaintenance {
 //!     fn name(&self) -> &str { "NoMaintenance" }
-//!     fn as_filter(self: Arc<Self>) -> Option<Arc<dyn FilterPlugin>> { Some(self) }
+//!     kubesched_framework::extension_points!(Filter);
 //! }
 //! impl FilterPlugin for NoMaintenance {
 //!     fn filter(&self, _: &CycleState, _: &PodInfo, node: &NodeInfo) -> Status {
@@ -44,7 +44,8 @@ pub const MIN_NODE_SCORE: i64 = 0;
 /// Every plugin: a name, and the extension points it implements.
 ///
 /// Each `as_*` method returns `Some(self)` in a plugin that implements that point's
-/// trait; the defaults return `None`.
+/// trait; the defaults return `None`. [`extension_points!`](crate::extension_points)
+/// writes them from the points' names.
 pub trait Plugin: Send + Sync {
     /// The plugin's name, exactly as a KubeSchedulerConfiguration spells it.
     fn name(&self) -> &str;
@@ -130,6 +131,79 @@ pub trait Plugin: Send + Sync {
     fn events_to_register(&self) -> Vec<ClusterEvent> {
         vec![ClusterEvent::WILDCARD]
     }
+}
+
+/// Declares, inside an `impl Plugin`, the extension points the plugin implements: it
+/// writes one `as_*` method per point, returning the plugin as that point's trait
+/// object. The names are kube-scheduler's: `PreEnqueue`, `QueueSort`, `PreFilter`,
+/// `Filter`, `PostFilter`, `PreScore`, `Score`, `Reserve`, `Permit`, `PreBind`, `Bind`,
+/// `PostBind`.
+///
+/// ```
+/// use kubesched_framework::{
+///     CycleState, FilterPlugin, NodeInfo, Plugin, PodInfo, ScorePlugin, Status,
+///     extension_points,
+/// };
+///
+/// struct PreferSsd;
+/// impl Plugin for PreferSsd {
+///     fn name(&self) -> &str {
+///         "PreferSsd"
+///     }
+///     extension_points!(Filter, Score);
+/// }
+/// impl FilterPlugin for PreferSsd {
+///     fn filter(&self, _: &CycleState, _: &PodInfo, _: &NodeInfo) -> Status {
+///         Status::success()
+///     }
+/// }
+/// impl ScorePlugin for PreferSsd {
+///     fn score(&self, _: &CycleState, _: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+///         Ok(if node.label("disktype") == Some("ssd") { 100 } else { 0 })
+///     }
+/// }
+/// ```
+///
+/// A point the plugin does not implement the trait of is a compile error naming the
+/// trait (`the trait bound `PreferSsd: PreScorePlugin` is not satisfied`), and a name
+/// that is no extension point is one listing the points.
+#[macro_export]
+macro_rules! extension_points {
+    ($($point:ident),+ $(,)?) => {
+        $( $crate::__extension_point!($point); )+
+    };
+}
+
+/// One `as_*` method of [`extension_points!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __extension_point {
+    (PreEnqueue) => { $crate::__extension_point!(@as as_pre_enqueue PreEnqueuePlugin); };
+    (QueueSort) => { $crate::__extension_point!(@as as_queue_sort QueueSortPlugin); };
+    (PreFilter) => { $crate::__extension_point!(@as as_pre_filter PreFilterPlugin); };
+    (Filter) => { $crate::__extension_point!(@as as_filter FilterPlugin); };
+    (PostFilter) => { $crate::__extension_point!(@as as_post_filter PostFilterPlugin); };
+    (PreScore) => { $crate::__extension_point!(@as as_pre_score PreScorePlugin); };
+    (Score) => { $crate::__extension_point!(@as as_score ScorePlugin); };
+    (Reserve) => { $crate::__extension_point!(@as as_reserve ReservePlugin); };
+    (Permit) => { $crate::__extension_point!(@as as_permit PermitPlugin); };
+    (PreBind) => { $crate::__extension_point!(@as as_pre_bind PreBindPlugin); };
+    (Bind) => { $crate::__extension_point!(@as as_bind BindPlugin); };
+    (PostBind) => { $crate::__extension_point!(@as as_post_bind PostBindPlugin); };
+    (@as $method:ident $tr:ident) => {
+        fn $method(
+            self: ::std::sync::Arc<Self>,
+        ) -> ::core::option::Option<::std::sync::Arc<dyn $crate::$tr>> {
+            ::core::option::Option::Some(self)
+        }
+    };
+    ($other:ident) => {
+        ::core::compile_error!(::core::concat!(
+            "extension_points!: `",
+            ::core::stringify!($other),
+            "` is not an extension point; the points are PreEnqueue, QueueSort, PreFilter, Filter, PostFilter, PreScore, Score, Reserve, Permit, PreBind, Bind and PostBind"
+        ));
+    };
 }
 
 /// A pod in the scheduling queue.

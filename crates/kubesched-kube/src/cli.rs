@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use kubesched_config::KubeSchedulerConfiguration;
+use kubesched_framework::Registry;
 
 use crate::{DEFAULT_SECURE_PORT, Runtime, ServingOptions};
 
@@ -102,7 +103,7 @@ enum Failure {
     Runtime(String),
 }
 
-async fn run_async(args: RunArgs) -> Result<(), Failure> {
+async fn run_async(args: RunArgs, plugins: Registry) -> Result<(), Failure> {
     use Failure::{Runtime as Fail, Usage};
     // Gate names and the values kubesched implements do not depend on the version:
     // a bad flag is a usage error before anything is contacted.
@@ -136,6 +137,8 @@ async fn run_async(args: RunArgs) -> Result<(), Failure> {
     });
     let mut running = Runtime::from_kube_config(&kube_config, config)
         .map_err(|e| Usage(format!("the API server's client: {e}")))?
+        .with_plugins(plugins)
+        .map_err(|e| Usage(e.to_string()))?
         .kubernetes_version(args.kubernetes_version, args.feature_gates.clone())
         .serving(serving)
         .start()
@@ -174,6 +177,11 @@ async fn run_async(args: RunArgs) -> Result<(), Failure> {
 /// running (including a lost lease, after which a restart rejoins the election, as
 /// kube-scheduler does).
 pub fn run(args: RunArgs) -> ExitCode {
+    run_with_plugins(args, Registry::new())
+}
+
+/// As [`run`], with out-of-tree `plugins` beside the in-tree ones.
+pub fn run_with_plugins(args: RunArgs, plugins: Registry) -> ExitCode {
     init_logging(args.verbosity);
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -185,7 +193,7 @@ pub fn run(args: RunArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match rt.block_on(run_async(args)) {
+    match rt.block_on(run_async(args, plugins)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Usage(e)) => {
             eprintln!("kubesched: error: {e}");

@@ -77,13 +77,28 @@ impl Default for Options {
     }
 }
 
-/// Runs every variant and builds the report. `title` names what was simulated.
+/// Runs every variant with the in-tree plugins and builds the report. `title` names
+/// what was simulated.
 pub fn build(
     title: &str,
     variants: &[Variant],
     options: &Options,
 ) -> Result<Report, SimulationError> {
-    let registry = kubesched_plugins::in_tree_registry();
+    build_with(
+        title,
+        variants,
+        options,
+        &kubesched_plugins::in_tree_registry(),
+    )
+}
+
+/// [`build()`] with the plugins of `registry` (the in-tree ones and an embedder's own).
+pub fn build_with(
+    title: &str,
+    variants: &[Variant],
+    options: &Options,
+    registry: &kubesched_framework::Registry,
+) -> Result<Report, SimulationError> {
     let mut report = Report {
         title: title.to_string(),
         version: options.simulation.features.version.to_string(),
@@ -98,7 +113,7 @@ pub fn build(
     for (i, variant) in variants.iter().enumerate() {
         let mut sim = options.simulation.clone();
         sim.detail = kubesched_sim::Detail::All;
-        let mut prepared = prepare(&variant.scenario, &sim, &registry)?;
+        let mut prepared = prepare(&variant.scenario, &sim, registry)?;
         if i == 0 {
             (report.nodes, report.zones) = nodes_before(prepared.scheduler.snapshot().nodes());
             let (info, source) = match &options.reference {

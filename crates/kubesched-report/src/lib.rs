@@ -22,4 +22,4 @@ pub mod html;
 pub mod jsonl;
 pub mod model;
 
-pub use build::{Options, Variant, build};
+pub use build::{Options, Variant, build, build_with};
