@@ -80,6 +80,7 @@ fn write(args: &ReportArgs, registry: &Registry) -> Result<(), String> {
     }
     let whatif = WhatIfArgs {
         config: None,
+        scheduler: Vec::new(),
         scenario: args.scenario.clone(),
     };
     let (scenario, _, server) = load_scenario(&args.files, &whatif)?;

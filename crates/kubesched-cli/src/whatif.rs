@@ -34,6 +34,13 @@ pub struct WhatIfArgs {
     /// takes it; it replaces one inside the scenario.
     #[arg(long, value_name = "FILE")]
     pub config: Option<String>,
+    /// Another scheduler running beside the scenario's (as my-scheduler beside
+    /// kube-scheduler in the lesson): a configuration file (or the ConfigMap holding
+    /// it), whose profiles take the pods that name them. kube-scheduler's default
+    /// configuration keeps running as default-scheduler unless one of these defines
+    /// that name. Repeatable.
+    #[arg(long, value_name = "FILE")]
+    pub scheduler: Vec<String>,
     #[command(flatten)]
     pub scenario: ScenarioArgs,
 }
@@ -80,6 +87,7 @@ pub fn load_scenario(
     let mut sources = Vec::new();
     let mut server = None;
     let config = args.config.as_ref();
+    let beside = &args.scheduler;
     let args = &args.scenario;
     if args.from_cluster {
         let (source, version) = read_cluster(args)?;
@@ -111,6 +119,15 @@ pub fn load_scenario(
             Some(config) => format!("configuration: {}", config.source),
             None => "configuration: built-in default (kube-scheduler's default profile; a cluster holds no KubeSchedulerConfiguration, give yours with --config)".to_string(),
         });
+    }
+    if !beside.is_empty() {
+        let sources = read_files(beside)?;
+        let schedulers = whatif::add_schedulers(&mut scenario, &sources)
+            .map_err(|e| format!("--scheduler {e}"))?;
+        config_line = Some(format!(
+            "schedulers side by side: {}",
+            schedulers.join("; ")
+        ));
     }
     if let Some(line) = &config_line {
         eprintln!("kubesched: note: {line}");

@@ -221,6 +221,68 @@ fn simulate_config_reads_the_lessons_config_map() {
     assert!(placed["node"].is_string(), "{placed}");
 }
 
+/// The lesson: my-scheduler (deploy/configmap.yaml) runs beside kube-scheduler, and
+/// each of the lesson's two pods (deploy/example-pods.yaml) goes to its own scheduler.
+#[test]
+fn simulate_runs_the_lessons_two_schedulers_side_by_side() {
+    let repo = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let config_map = format!("{repo}/deploy/configmap.yaml");
+    let o = kubesched(&[
+        "simulate",
+        &data("whatif-cluster.yaml"),
+        "--add",
+        &format!("{repo}/deploy/example-pods.yaml"),
+        "--scheduler",
+        &config_map,
+        "--format",
+        "jsonl",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("note: schedulers side by side: scheduler default-scheduler: kube-scheduler's default configuration; scheduler my-scheduler: "),
+        "{err}"
+    );
+    assert!(
+        err.contains("ConfigMap kube-system/my-scheduler-config, data[my-scheduler-config.yaml]"),
+        "{err}"
+    );
+    let lines: Vec<Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    for (pod, scheduler) in [
+        ("default/annotation-default-scheduler", "default-scheduler"),
+        ("default/annotation-second-scheduler", "my-scheduler"),
+    ] {
+        let line = lines
+            .iter()
+            .find(|l| l["pod"] == pod)
+            .unwrap_or_else(|| panic!("{pod} missing: {lines:?}"));
+        assert_eq!(line["scheduler"], scheduler, "{line}");
+        assert!(line["node"].is_string(), "{line}");
+        // Both profiles have TaintToleration: the tainted control plane is out.
+        assert!(line["rejected"].get("n3").is_some(), "{line}");
+    }
+
+    // The same scheduler name from two files is one line naming both.
+    assert_error(
+        &kubesched(&[
+            "simulate",
+            &data("whatif-cluster.yaml"),
+            "--scheduler",
+            &config_map,
+            "--scheduler",
+            &config_map,
+        ]),
+        &[
+            "--scheduler",
+            "profile \"my-scheduler\" is also defined by",
+            "my-scheduler-config",
+        ],
+    );
+}
+
 #[test]
 fn bad_inputs_are_one_line_errors() {
     let cluster = data("whatif-cluster.yaml");

@@ -96,6 +96,127 @@ pub fn load_config(source: &Source) -> Result<ConfigDocument, WhatIfError> {
     Ok(config)
 }
 
+/// The name messages give kube-scheduler's default configuration when it runs beside
+/// the configurations of [`add_schedulers`].
+pub const DEFAULT_CONFIGURATION: &str = "kube-scheduler's default configuration";
+
+/// Runs the schedulers of `sources` (each a configuration file, as [`load_config`] reads
+/// it: one scheduler process with its own profiles) beside the scenario's own one: its
+/// configuration, or kube-scheduler's default configuration (`default-scheduler`) when it
+/// has none. As in the lesson, where my-scheduler runs beside kube-scheduler, each pod
+/// goes to the scheduler that has its `spec.schedulerName`. A given configuration that
+/// defines `default-scheduler` takes that name over from the default configuration; any
+/// other name defined twice is an error naming both files.
+///
+/// The simulator runs the profiles of every scheduler in one queue (pods in
+/// [`Scenario`] order, sorted by the queue sort they share), so configurations whose
+/// QueueSort plugins differ are refused. Returns one line per scheduler name, saying
+/// where its profile comes from.
+pub fn add_schedulers(
+    scenario: &mut Scenario,
+    sources: &[Source],
+) -> Result<Vec<String>, WhatIfError> {
+    if sources.is_empty() {
+        return Ok(Vec::new());
+    }
+    let base = scenario.config.clone().unwrap_or_else(|| ConfigDocument {
+        source: DEFAULT_CONFIGURATION.to_string(),
+        value: json!({
+            "apiVersion": kubesched_config::API_VERSION_V1,
+            "kind": "KubeSchedulerConfiguration",
+        }),
+    });
+    // (scheduler name, where it comes from, the raw profile)
+    let mut profiles: Vec<(String, String, Value)> = raw_profiles(&base)
+        .into_iter()
+        .map(|(name, p)| (name, base.source.clone(), p))
+        .collect();
+    let mut merged = base.value.clone();
+    for source in sources {
+        let doc = load_config(source)?;
+        for (name, profile) in raw_profiles(&doc) {
+            match profiles.iter().position(|(n, _, _)| *n == name) {
+                Some(i) if profiles[i].1 == DEFAULT_CONFIGURATION => {
+                    profiles.remove(i);
+                }
+                Some(i) => {
+                    return Err(WhatIfError::Input {
+                        file: doc.source.clone(),
+                        problem: format!(
+                            "profile {name:?} is also defined by {}: each scheduler name belongs to one scheduler",
+                            profiles[i].1
+                        ),
+                    });
+                }
+                None => {}
+            }
+            profiles.push((name, doc.source.clone(), profile));
+        }
+    }
+    let sources_named: Vec<&str> = {
+        let mut seen: Vec<&str> = Vec::new();
+        for (_, from, _) in &profiles {
+            if !seen.contains(&from.as_str()) {
+                seen.push(from);
+            }
+        }
+        seen
+    };
+    let name = sources_named.join(" + ");
+    if let Value::Object(map) = &mut merged {
+        map.insert(
+            "profiles".to_string(),
+            Value::Array(profiles.iter().map(|(_, _, p)| p.clone()).collect()),
+        );
+    }
+    KubeSchedulerConfiguration::from_value(merged.clone(), &name).map_err(|e| {
+        WhatIfError::Input {
+            file: name.clone(),
+            problem: format!("these schedulers cannot be simulated side by side: {e}"),
+        }
+    })?;
+    scenario.config = Some(ConfigDocument {
+        source: name,
+        value: merged,
+    });
+    Ok(profiles
+        .iter()
+        .map(|(n, from, _)| format!("scheduler {n}: {from}"))
+        .collect())
+}
+
+/// The profiles of a configuration document as written, each with its scheduler name
+/// (`default-scheduler` when not given, one such profile when there are none), and the
+/// document's global `percentageOfNodesToScore` carried into each profile that does
+/// not set its own (the profiles leave their own process here).
+fn raw_profiles(doc: &ConfigDocument) -> Vec<(String, Value)> {
+    let global = doc.value.get("percentageOfNodesToScore").cloned();
+    let profiles = match doc.value.get("profiles") {
+        Some(Value::Array(list)) if !list.is_empty() => list.clone(),
+        _ => vec![json!({})],
+    };
+    profiles
+        .into_iter()
+        .map(|mut p| {
+            let name = p
+                .get("schedulerName")
+                .and_then(Value::as_str)
+                .filter(|n| !n.is_empty())
+                .unwrap_or(kubesched_config::DEFAULT_SCHEDULER_NAME)
+                .to_string();
+            if let Value::Object(map) = &mut p {
+                map.insert("schedulerName".to_string(), Value::String(name.clone()));
+                if let Some(g) = &global
+                    && !map.contains_key("percentageOfNodesToScore")
+                {
+                    map.insert("percentageOfNodesToScore".to_string(), g.clone());
+                }
+            }
+            (name, p)
+        })
+        .collect()
+}
+
 /// Replaces the scenario's configuration with the one of `source` (see [`load_config`]).
 /// Returns where the replaced one came from, if the scenario had one.
 pub fn replace_config(
