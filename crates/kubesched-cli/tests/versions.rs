@@ -84,9 +84,9 @@ fn bad_versions_and_gates_are_one_line_errors() {
             "bench",
             &file,
             "--feature-gates",
-            "NodeDeclaredFeatures=true",
+            "DRAExtendedResource=true",
         ]),
-        "--feature-gates: feature gate NodeDeclaredFeatures=true: kubesched implements only NodeDeclaredFeatures=false (the NodeDeclaredFeatures filter)",
+        "--feature-gates: feature gate DRAExtendedResource=true: kubesched implements only DRAExtendedResource=false (extended resources backed by DRA device classes)",
     );
     let o = kubesched(&["simulate", &file, "--compare-versions", "1.35"]);
     assert_eq!(o.status.code(), Some(2));

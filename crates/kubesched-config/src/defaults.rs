@@ -13,6 +13,7 @@ pub(crate) const IN_TREE_PLUGIN_NAMES: &[&str] = &[
     "ImageLocality",
     "InterPodAffinity",
     "NodeAffinity",
+    "NodeDeclaredFeatures",
     "NodeName",
     "NodePorts",
     "NodeResourcesBalancedAllocation",
@@ -28,9 +29,17 @@ pub(crate) const IN_TREE_PLUGIN_NAMES: &[&str] = &[
     "VolumeZone",
 ];
 
-/// The v1 default plugins: everything in multiPoint, DynamicResources (enabled by default
-/// in v1.35, weight 2) placed just before DefaultPreemption.
+/// The v1 default plugins with the `NodeDeclaredFeatures` gate off (v1.35's default):
+/// everything in multiPoint, DynamicResources (enabled by default, weight 2) placed just
+/// before DefaultPreemption.
 pub fn default_plugins() -> Plugins {
+    default_plugins_gated(false)
+}
+
+/// The v1 default plugins as kube-scheduler's `applyFeatureGates` makes them: with the
+/// `NodeDeclaredFeatures` gate on (v1.36's default), NodeDeclaredFeatures is appended
+/// to multiPoint, after DefaultBinder.
+pub fn default_plugins_gated(node_declared_features: bool) -> Plugins {
     let mut enabled = vec![
         PluginRef::new("SchedulingGates"),
         PluginRef::new("PrioritySort"),
@@ -54,6 +63,9 @@ pub fn default_plugins() -> Plugins {
     // applyFeatureGates: DynamicResourceAllocation is on by default.
     if let Some(i) = enabled.iter().position(|p| p.name == "DefaultPreemption") {
         enabled.insert(i, PluginRef::weighted("DynamicResources", 2));
+    }
+    if node_declared_features {
+        enabled.push(PluginRef::new("NodeDeclaredFeatures"));
     }
     Plugins {
         multi_point: PluginSet {

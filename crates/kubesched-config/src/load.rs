@@ -624,6 +624,7 @@ fn build(raw: RawConfig, source: &str) -> Result<KubeSchedulerConfiguration, Con
             scheduler_name,
             percentage_of_nodes_to_score: rp.percentage_of_nodes_to_score,
             plugins,
+            user_plugins: Some(rp.plugins.unwrap_or_default()),
             plugin_config,
         });
     }

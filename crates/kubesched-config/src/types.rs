@@ -96,14 +96,36 @@ pub struct Profile {
     pub scheduler_name: String,
     /// Profile-level percentage of nodes to score, overriding the global one.
     pub percentage_of_nodes_to_score: Option<i32>,
-    /// Plugins after `mergePlugins(defaults, user)`; multiPoint not yet expanded.
+    /// Plugins after `mergePlugins(defaults, user)` with v1.35's defaults (the
+    /// `NodeDeclaredFeatures` gate off); multiPoint not yet expanded. See
+    /// [`Profile::plugins_gated`] for the defaults of other gate values.
     pub plugins: Plugins,
+    /// The profile's `plugins` as the user wrote them (empty when not given), to merge
+    /// again with gate-dependent defaults. `None` for a profile not built over
+    /// kube-scheduler's defaults: its `plugins` are used as they are.
+    pub user_plugins: Option<Plugins>,
     /// User args (in-tree ones decoded, defaulted, re-encoded), then default args of every
     /// enabled in-tree plugin that has an args type and no entry.
     pub plugin_config: Vec<PluginConfig>,
 }
 
 impl Profile {
+    /// The merged plugins when kube-scheduler's default plugins depend on the
+    /// `NodeDeclaredFeatures` gate (`applyFeatureGates` appends NodeDeclaredFeatures to
+    /// multiPoint when it is on): [`Profile::plugins`] when off, or when the profile
+    /// was not built over the defaults.
+    pub fn plugins_gated(&self, node_declared_features: bool) -> std::borrow::Cow<'_, Plugins> {
+        match &self.user_plugins {
+            Some(user) if node_declared_features => {
+                std::borrow::Cow::Owned(crate::defaults::merge_plugins(
+                    crate::defaults::default_plugins_gated(true),
+                    Some(user),
+                ))
+            }
+            _ => std::borrow::Cow::Borrowed(&self.plugins),
+        }
+    }
+
     /// The args configured for `name`, if any.
     pub fn plugin_args(&self, name: &str) -> Option<&serde_json::Value> {
         self.plugin_config

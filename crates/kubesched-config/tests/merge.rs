@@ -136,3 +136,24 @@ profiles:
         1
     );
 }
+
+#[test]
+fn node_declared_features_joins_the_defaults_when_its_gate_is_on() {
+    // Gate on: appended after the defaults, before the user's own plugins.
+    let p = profile("    multiPoint:\n      enabled:\n      - name: Custom\n");
+    let on = p.plugins_gated(true);
+    let n = names(&on.multi_point);
+    assert_eq!(
+        n[n.len() - 3..],
+        ["DefaultBinder", "NodeDeclaredFeatures", "Custom"]
+    );
+    // Gate off: v1.35's defaults.
+    assert!(!names(&p.plugins_gated(false).multi_point).contains(&"NodeDeclaredFeatures"));
+    // Disabled by the user: gone either way.
+    let p = profile("    multiPoint:\n      disabled:\n      - name: NodeDeclaredFeatures\n");
+    assert!(!names(&p.plugins_gated(true).multi_point).contains(&"NodeDeclaredFeatures"));
+    // No config at all: the defaults.
+    let d = KubeSchedulerConfiguration::default_config();
+    let on = d.profiles[0].plugins_gated(true);
+    assert_eq!(names(&on.multi_point).last(), Some(&"NodeDeclaredFeatures"));
+}

@@ -148,8 +148,7 @@ impl ActionType {
     pub const UPDATE_NODE_CONDITION: ActionType = ActionType(1 << 5);
     /// A node's annotations changed.
     pub const UPDATE_NODE_ANNOTATION: ActionType = ActionType(1 << 6);
-    /// A node's declared features changed (kube-scheduler's NodeDeclaredFeatures;
-    /// kubesched never sends it).
+    /// A node's `status.declaredFeatures` changed (NodeDeclaredFeatures registers it).
     pub const UPDATE_NODE_DECLARED_FEATURE: ActionType = ActionType(1 << 7);
     /// A pod's labels changed.
     pub const UPDATE_POD_LABEL: ActionType = ActionType(1 << 8);
@@ -365,8 +364,9 @@ impl fmt::Display for ClusterEvent {
 /// The events a node update is, as kube-scheduler's `NodeSchedulingPropertiesChange`
 /// reports them, one per kind of change, in this order: the node stopped being
 /// unschedulable (reported as `UPDATE_NODE_TAINT`), allocatable, labels, taints,
-/// condition statuses, annotations. Empty when nothing the scheduler reads changed
-/// (a heartbeat, a status timestamp), or when the node became unschedulable.
+/// condition statuses, annotations, declared features. Empty when nothing the scheduler
+/// reads changed (a heartbeat, a status timestamp), or when the node became
+/// unschedulable.
 pub fn node_update_events(old: &Node, new: &Node) -> Vec<ClusterEvent> {
     let mut actions = Vec::new();
     let unschedulable = |n: &Node| n.spec.as_ref().and_then(|s| s.unschedulable) == Some(true);
@@ -393,6 +393,15 @@ pub fn node_update_events(old: &Node, new: &Node) -> Vec<ClusterEvent> {
     }
     if non_empty(&old.metadata.annotations) != non_empty(&new.metadata.annotations) {
         actions.push(ActionType::UPDATE_NODE_ANNOTATION);
+    }
+    let declared = |n: &Node| {
+        n.status
+            .as_ref()
+            .and_then(|s| s.declared_features.clone())
+            .unwrap_or_default()
+    };
+    if declared(old) != declared(new) {
+        actions.push(ActionType::UPDATE_NODE_DECLARED_FEATURE);
     }
     actions
         .into_iter()
@@ -727,6 +736,13 @@ mod tests {
         assert_eq!(
             actions(&node_update_events(&cordoned, &old)),
             ["NodeUpdateNodeTaint"]
+        );
+        let mut declaring = old.clone();
+        declaring.status.get_or_insert_default().declared_features =
+            Some(vec!["RestartAllContainersOnContainerExits".into()]);
+        assert_eq!(
+            actions(&node_update_events(&old, &declaring)),
+            ["NodeUpdateNodeDeclaredFeature"]
         );
     }
 

@@ -227,8 +227,8 @@ pub const GATES: &[Gate] = &[
     Gate {
         name: "NodeDeclaredFeatures",
         defaults: [false, true],
-        support: Support::Only(false),
-        what: "the NodeDeclaredFeatures filter",
+        support: Support::Both,
+        what: "the NodeDeclaredFeatures plugin (in the default profile when on)",
     },
     Gate {
         name: "NodeInclusionPolicyInPodTopologySpread",
@@ -480,10 +480,12 @@ mod tests {
         assert!(e.contains("missing bool value"), "{e}");
         let e = Features::with_gates(KubernetesVersion::V1_36, ["ImageVolume=yes"]).unwrap_err();
         assert!(e.contains("invalid value \"yes\""), "{e}");
-        let e = Features::with_gates(KubernetesVersion::V1_35, ["NodeDeclaredFeatures=true"]);
+        let e = Features::with_gates(KubernetesVersion::V1_35, ["DRAExtendedResource=true"]);
         assert!(
             e.unwrap_err()
-                .contains("implements only NodeDeclaredFeatures=false")
+                .contains("implements only DRAExtendedResource=false")
         );
+        let f = Features::with_gates(KubernetesVersion::V1_35, ["NodeDeclaredFeatures=true"]);
+        assert!(f.unwrap().enabled("NodeDeclaredFeatures"));
     }
 }

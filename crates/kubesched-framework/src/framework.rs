@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kubesched_config::{PluginSet, Profile};
+use kubesched_config::{PluginSet, Plugins, Profile};
 use rayon::prelude::*;
 
 use crate::cycle_state::CycleState;
@@ -415,7 +415,8 @@ impl Framework {
         handle: &Handle,
     ) -> Result<Framework, FrameworkError> {
         let name = profile.scheduler_name.clone();
-        let p = &profile.plugins;
+        let gated = profile.plugins_gated(handle.features.enabled("NodeDeclaredFeatures"));
+        let p: &Plugins = &gated;
         let mut handle = handle.clone();
         handle.profile_name = name.clone();
         let mut plugins: BTreeMap<String, Arc<dyn Plugin>> = BTreeMap::new();
@@ -472,7 +473,7 @@ impl Framework {
         if bind.is_empty() {
             return Err(FrameworkError::NoBind { profile: name });
         }
-        let score = score_weights(&name, profile, score)?;
+        let score = score_weights(&name, p, score)?;
         let events_by_plugin = plugins
             .iter()
             .map(|(name, plugin)| (name.clone(), plugin.events_to_register()))
@@ -1405,15 +1406,14 @@ fn closest_name(registry: &Registry, name: &str) -> String {
 /// first, then `multiPoint`'s; the first entry for a plugin wins; absent or zero is 1.
 fn score_weights(
     profile_name: &str,
-    profile: &Profile,
+    plugins: &Plugins,
     score: Vec<Wired<dyn ScorePlugin>>,
 ) -> Result<Vec<WeightedScore>, FrameworkError> {
-    let entries: Vec<_> = profile
-        .plugins
+    let entries: Vec<_> = plugins
         .score
         .enabled
         .iter()
-        .chain(&profile.plugins.multi_point.enabled)
+        .chain(&plugins.multi_point.enabled)
         .collect();
     score
         .into_iter()

@@ -242,6 +242,7 @@ mod tests {
             scheduler_name: "p".into(),
             percentage_of_nodes_to_score: None,
             plugins: Default::default(),
+            user_plugins: None,
             plugin_config: vec![],
         };
         profile.plugins.queue_sort = only_stub.clone();

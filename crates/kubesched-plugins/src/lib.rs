@@ -11,6 +11,7 @@
 //! | SchedulingGates | PreEnqueue |
 //! | NodeUnschedulable | Filter |
 //! | NodeName | Filter |
+//! | NodeDeclaredFeatures | PreFilter, Filter (with the `NodeDeclaredFeatures` gate) |
 //! | TaintToleration | Filter, PreScore, Score |
 //! | NodeResourcesFit | Filter, PreScore, Score |
 //! | ImageLocality | PreScore, Score |
@@ -50,6 +51,7 @@ pub mod image_locality;
 pub mod inter_pod_affinity;
 pub mod label_selector;
 pub mod node_affinity;
+pub mod node_declared_features;
 pub mod node_name;
 pub mod node_ports;
 pub mod node_resources_fit;
@@ -68,6 +70,7 @@ pub use dynamic_resources::DynamicResources;
 pub use image_locality::ImageLocality;
 pub use inter_pod_affinity::InterPodAffinity;
 pub use node_affinity::NodeAffinity;
+pub use node_declared_features::NodeDeclaredFeatures;
 pub use node_name::NodeName;
 pub use node_ports::NodePorts;
 pub use node_resources_fit::NodeResourcesFit;
@@ -149,6 +152,9 @@ pub fn in_tree_registry() -> Registry {
         )?)?))
     });
     add(node_ports::NAME, stateless::<NodePorts>);
+    add(node_declared_features::NAME, |_, handle| {
+        Ok(Arc::new(NodeDeclaredFeatures::new(&handle.features)))
+    });
     add(pod_topology_spread::NAME, |args, _| {
         Ok(Arc::new(PodTopologySpread::new(decode_in_tree_args(
             pod_topology_spread::NAME,

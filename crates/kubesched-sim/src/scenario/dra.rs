@@ -101,6 +101,21 @@ impl Builder {
                 let class: DeviceClass = decode(value, &file, &object)?;
                 let selectors = class.spec.as_ref().and_then(|s| s.selectors.as_ref());
                 check_selectors(selectors, "spec.selectors", &invalid)?;
+                let extended = class
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.extended_resource_name.as_deref());
+                if let Some(name) = extended
+                    && !kubesched_framework::resource::is_extended_resource_name(name)
+                {
+                    // The API server's validateDeviceClass refuses such a class.
+                    return Err(invalid(
+                        "spec.extendedResourceName".into(),
+                        format!(
+                            "Invalid value: {name:?}: must be an extended resource name: a qualified name with a domain outside kubernetes.io (such as example.com/gpu), not starting with \"requests.\""
+                        ),
+                    ));
+                }
                 dra.device_classes.push(Arc::new(class));
             }
             "ResourceSlice" => {
@@ -364,6 +379,42 @@ mod tests {
         let class = CLASS.replace("device.driver == \"gpu\"", "gpu.driver == \"gpu\"");
         let e = load(&source(&class)).unwrap_err().to_string();
         assert!(e.starts_with("x.yaml: DeviceClass gpu: spec.selectors[0].cel.expression: compilation failed: undeclared reference to 'gpu'"), "{e}");
+    }
+
+    #[test]
+    fn a_device_class_extended_resource_name_must_be_one() {
+        let with = |name: &str| {
+            CLASS.replace(
+                "spec:\n",
+                &format!("spec:\n  extendedResourceName: {name}\n"),
+            )
+        };
+        let loaded = load(&source(&with("example.com/gpu"))).unwrap();
+        let spec = loaded.dra.device_classes[0].spec.as_ref().unwrap();
+        assert_eq!(
+            spec.extended_resource_name.as_deref(),
+            Some("example.com/gpu")
+        );
+        for bad in [
+            "cpu",
+            "kubernetes.io/gpu",
+            "\"requests.example.com/gpu\"",
+            "gpu",
+        ] {
+            let e = load(&source(&with(bad))).unwrap_err().to_string();
+            assert!(
+                e.starts_with(
+                    "x.yaml: DeviceClass gpu: spec.extendedResourceName: Invalid value: "
+                ),
+                "{bad}: {e}"
+            );
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
+        let e = load(&source(&with("[a]"))).unwrap_err().to_string();
+        assert!(
+            e.starts_with("x.yaml: DeviceClass gpu: spec.extendedResourceName"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -431,6 +431,18 @@ impl Builder {
                 message,
             });
         }
+        let declared = node
+            .status
+            .as_ref()
+            .and_then(|s| s.declared_features.as_deref());
+        if let Some((field, message)) = declared.and_then(validate::declared_features_problem) {
+            return Err(ScenarioError::Decode {
+                file,
+                object,
+                field,
+                message,
+            });
+        }
         if let Some(first) = self.nodes.get(&name) {
             return Err(ScenarioError::DuplicateNode {
                 file,

@@ -1036,3 +1036,47 @@ fn other_known_kinds_names_and_namespaces_are_validated() {
         .unwrap();
     load_one("apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: team-a}\n").unwrap();
 }
+
+#[test]
+fn declared_features_must_be_as_the_api_server_stores_them() {
+    let with = |list: &str| node("n1", &format!("status:\n  declaredFeatures: {list}\n"));
+    let s = load_one(&with(
+        "[ExtendWebSocketsToKubelet, RestartAllContainersOnContainerExits]",
+    ))
+    .unwrap();
+    assert_eq!(
+        s.nodes[0]
+            .status
+            .as_ref()
+            .unwrap()
+            .declared_features
+            .as_ref()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(
+        error(&with(
+            "[UserNamespacesHostNetworkSupport, RestartAllContainersOnContainerExits]"
+        )),
+        "x.yaml: Node n1: status.declaredFeatures[1]: Invalid value: \"RestartAllContainersOnContainerExits\": must be sorted (it sorts before \"UserNamespacesHostNetworkSupport\", the entry above it)"
+    );
+    assert_eq!(
+        error(&with("[A, A]")),
+        "x.yaml: Node n1: status.declaredFeatures[1]: Duplicate value: \"A\""
+    );
+    assert_eq!(
+        error(&with("[\"\"]")),
+        "x.yaml: Node n1: status.declaredFeatures[0]: Required value"
+    );
+    let err = error(&with("[1]"));
+    assert!(
+        err.starts_with("x.yaml: Node n1: status.declaredFeatures"),
+        "{err}"
+    );
+    let err = error(&with("A"));
+    assert!(
+        err.starts_with("x.yaml: Node n1: status.declaredFeatures"),
+        "{err}"
+    );
+}

@@ -97,6 +97,36 @@ pub(super) fn namespace_problem(namespace: &str) -> Option<String> {
 }
 
 /// A string quoted and escaped (as Go's `%q` does for the API server's messages).
+/// The first problem of a node's `status.declaredFeatures` that the API server would
+/// refuse (its path and message), or `None`: entries must be non-empty, sorted and
+/// unique (kube-scheduler v1.36 reads the list as sorted; an unsorted one would lose
+/// features).
+pub(super) fn declared_features_problem(features: &[String]) -> Option<(String, String)> {
+    for (i, f) in features.iter().enumerate() {
+        let field = format!("status.declaredFeatures[{i}]");
+        if f.is_empty() {
+            return Some((field, "Required value".into()));
+        }
+        let Some(prev) = i.checked_sub(1).map(|p| &features[p]) else {
+            continue;
+        };
+        if f == prev {
+            return Some((field, format!("Duplicate value: {}", quote_go(f))));
+        }
+        if f < prev {
+            return Some((
+                field,
+                format!(
+                    "Invalid value: {}: must be sorted (it sorts before {}, the entry above it)",
+                    quote_go(f),
+                    quote_go(prev)
+                ),
+            ));
+        }
+    }
+    None
+}
+
 fn quote_go(s: &str) -> String {
     format!("{s:?}")
 }
