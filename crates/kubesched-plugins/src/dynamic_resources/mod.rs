@@ -27,21 +27,24 @@
 //! is rejected with a message that says so, never passed silently.
 
 pub mod allocator;
+pub mod capacity;
 pub mod cel;
 pub mod claims;
+pub mod counters;
+pub mod pools;
 pub mod scoring;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use k8s_openapi::api::resource::v1::{
     AllocationResult, ResourceClaim, ResourceClaimConsumerReference, ResourceClaimStatus,
 };
 use kubesched_framework::{
-    ClusterWriter, Code, CycleState, DeviceId, DraCatalog, DraState, FilterPlugin, Handle,
-    NodeInfo, NodeScore, NodeToStatus, Plugin, PodInfo, PostFilterContext, PostFilterPlugin,
-    PostFilterResult, PreBindPlugin, PreFilterPlugin, PreFilterResult, ReservePlugin,
-    ScoreExtensions, ScorePlugin, Snapshot, Status,
+    AllocatedDevices, ClusterWriter, Code, CycleState, DeviceId, DraCatalog, DraState,
+    FilterPlugin, Handle, NodeInfo, NodeScore, NodeToStatus, Plugin, PodInfo, PostFilterContext,
+    PostFilterPlugin, PostFilterResult, PreBindPlugin, PreFilterPlugin, PreFilterResult,
+    ReservePlugin, ScoreExtensions, ScorePlugin, Snapshot, Status,
 };
 
 use crate::node_affinity::NodeSelector;
@@ -66,8 +69,8 @@ pub struct DynamicResources {
     context: OnceLock<cel_context::Shared>,
     /// The device tables and node pools of the latest catalog.
     tables: Mutex<Option<Arc<DeviceTables>>>,
-    /// DRADeviceTaints: untolerated device taints keep a device from being allocated.
-    device_taints: bool,
+    /// The DRA gates the allocator honours.
+    features: allocator::AllocatorFeatures,
     /// Compiled selectors by expression.
     selectors: Mutex<HashMap<String, Result<Selector, String>>>,
 }
@@ -78,7 +81,7 @@ struct DeviceTables {
     generation: u64,
     values: Vec<Vec<DeviceValue>>,
     ids: Vec<Vec<DeviceId>>,
-    pools: allocator::PoolCache,
+    pools: pools::PoolCache,
 }
 
 mod cel_context {
@@ -100,7 +103,7 @@ impl DynamicResources {
         DynamicResources {
             dra: handle.dra.clone(),
             writer: handle.writer.clone(),
-            device_taints: handle.features.dra_device_taints(),
+            features: allocator::AllocatorFeatures::of(&handle.features),
             ..DynamicResources::default()
         }
     }
@@ -150,7 +153,7 @@ impl DynamicResources {
             generation: catalog.generation(),
             values,
             ids,
-            pools: allocator::PoolCache::default(),
+            pools: pools::PoolCache::default(),
         });
         *cached = Some(tables.clone());
         tables
@@ -165,7 +168,7 @@ impl DynamicResources {
             values: &tables.values,
             ids: &tables.ids,
             pools: &tables.pools,
-            device_taints: self.device_taints,
+            features: self.features,
         }
     }
 }
@@ -189,8 +192,8 @@ struct PodClaims {
     to_allocate: Vec<ClaimToAllocate>,
     /// The index in `claims` of each claim to allocate.
     to_allocate_index: Vec<usize>,
-    /// Devices held by other claims when the cycle started.
-    allocated: HashSet<DeviceId>,
+    /// What other claims hold when the cycle started.
+    allocated: AllocatedDevices,
     /// Filter's allocations per node, one per claim to allocate.
     node_allocations: Mutex<HashMap<String, Vec<AllocationResult>>>,
     /// Reserve's allocations, per claim index.
@@ -302,9 +305,9 @@ impl PreFilterPlugin for DynamicResources {
             }
         }
         let allocated = if to_allocate.is_empty() {
-            HashSet::new()
+            AllocatedDevices::default()
         } else {
-            dra.allocated_devices()
+            dra.allocated_state(self.features.consumable_capacity)
         };
         let n = claims.len();
         let tables = if to_allocate.is_empty() {
@@ -312,7 +315,7 @@ impl PreFilterPlugin for DynamicResources {
                 generation: 0,
                 values: Vec::new(),
                 ids: Vec::new(),
-                pools: allocator::PoolCache::default(),
+                pools: pools::PoolCache::default(),
             })
         } else {
             self.tables(&catalog)
