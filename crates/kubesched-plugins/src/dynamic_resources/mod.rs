@@ -18,6 +18,8 @@
 //!   assume cache) until the watch shows it. Without a writer (the simulator) PreBind
 //!   only assumes. Unreserve drops what Reserve marked and takes the pod out of the
 //!   `reservedFor` PreBind wrote (the allocation stays, as in kube-scheduler).
+//! - With DRADeviceBindingConditions, the runtime's PreBind then waits (up to 600 s)
+//!   for the drivers to report the allocated devices' binding conditions ([`binding`]).
 //! - PostFilter has no claims to deallocate ("no new claims to deallocate").
 //! - When the cycle is explained (`CycleState::explain`), Filter's rejections carry
 //!   notes naming the claim and request that did not fit ([`allocator::explain_unfit`]).
@@ -27,6 +29,7 @@
 //! is rejected with a message that says so, never passed silently.
 
 pub mod allocator;
+pub mod binding;
 pub mod capacity;
 pub mod cel;
 pub mod claims;
@@ -656,7 +659,38 @@ impl PreBindPlugin for DynamicResources {
                 Err(message) => return Status::error(message),
             }
         }
-        Status::success()
+        if !self.features.binding_conditions {
+            return Status::success();
+        }
+        // DRADeviceBindingConditions: wait for the drivers to report the devices ready.
+        let waiting: Vec<(String, String)> = {
+            let written = data.written.lock().unwrap_or_else(|e| e.into_inner());
+            data.claims
+                .iter()
+                .enumerate()
+                .filter(|(i, c)| {
+                    binding::has_binding_conditions(written[*i].as_deref().unwrap_or(c))
+                })
+                .map(|(_, c)| split_key(c))
+                .collect()
+        };
+        if waiting.is_empty() {
+            return Status::success();
+        }
+        let get = |ns: &str, name: &str| {
+            writer
+                .get_resource_claim(ns, name)
+                .map_err(|e| format!("get claim {ns}/{name}: {e}"))
+        };
+        match binding::wait(
+            &waiting,
+            &get,
+            binding::BINDING_TIMEOUT,
+            binding::POLL_INTERVAL,
+        ) {
+            Ok(()) => Status::success(),
+            Err(message) => Status::error(message),
+        }
     }
 }
 
