@@ -74,6 +74,53 @@ impl Claims {
     }
 }
 
+/// What allocated claims hold, as DRA's allocator reads it (kube-scheduler's
+/// `AllocatedState`): devices held whole, devices held in shares (a result with a
+/// `shareID`, counted so only while DRAConsumableCapacity is on), and the capacity
+/// those shares consume.
+#[derive(Clone, Debug, Default)]
+pub struct AllocatedDevices {
+    /// Devices allocated whole.
+    pub devices: HashSet<DeviceId>,
+    /// Devices with at least one share allocated.
+    pub shared: HashSet<DeviceId>,
+    /// Per shared device, the capacity its shares consume, by capacity name, in milli
+    /// units.
+    pub capacity: HashMap<DeviceId, HashMap<String, i128>>,
+}
+
+impl AllocatedDevices {
+    /// Whether the device is allocated whole or in part (kube-scheduler's
+    /// `IsDeviceAllocated`).
+    pub fn is_allocated(&self, id: &DeviceId) -> bool {
+        self.devices.contains(id) || self.shared.contains(id) || self.capacity.contains_key(id)
+    }
+
+    /// Adds what an allocation result holds.
+    pub fn add(&mut self, allocation: &AllocationResult, consumable_capacity: bool) {
+        for r in allocation
+            .devices
+            .iter()
+            .flat_map(|d| d.results.iter().flatten())
+        {
+            let id = DeviceId::new(&r.driver, &r.pool, &r.device);
+            if !(consumable_capacity && r.share_id.is_some()) {
+                self.devices.insert(id);
+                continue;
+            }
+            if let Some(consumed) = &r.consumed_capacity {
+                let sums = self.capacity.entry(id.clone()).or_default();
+                for (name, q) in consumed {
+                    // Written by a scheduler or validated when read: a bad value counts 0.
+                    let milli = crate::quantity::Quantity::parse(&q.0).map_or(0, |q| q.milli());
+                    *sums.entry(name.clone()).or_default() += milli;
+                }
+            }
+            self.shared.insert(id);
+        }
+    }
+}
+
 /// The devices an allocation result names.
 pub fn allocation_devices(allocation: Option<&AllocationResult>) -> Vec<DeviceId> {
     allocation
@@ -101,6 +148,10 @@ pub struct DraCatalog {
     /// Indexes of the slices not bound to one node by name (`allNodes`,
     /// `nodeSelector`, per-device node selection), ascending.
     shared_slices: Vec<usize>,
+    /// Indexes of the slices that define shared counters, ascending.
+    counter_slices: Vec<usize>,
+    /// (driver, pool) → indexes of the pool's slices (every generation), ascending.
+    pool_slices: HashMap<(String, String), Vec<usize>>,
     templates: HashMap<String, Arc<ResourceClaimTemplate>>,
     generation: u64,
 }
@@ -140,8 +191,35 @@ impl DraCatalog {
                     .push(i),
                 None => catalog.shared_slices.push(i),
             }
+            if slice
+                .spec
+                .shared_counters
+                .as_ref()
+                .is_some_and(|c| !c.is_empty())
+            {
+                catalog.counter_slices.push(i);
+            }
+            catalog
+                .pool_slices
+                .entry((slice.spec.driver.clone(), slice.spec.pool.name.clone()))
+                .or_default()
+                .push(i);
         }
         catalog
+    }
+
+    /// The slices that define shared counters (`spec.sharedCounters`), as indexes into
+    /// [`DraCatalog::slices`], ascending.
+    pub fn counter_slices(&self) -> &[usize] {
+        &self.counter_slices
+    }
+
+    /// Every slice of the pool `driver`/`pool`, whatever node it serves and whatever
+    /// its generation, as indexes into [`DraCatalog::slices`], ascending.
+    pub fn pool_slices(&self, driver: &str, pool: &str) -> &[usize] {
+        self.pool_slices
+            .get(&(driver.to_owned(), pool.to_owned()))
+            .map_or(&[], Vec::as_slice)
     }
 
     /// This catalog's generation: a new catalog has a new one.
@@ -317,6 +395,23 @@ impl DraState {
             .by_key
             .get(&format!("{namespace}/{name}"))
             .cloned()
+    }
+
+    /// What allocated claims and allocations in flight hold; with
+    /// `consumable_capacity` (DRAConsumableCapacity), results with a `shareID` are
+    /// shares of their device rather than the whole device.
+    pub fn allocated_state(&self, consumable_capacity: bool) -> AllocatedDevices {
+        let claims = self.read();
+        let mut out = AllocatedDevices::default();
+        for claim in claims.by_key.values() {
+            if let Some(a) = claim.status.as_ref().and_then(|s| s.allocation.as_ref()) {
+                out.add(a, consumable_capacity);
+            }
+        }
+        for allocation in claims.in_flight.values() {
+            out.add(allocation, consumable_capacity);
+        }
+        out
     }
 
     /// Every device held by an allocated claim or by an allocation in flight.

@@ -167,14 +167,14 @@ pub const GATES: &[Gate] = &[
     Gate {
         name: "DRAConsumableCapacity",
         defaults: [false, true],
-        support: Support::Only(false),
-        what: "DRA devices shared by capacity",
+        support: Support::Both,
+        what: "DRA devices with allowMultipleAllocations shared by capacity requests",
     },
     Gate {
         name: "DRADeviceBindingConditions",
         defaults: [false, true],
-        support: Support::Only(false),
-        what: "DRA devices with binding conditions (refused while off)",
+        support: Support::Both,
+        what: "DRA devices with binding conditions are allocated (refused while off); PreBind waits for them",
     },
     Gate {
         name: "DRADeviceTaints",
@@ -191,8 +191,8 @@ pub const GATES: &[Gate] = &[
     Gate {
         name: "DRAPartitionableDevices",
         defaults: [false, true],
-        support: Support::Only(false),
-        what: "DRA devices that consume shared counters",
+        support: Support::Both,
+        what: "DRA devices that consume shared counters (refused while off)",
     },
     Gate {
         name: "DRAPrioritizedList",
@@ -350,6 +350,24 @@ impl Features {
     /// Whether DRA's allocator refuses devices with untolerated taints.
     pub fn dra_device_taints(&self) -> bool {
         self.enabled("DRADeviceTaints")
+    }
+
+    /// Whether DRA's allocator allocates devices that consume shared counters, within
+    /// their counter sets.
+    pub fn dra_partitionable_devices(&self) -> bool {
+        self.enabled("DRAPartitionableDevices")
+    }
+
+    /// Whether DRA's allocator honours capacity requests and shares devices with
+    /// `allowMultipleAllocations`.
+    pub fn dra_consumable_capacity(&self) -> bool {
+        self.enabled("DRAConsumableCapacity")
+    }
+
+    /// Whether DRA's allocator may pick devices with binding conditions (and PreBind
+    /// waits for them).
+    pub fn dra_device_binding_conditions(&self) -> bool {
+        self.enabled("DRADeviceBindingConditions")
     }
 
     /// `kube-scheduler v1.36.1 behaviour`, with the gates set explicitly.

@@ -60,7 +60,7 @@ pub mod storage;
 pub mod writer;
 
 pub use cycle_state::{CycleState, StateData};
-pub use dra::{DeviceId, DraCatalog, DraState};
+pub use dra::{AllocatedDevices, DeviceId, DraCatalog, DraState};
 pub use events::{ActionType, ClusterEvent, EventResource, QueueingHints};
 pub use features::{Features, KubernetesVersion};
 pub use framework::{Framework, FrameworkError, NominatedPods, ScoreTable};

@@ -12,8 +12,9 @@
 //! request tries its subrequests in order; `allocationMode: All` takes every matching
 //! device of the node's pools.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, RwLock};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{
     NodeSelector as ApiNodeSelector, NodeSelectorRequirement, NodeSelectorTerm,
@@ -22,10 +23,12 @@ use k8s_openapi::api::resource::v1::{
     AllocationResult, Device, DeviceAllocationResult, DeviceAttribute,
     DeviceRequestAllocationResult, DeviceTaint, DeviceToleration, ResourceClaim, ResourceSlice,
 };
-use kubesched_framework::{DeviceId, DraCatalog, NodeInfo};
+use kubesched_framework::{AllocatedDevices, DeviceId, DraCatalog, NodeInfo};
 
+use super::capacity::{self, Amount, CapacityRequests};
 use super::cel::{DeviceValue, Selector};
-use crate::node_affinity::NodeSelector;
+use super::counters::CounterState;
+use super::pools::{Pool, PoolCache, node_matches, pools_of};
 
 /// Whether a request's toleration tolerates a device taint (the toleration's effect,
 /// when set, must be the taint's; `Exists` matches any value of the key, or any key
@@ -73,6 +76,8 @@ pub struct RequestData {
     pub admin_access: bool,
     /// The request's tolerations of device taints.
     pub tolerations: Vec<DeviceToleration>,
+    /// `capacity.requests` (DRAConsumableCapacity); `None` without a `capacity` field.
+    pub capacity: Option<CapacityRequests>,
 }
 
 impl RequestData {
@@ -126,39 +131,74 @@ pub struct Devices<'a> {
     pub ids: &'a [Vec<DeviceId>],
     /// Node name → the pools that serve it.
     pub pools: &'a PoolCache,
+    /// The DRA gates that change how devices are allocated.
+    pub features: AllocatorFeatures,
+}
+
+/// The DRA feature gates the allocator honours.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AllocatorFeatures {
     /// DRADeviceTaints: devices with taints the request does not tolerate are skipped.
     pub device_taints: bool,
+    /// DRAPartitionableDevices: devices that consume shared counters are allocated
+    /// within them (skipped while off).
+    pub partitionable_devices: bool,
+    /// DRAConsumableCapacity: capacity requests and devices shared by capacity.
+    pub consumable_capacity: bool,
+    /// DRADeviceBindingConditions: devices with binding conditions may be allocated
+    /// (skipped while off).
+    pub binding_conditions: bool,
 }
 
-/// The pools that serve each node, gathered on first use.
-pub type PoolCache = RwLock<HashMap<String, Arc<Vec<Pool>>>>;
+impl AllocatorFeatures {
+    /// The gates of `features`.
+    pub fn of(features: &kubesched_framework::Features) -> AllocatorFeatures {
+        AllocatorFeatures {
+            device_taints: features.dra_device_taints(),
+            partitionable_devices: features.dra_partitionable_devices(),
+            consumable_capacity: features.dra_consumable_capacity(),
+            binding_conditions: features.dra_device_binding_conditions(),
+        }
+    }
 
-/// A resource pool as one node sees it: the slices of its newest generation that
-/// serve the node.
-#[derive(Debug)]
-pub struct Pool {
-    driver: String,
-    name: String,
-    /// Slice indexes into the catalog's slices.
-    slices: Vec<usize>,
-    generation: i64,
-    incomplete: bool,
-    invalid: bool,
+    /// Whether kube-scheduler picks its "incubating" allocator (one of these gates is
+    /// on) rather than the "stable" one.
+    pub fn incubating(&self) -> bool {
+        self.device_taints
+            || self.partitionable_devices
+            || self.consumable_capacity
+            || self.binding_conditions
+    }
 }
 
-/// A device by its place in the DRA state.
+/// A device by its place in the DRA state, and the pool (index into the node's pools)
+/// it is allocated from.
 #[derive(Clone, Copy)]
 struct Candidate {
     slice: usize,
     device: usize,
+    pool: usize,
 }
 
 struct DeviceResult {
     request: String,
     id: DeviceId,
     slice: usize,
+    device: usize,
     admin_access: bool,
     tolerations: Vec<DeviceToleration>,
+    /// DRAConsumableCapacity: the share of a device with `allowMultipleAllocations`.
+    share: Option<(String, BTreeMap<String, Amount>)>,
+}
+
+/// Where the search for the next device of a request starts (kube-scheduler's
+/// `deviceLocation`): devices of one request are taken in pool, slice and device
+/// order, so each combination is tried once.
+#[derive(Clone, Copy, Default)]
+struct Start {
+    pool: usize,
+    slice: usize,
+    device: usize,
 }
 
 struct ConstraintState {
@@ -167,100 +207,18 @@ struct ConstraintState {
     count: usize,
 }
 
+/// What [`Search::deallocate`] gives back besides the result and constraints.
+#[derive(Clone, Copy)]
+struct Undo {
+    shareable: bool,
+    consumes: bool,
+}
+
 enum Stop {
     /// A fatal problem: the whole attempt ends with this error.
     Fatal(String),
     /// The claim would get more than [`ALLOCATION_RESULTS_MAX_SIZE`] devices.
     MaxSizeExceeded,
-}
-
-/// Whether a slice (or a device with per-device node selection) serves the node.
-fn node_matches(
-    node: &NodeInfo,
-    name: Option<&str>,
-    all: Option<bool>,
-    selector: Option<&ApiNodeSelector>,
-) -> bool {
-    match (
-        name.filter(|n| !n.is_empty()),
-        all.unwrap_or(false),
-        selector,
-    ) {
-        (Some(n), _, _) => node.name() == n,
-        (None, true, _) => true,
-        (None, false, Some(s)) => NodeSelector::from_api(s).matches(node),
-        _ => false,
-    }
-}
-
-fn gather_pools(state: &DraCatalog, node: &NodeInfo) -> Vec<Pool> {
-    let slices = state.slices();
-    let mut pools: Vec<Pool> = Vec::new();
-    let mut index: HashMap<(String, String), usize> = HashMap::new();
-    for i in state.slices_for_node(node.name()) {
-        let s = &slices[i].spec;
-        let serves = if s.node_name.as_deref().is_some_and(|n| !n.is_empty())
-            || s.all_nodes.unwrap_or(false)
-            || s.node_selector.is_some()
-        {
-            node_matches(
-                node,
-                s.node_name.as_deref(),
-                s.all_nodes,
-                s.node_selector.as_ref(),
-            )
-        } else if s.per_device_node_selection.unwrap_or(false) {
-            s.devices.iter().flatten().any(|d| {
-                node_matches(
-                    node,
-                    d.node_name.as_deref(),
-                    d.all_nodes,
-                    d.node_selector.as_ref(),
-                )
-            })
-        } else {
-            false
-        };
-        if !serves {
-            continue;
-        }
-        let key = (s.driver.clone(), s.pool.name.clone());
-        match index.get(&key) {
-            None => {
-                index.insert(key, pools.len());
-                pools.push(Pool {
-                    driver: s.driver.clone(),
-                    name: s.pool.name.clone(),
-                    slices: vec![i],
-                    generation: s.pool.generation,
-                    incomplete: false,
-                    invalid: false,
-                });
-            }
-            Some(&p) => {
-                let pool = &mut pools[p];
-                if s.pool.generation < pool.generation {
-                    continue;
-                }
-                if s.pool.generation > pool.generation {
-                    pool.slices.clear();
-                    pool.generation = s.pool.generation;
-                }
-                pool.slices.push(i);
-            }
-        }
-    }
-    for pool in &mut pools {
-        let first = &slices[pool.slices[0]].spec.pool;
-        pool.incomplete = pool.slices.len() as i64 != first.resource_slice_count;
-        let mut names = HashSet::new();
-        pool.invalid = pool
-            .slices
-            .iter()
-            .flat_map(|&i| slices[i].spec.devices.iter().flatten())
-            .any(|d| !names.insert(d.name.as_str()));
-    }
-    pools
 }
 
 fn lookup_attribute<'d>(
@@ -307,7 +265,7 @@ pub enum Allocation {
 pub fn allocate(
     state: &DraCatalog,
     devices: &Devices<'_>,
-    allocated: &HashSet<DeviceId>,
+    allocated: &AllocatedDevices,
     claims: &[ClaimToAllocate],
     node: &NodeInfo,
 ) -> Result<Allocation, String> {
@@ -315,6 +273,22 @@ pub fn allocate(
     for (ci, claim) in claims.iter().enumerate() {
         let mut min_devices = 0;
         for (ri, request) in claim.requests.iter().enumerate() {
+            let features = devices.features;
+            if features.incubating()
+                && !features.consumable_capacity
+                && let Some(data) = request.alternatives.iter().find(|d| d.capacity.is_some())
+            {
+                let what = if data.parent.is_some() {
+                    "subrequest"
+                } else {
+                    "request"
+                };
+                return Err(format!(
+                    "claim {}, {what} {}: has capacity requests, but the DRAConsumableCapacity feature is disabled",
+                    claim_key(&claim.claim),
+                    data.name
+                ));
+            }
             let mut min_here = usize::MAX;
             for (si, data) in request.alternatives.iter().enumerate() {
                 let n = match data.count {
@@ -333,7 +307,7 @@ pub fn allocate(
             ));
         }
     }
-    match alloc.allocate_one(0, 0, 0, 0, false) {
+    match alloc.allocate_one(0, 0, 0, 0, false, Start::default()) {
         Err(Stop::Fatal(e)) => Err(e),
         Err(Stop::MaxSizeExceeded) | Ok(false) => {
             // Invalid pools are not fatal: other nodes may still work.
@@ -358,28 +332,6 @@ pub fn claim_key(claim: &ResourceClaim) -> String {
     )
 }
 
-/// The pools that serve `node`, gathered once per node.
-fn pools_of(state: &DraCatalog, devices: &Devices<'_>, node: &NodeInfo) -> Arc<Vec<Pool>> {
-    let cached = devices
-        .pools
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(node.name())
-        .cloned();
-    match cached {
-        Some(p) => p,
-        None => {
-            let p = Arc::new(gather_pools(state, node));
-            devices
-                .pools
-                .write()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(node.name().to_owned(), Arc::clone(&p));
-            p
-        }
-    }
-}
-
 /// Why `claims` do not fit on `node`, in words, for `--explain` (after [`allocate`]
 /// said [`Allocation::Unfit`]): each request that cannot be met even on its own (how
 /// many devices it wants, how many of the node's devices match its class and
@@ -388,7 +340,7 @@ fn pools_of(state: &DraCatalog, devices: &Devices<'_>, node: &NodeInfo) -> Arc<V
 pub fn explain_unfit(
     state: &DraCatalog,
     devices: &Devices<'_>,
-    allocated: &HashSet<DeviceId>,
+    allocated: &AllocatedDevices,
     claims: &[ClaimToAllocate],
     node: &NodeInfo,
 ) -> Vec<String> {
@@ -461,7 +413,7 @@ struct Search<'a> {
     state: &'a DraCatalog,
     node: &'a NodeInfo,
     devices: &'a Devices<'a>,
-    allocated: &'a HashSet<DeviceId>,
+    allocated: &'a AllocatedDevices,
     claims: &'a [ClaimToAllocate],
     pools: Arc<Vec<Pool>>,
     /// (slice, device, claim, request, subrequest) → selectors match.
@@ -472,6 +424,10 @@ struct Search<'a> {
     selected: Vec<Vec<usize>>,
     /// Device → the claims it is being allocated for in this attempt.
     allocating: HashMap<(usize, usize), Vec<usize>>,
+    /// Device → the capacity this attempt's shares of it consume (DRAConsumableCapacity).
+    allocating_capacity: HashMap<(usize, usize), HashMap<String, i128>>,
+    /// Shared counters (DRAPartitionableDevices).
+    counters: CounterState,
     constraints: Vec<Vec<ConstraintState>>,
     results: Vec<Vec<DeviceResult>>,
 }
@@ -480,7 +436,7 @@ impl<'a> Search<'a> {
     fn new(
         state: &'a DraCatalog,
         devices: &'a Devices<'a>,
-        allocated: &'a HashSet<DeviceId>,
+        allocated: &'a AllocatedDevices,
         claims: &'a [ClaimToAllocate],
         node: &'a NodeInfo,
     ) -> Search<'a> {
@@ -495,6 +451,8 @@ impl<'a> Search<'a> {
             all_devices: HashMap::new(),
             selected: vec![Vec::new(); claims.len()],
             allocating: HashMap::new(),
+            allocating_capacity: HashMap::new(),
+            counters: CounterState::default(),
             constraints: claims
                 .iter()
                 .map(|c| {
@@ -527,7 +485,7 @@ impl<'a> Search<'a> {
     ) -> Result<(usize, usize), String> {
         let (mut matching, mut free) = (0, 0);
         let pools = Arc::clone(&self.pools);
-        for pool in pools.iter() {
+        for (p, pool) in pools.iter().enumerate() {
             for &s in &pool.slices {
                 let n = self.slices()[s].spec.devices.as_ref().map_or(0, Vec::len);
                 for d in 0..n {
@@ -536,6 +494,7 @@ impl<'a> Search<'a> {
                         let c = Candidate {
                             slice: s,
                             device: d,
+                            pool: p,
                         };
                         if data.admin_access || !self.in_use(c) {
                             free += 1;
@@ -556,7 +515,7 @@ impl<'a> Search<'a> {
     ) -> Result<usize, String> {
         let mut found = Vec::new();
         let pools = Arc::clone(&self.pools);
-        for pool in pools.iter() {
+        for (p, pool) in pools.iter().enumerate() {
             let id = format!("{}/{}", pool.driver, pool.name);
             if pool.incomplete {
                 return Err(format!(
@@ -575,11 +534,13 @@ impl<'a> Search<'a> {
             for &s in &pool.slices {
                 let n = self.slices()[s].spec.devices.as_ref().map_or(0, Vec::len);
                 for d in 0..n {
-                    if self.selectable(ci, ri, si, data, s, d)? {
-                        found.push(Candidate {
-                            slice: s,
-                            device: d,
-                        });
+                    let c = Candidate {
+                        slice: s,
+                        device: d,
+                        pool: p,
+                    };
+                    if self.selectable(ci, ri, si, data, s, d)? && self.capacity_fits(data, c) {
+                        found.push(c);
                     }
                 }
             }
@@ -591,6 +552,30 @@ impl<'a> Search<'a> {
 
     fn id(&self, c: Candidate) -> &DeviceId {
         &self.devices.ids[c.slice][c.device]
+    }
+
+    fn device(&self, c: Candidate) -> &Device {
+        &self.slices()[c.slice]
+            .spec
+            .devices
+            .as_ref()
+            .expect("device index from this slice")[c.device]
+    }
+
+    /// DRAConsumableCapacity: whether the request's capacity fits the device beside
+    /// what allocated claims and this attempt consume (always, while the gate is off).
+    fn capacity_fits(&self, data: &RequestData, c: Candidate) -> bool {
+        if !self.devices.features.consumable_capacity {
+            return true;
+        }
+        let empty = CapacityRequests::new();
+        capacity::fits(
+            data.capacity.as_ref().unwrap_or(&empty),
+            self.device(c).capacity.as_ref(),
+            self.allocated.capacity.get(self.id(c)),
+            self.allocating_capacity.get(&(c.slice, c.device)),
+        )
+        .is_ok()
     }
 
     fn selectable(
@@ -611,7 +596,10 @@ impl<'a> Search<'a> {
             .devices
             .as_ref()
             .expect("device index from this slice")[d];
-        let mut ok = device.binding_conditions.as_ref().is_none_or(Vec::is_empty);
+        // DRADeviceBindingConditions off: devices with binding conditions are not
+        // supported.
+        let mut ok = self.devices.features.binding_conditions
+            || device.binding_conditions.as_ref().is_none_or(Vec::is_empty);
         for (i, selector) in data.class_selectors.iter().enumerate() {
             if !ok {
                 break;
@@ -651,7 +639,7 @@ impl<'a> Search<'a> {
     }
 
     fn in_use(&self, c: Candidate) -> bool {
-        self.allocated.contains(self.id(c))
+        self.allocated.devices.contains(self.id(c))
             || self
                 .allocating
                 .get(&(c.slice, c.device))
@@ -664,6 +652,12 @@ impl<'a> Search<'a> {
             .is_some_and(|x| x.contains(&ci))
     }
 
+    /// Whether the device allows several allocations (DRAConsumableCapacity).
+    fn shareable(&self, c: Candidate) -> bool {
+        self.devices.features.consumable_capacity
+            && self.device(c).allow_multiple_allocations == Some(true)
+    }
+
     fn allocate_one(
         &mut self,
         ci: usize,
@@ -671,13 +665,14 @@ impl<'a> Search<'a> {
         si: usize,
         di: usize,
         in_sub: bool,
+        start: Start,
     ) -> Result<bool, Stop> {
         if ci >= self.claims.len() {
             return Ok(true);
         }
         let claim = &self.claims[ci];
         if ri >= claim.requests.len() {
-            return match self.allocate_one(ci + 1, 0, 0, 0, false) {
+            return match self.allocate_one(ci + 1, 0, 0, 0, false, Start::default()) {
                 Err(Stop::MaxSizeExceeded) => Ok(false),
                 other => other,
             };
@@ -686,7 +681,7 @@ impl<'a> Search<'a> {
         if request.first_available && !in_sub {
             let mut all_exceeded = true;
             for sub in 0..request.alternatives.len() {
-                match self.allocate_one(ci, ri, sub, 0, true) {
+                match self.allocate_one(ci, ri, sub, 0, true, Start::default()) {
                     Err(Stop::MaxSizeExceeded) => continue,
                     Err(e) => return Err(e),
                     Ok(true) => {
@@ -712,33 +707,40 @@ impl<'a> Search<'a> {
             return Ok(false);
         }
         if di >= needed {
-            return self.allocate_one(ci, ri + 1, 0, 0, false);
+            return self.allocate_one(ci, ri + 1, 0, 0, false, Start::default());
         }
         if self.results[ci].len() + needed - di > ALLOCATION_RESULTS_MAX_SIZE {
             return Err(Stop::MaxSizeExceeded);
         }
         if all {
             let candidate = self.all_devices[&(ci, ri, si)][di];
-            if !self.allocate_device(ci, &data, &candidate, true)? {
+            let Some(undo) = self.allocate_device(ci, &data, &candidate, true)? else {
                 return Ok(false);
-            }
-            let done = self.allocate_one(ci, ri, si, di + 1, in_sub);
+            };
+            let done = self.allocate_one(ci, ri, si, di + 1, in_sub, Start::default());
             if !matches!(done, Ok(true)) {
-                self.deallocate(ci, &data, &candidate);
+                self.deallocate(ci, &data, &candidate, undo);
             }
             return done;
         }
         let pools = Arc::clone(&self.pools);
-        for pool in pools.iter() {
+        for (p, pool) in pools.iter().enumerate().skip(start.pool) {
             if pool.incomplete || pool.invalid {
                 continue;
             }
-            for &s in &pool.slices {
+            let first_slice = if p == start.pool { start.slice } else { 0 };
+            for (sp, &s) in pool.slices.iter().enumerate().skip(first_slice) {
                 let n = self.slices()[s].spec.devices.as_ref().map_or(0, Vec::len);
-                for d in 0..n {
+                let first_device = if p == start.pool && sp == start.slice {
+                    start.device
+                } else {
+                    0
+                };
+                for d in first_device..n {
                     let candidate = Candidate {
                         slice: s,
                         device: d,
+                        pool: p,
                     };
                     if data.admin_access {
                         if self.allocating_for(candidate, ci) {
@@ -753,14 +755,22 @@ impl<'a> Search<'a> {
                     {
                         continue;
                     }
-                    if !self.allocate_device(ci, &data, &candidate, false)? {
+                    if !self.capacity_fits(&data, candidate) {
                         continue;
                     }
-                    match self.allocate_one(ci, ri, si, di + 1, in_sub) {
+                    let Some(undo) = self.allocate_device(ci, &data, &candidate, false)? else {
+                        continue;
+                    };
+                    let next = Start {
+                        pool: p,
+                        slice: sp,
+                        device: d + 1,
+                    };
+                    match self.allocate_one(ci, ri, si, di + 1, in_sub, next) {
                         Ok(true) => return Ok(true),
-                        Ok(false) => self.deallocate(ci, &data, &candidate),
+                        Ok(false) => self.deallocate(ci, &data, &candidate, undo),
                         Err(e) => {
-                            self.deallocate(ci, &data, &candidate);
+                            self.deallocate(ci, &data, &candidate, undo);
                             return Err(e);
                         }
                     }
@@ -770,20 +780,25 @@ impl<'a> Search<'a> {
         Ok(false)
     }
 
-    /// Takes the device for the claim if it is free and the constraints allow it.
+    /// Takes the device for the claim if it is free and the constraints allow it
+    /// (`allocateDevice`); `Some` with what [`Search::deallocate`] gives back.
+    ///
+    /// As in kube-scheduler, counters taken before a later check fails (a taint, a
+    /// constraint, capacity) are not given back, nor the counters of a shareable device.
     fn allocate_device(
         &mut self,
         ci: usize,
         data: &RequestData,
         c: &Candidate,
         must: bool,
-    ) -> Result<bool, Stop> {
+    ) -> Result<Option<Undo>, Stop> {
+        let shareable = self.shareable(*c);
         if data.admin_access {
-            if self.allocating_for(*c, ci) {
-                return Ok(false);
+            if !shareable && self.allocating_for(*c, ci) {
+                return Ok(None);
             }
         } else if self.in_use(*c) {
-            return Ok(false);
+            return Ok(None);
         }
         // The slice (an Arc) is cloned, not the device, so the device can be read while
         // the search state changes.
@@ -793,15 +808,34 @@ impl<'a> Search<'a> {
             .devices
             .as_ref()
             .expect("device index from this slice")[c.device];
+        let consumes = device
+            .consumes_counters
+            .as_ref()
+            .is_some_and(|x| !x.is_empty());
+        let features = self.devices.features;
+        if consumes && !features.partitionable_devices {
+            return Ok(None);
+        }
+        let capacity_in_use = self.allocated.capacity.contains_key(self.id(*c))
+            || self.allocating_capacity.contains_key(&(c.slice, c.device));
+        if consumes && !(shareable && capacity_in_use) {
+            let pools = Arc::clone(&self.pools);
+            if !self
+                .counters
+                .take(self.state, &pools[c.pool], device, self.allocated)
+            {
+                return Ok(None);
+            }
+        }
         // DRADeviceTaints (off in v1.35, on in v1.36): every taint must be tolerated.
-        if self.devices.device_taints
+        if features.device_taints
             && !device
                 .taints
                 .iter()
                 .flatten()
                 .all(|t| data.tolerations.iter().any(|tol| tolerates(tol, t)))
         {
-            return Ok(false);
+            return Ok(None);
         }
         let base = data.parent.clone().unwrap_or_else(|| data.name.clone());
         let sub = data.parent.as_ref().map(|_| data.name.clone());
@@ -835,25 +869,76 @@ impl<'a> Search<'a> {
                     self.id(*c)
                 )));
             }
-            return Ok(false);
+            return Ok(None);
         }
         self.constraints[ci] = constraints;
-        self.allocating
-            .entry((c.slice, c.device))
-            .or_default()
-            .push(ci);
+        let entry = self.allocating.entry((c.slice, c.device)).or_default();
+        if !shareable {
+            entry.push(ci);
+        }
+        let mut share = None;
+        if features.consumable_capacity {
+            if !self.capacity_fits(data, *c) {
+                return Ok(None);
+            }
+            if shareable {
+                let empty = CapacityRequests::new();
+                let consumed = capacity::consumption(
+                    data.capacity.as_ref().unwrap_or(&empty),
+                    device.capacity.as_ref(),
+                );
+                let sums = self
+                    .allocating_capacity
+                    .entry((c.slice, c.device))
+                    .or_default();
+                for (name, amount) in &consumed {
+                    *sums.entry(name.clone()).or_default() += amount.milli;
+                }
+                share = Some((self.share_id(ci, data, *c), consumed));
+            }
+        }
         let id = self.id(*c).clone();
         self.results[ci].push(DeviceResult {
             request: data.full_name(),
             id,
             slice: c.slice,
+            device: c.device,
             admin_access: data.admin_access,
             tolerations: data.tolerations.clone(),
+            share,
         });
-        Ok(true)
+        Ok(Some(Undo {
+            shareable,
+            consumes,
+        }))
     }
 
-    fn deallocate(&mut self, ci: usize, data: &RequestData, c: &Candidate) {
+    /// A share id for a device share: a UUID derived from the claim, the request, the
+    /// device and the shares taken so far, so a run is repeatable (kube-scheduler draws
+    /// a random one).
+    fn share_id(&self, ci: usize, data: &RequestData, c: Candidate) -> String {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (
+            claim_key(&self.claims[ci].claim),
+            data.full_name(),
+            self.id(c),
+            self.results[ci].len(),
+        )
+            .hash(&mut h);
+        let a = h.finish();
+        self.id(c).hash(&mut h);
+        let b = h.finish();
+        format!(
+            "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
+            a >> 32,
+            (a >> 16) & 0xffff,
+            a & 0xfff,
+            b >> 52,
+            b & 0xffff_ffff_ffff
+        )
+    }
+
+    fn deallocate(&mut self, ci: usize, data: &RequestData, c: &Candidate, undo: Undo) {
         let base = data.parent.clone().unwrap_or_else(|| data.name.clone());
         let sub = data.parent.as_ref().map(|_| data.name.clone());
         for constraint in self.constraints[ci].iter_mut() {
@@ -864,7 +949,24 @@ impl<'a> Search<'a> {
         {
             claims.remove(pos);
         }
-        self.results[ci].pop();
+        let result = self.results[ci].pop();
+        if undo.shareable {
+            if let Some((_, consumed)) = result.and_then(|r| r.share)
+                && let Some(sums) = self.allocating_capacity.get_mut(&(c.slice, c.device))
+            {
+                for (name, amount) in consumed {
+                    *sums.entry(name).or_default() -= amount.milli;
+                }
+                if sums.values().all(|v| *v == 0) {
+                    self.allocating_capacity.remove(&(c.slice, c.device));
+                }
+            }
+        } else if undo.consumes && self.devices.features.partitionable_devices {
+            let pool = self.pools[c.pool].name.clone();
+            let slice = Arc::clone(&self.slices()[c.slice]);
+            let device = &slice.spec.devices.as_ref().expect("device index")[c.device];
+            self.counters.give_back(&pool, device);
+        }
     }
 
     fn finish(&self) -> Vec<AllocationResult> {
@@ -872,27 +974,49 @@ impl<'a> Search<'a> {
             .iter()
             .map(|devices| AllocationResult {
                 devices: Some(DeviceAllocationResult {
-                    results: Some(
-                        devices
-                            .iter()
-                            .map(|d| DeviceRequestAllocationResult {
-                                request: d.request.clone(),
-                                driver: d.id.driver.clone(),
-                                pool: d.id.pool.clone(),
-                                device: d.id.device.clone(),
-                                admin_access: d.admin_access.then_some(true),
-                                tolerations: (!d.tolerations.is_empty())
-                                    .then(|| d.tolerations.clone()),
-                                ..Default::default()
-                            })
-                            .collect(),
-                    ),
+                    results: Some(devices.iter().map(|d| self.device_result(d)).collect()),
                     config: None,
                 }),
                 node_selector: self.node_selector(devices),
                 ..Default::default()
             })
             .collect()
+    }
+
+    fn device_result(&self, d: &DeviceResult) -> DeviceRequestAllocationResult {
+        let device = self.device(Candidate {
+            slice: d.slice,
+            device: d.device,
+            pool: 0,
+        });
+        let binding = self.devices.features.binding_conditions;
+        let (share_id, consumed_capacity) = match &d.share {
+            Some((id, consumed)) => (
+                Some(id.clone()),
+                (!consumed.is_empty()).then(|| {
+                    consumed
+                        .iter()
+                        .map(|(n, a)| (n.clone(), a.to_quantity()))
+                        .collect()
+                }),
+            ),
+            None => (None, None),
+        };
+        DeviceRequestAllocationResult {
+            request: d.request.clone(),
+            driver: d.id.driver.clone(),
+            pool: d.id.pool.clone(),
+            device: d.id.device.clone(),
+            admin_access: d.admin_access.then_some(true),
+            tolerations: (!d.tolerations.is_empty()).then(|| d.tolerations.clone()),
+            share_id,
+            consumed_capacity,
+            binding_conditions: binding.then(|| device.binding_conditions.clone()).flatten(),
+            binding_failure_conditions: binding
+                .then(|| device.binding_failure_conditions.clone())
+                .flatten(),
+            ..Default::default()
+        }
     }
 
     /// The node selector of an allocation: the node of the first node-local device, or
@@ -914,6 +1038,21 @@ impl<'a> Search<'a> {
                 )
             } else {
                 (spec.node_name.clone(), spec.node_selector.clone())
+            };
+            // The incubating allocator also ties a device that binds to a node to it.
+            let binds = self.devices.features.incubating()
+                && self
+                    .device(Candidate {
+                        slice: d.slice,
+                        device: d.device,
+                        pool: 0,
+                    })
+                    .binds_to_node
+                    == Some(true);
+            let name = if binds {
+                Some(self.node.name().to_owned())
+            } else {
+                name
             };
             if let Some(name) = name.filter(|n| !n.is_empty()) {
                 return Some(ApiNodeSelector {

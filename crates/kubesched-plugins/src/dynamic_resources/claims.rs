@@ -156,6 +156,7 @@ pub fn prepare_claim(
                 count: count(exactly.allocation_mode.as_deref(), exactly.count),
                 admin_access: exactly.admin_access.unwrap_or(false),
                 tolerations: exactly.tolerations.clone().unwrap_or_default(),
+                capacity: capacity_requests(exactly.capacity.as_ref()),
             });
         } else {
             for sub in request.first_available.iter().flatten() {
@@ -178,6 +179,7 @@ pub fn prepare_claim(
                     count: count(sub.allocation_mode.as_deref(), sub.count),
                     admin_access: false,
                     tolerations: sub.tolerations.clone().unwrap_or_default(),
+                    capacity: capacity_requests(sub.capacity.as_ref()),
                 });
             }
             if alternatives.is_empty() {
@@ -214,6 +216,20 @@ pub fn prepare_claim(
         requests,
         constraints,
     }))
+}
+
+/// A request's `capacity.requests` (`None` without a `capacity` field; a quantity that
+/// does not parse, which only a malformed API object has, is left out).
+fn capacity_requests(
+    capacity: Option<&k8s_openapi::api::resource::v1::CapacityRequirements>,
+) -> Option<super::capacity::CapacityRequests> {
+    capacity.map(|c| {
+        c.requests
+            .iter()
+            .flatten()
+            .filter_map(|(name, q)| Some((name.clone(), super::capacity::Amount::parse(q)?)))
+            .collect()
+    })
 }
 
 /// The number of devices of a request: `None` for `allocationMode: All`; the API

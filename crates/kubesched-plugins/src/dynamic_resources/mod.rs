@@ -18,6 +18,8 @@
 //!   assume cache) until the watch shows it. Without a writer (the simulator) PreBind
 //!   only assumes. Unreserve drops what Reserve marked and takes the pod out of the
 //!   `reservedFor` PreBind wrote (the allocation stays, as in kube-scheduler).
+//! - With DRADeviceBindingConditions, the runtime's PreBind then waits (up to 600 s)
+//!   for the drivers to report the allocated devices' binding conditions ([`binding`]).
 //! - PostFilter has no claims to deallocate ("no new claims to deallocate").
 //! - When the cycle is explained (`CycleState::explain`), Filter's rejections carry
 //!   notes naming the claim and request that did not fit ([`allocator::explain_unfit`]).
@@ -27,21 +29,25 @@
 //! is rejected with a message that says so, never passed silently.
 
 pub mod allocator;
+pub mod binding;
+pub mod capacity;
 pub mod cel;
 pub mod claims;
+pub mod counters;
+pub mod pools;
 pub mod scoring;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use k8s_openapi::api::resource::v1::{
     AllocationResult, ResourceClaim, ResourceClaimConsumerReference, ResourceClaimStatus,
 };
 use kubesched_framework::{
-    ClusterWriter, Code, CycleState, DeviceId, DraCatalog, DraState, FilterPlugin, Handle,
-    NodeInfo, NodeScore, NodeToStatus, Plugin, PodInfo, PostFilterContext, PostFilterPlugin,
-    PostFilterResult, PreBindPlugin, PreFilterPlugin, PreFilterResult, ReservePlugin,
-    ScoreExtensions, ScorePlugin, Snapshot, Status,
+    AllocatedDevices, ClusterWriter, Code, CycleState, DeviceId, DraCatalog, DraState,
+    FilterPlugin, Handle, NodeInfo, NodeScore, NodeToStatus, Plugin, PodInfo, PostFilterContext,
+    PostFilterPlugin, PostFilterResult, PreBindPlugin, PreFilterPlugin, PreFilterResult,
+    ReservePlugin, ScoreExtensions, ScorePlugin, Snapshot, Status,
 };
 
 use crate::node_affinity::NodeSelector;
@@ -66,8 +72,8 @@ pub struct DynamicResources {
     context: OnceLock<cel_context::Shared>,
     /// The device tables and node pools of the latest catalog.
     tables: Mutex<Option<Arc<DeviceTables>>>,
-    /// DRADeviceTaints: untolerated device taints keep a device from being allocated.
-    device_taints: bool,
+    /// The DRA gates the allocator honours.
+    features: allocator::AllocatorFeatures,
     /// Compiled selectors by expression.
     selectors: Mutex<HashMap<String, Result<Selector, String>>>,
 }
@@ -78,7 +84,7 @@ struct DeviceTables {
     generation: u64,
     values: Vec<Vec<DeviceValue>>,
     ids: Vec<Vec<DeviceId>>,
-    pools: allocator::PoolCache,
+    pools: pools::PoolCache,
 }
 
 mod cel_context {
@@ -100,7 +106,7 @@ impl DynamicResources {
         DynamicResources {
             dra: handle.dra.clone(),
             writer: handle.writer.clone(),
-            device_taints: handle.features.dra_device_taints(),
+            features: allocator::AllocatorFeatures::of(&handle.features),
             ..DynamicResources::default()
         }
     }
@@ -150,7 +156,7 @@ impl DynamicResources {
             generation: catalog.generation(),
             values,
             ids,
-            pools: allocator::PoolCache::default(),
+            pools: pools::PoolCache::default(),
         });
         *cached = Some(tables.clone());
         tables
@@ -165,7 +171,7 @@ impl DynamicResources {
             values: &tables.values,
             ids: &tables.ids,
             pools: &tables.pools,
-            device_taints: self.device_taints,
+            features: self.features,
         }
     }
 }
@@ -189,8 +195,8 @@ struct PodClaims {
     to_allocate: Vec<ClaimToAllocate>,
     /// The index in `claims` of each claim to allocate.
     to_allocate_index: Vec<usize>,
-    /// Devices held by other claims when the cycle started.
-    allocated: HashSet<DeviceId>,
+    /// What other claims hold when the cycle started.
+    allocated: AllocatedDevices,
     /// Filter's allocations per node, one per claim to allocate.
     node_allocations: Mutex<HashMap<String, Vec<AllocationResult>>>,
     /// Reserve's allocations, per claim index.
@@ -302,9 +308,9 @@ impl PreFilterPlugin for DynamicResources {
             }
         }
         let allocated = if to_allocate.is_empty() {
-            HashSet::new()
+            AllocatedDevices::default()
         } else {
-            dra.allocated_devices()
+            dra.allocated_state(self.features.consumable_capacity)
         };
         let n = claims.len();
         let tables = if to_allocate.is_empty() {
@@ -312,7 +318,7 @@ impl PreFilterPlugin for DynamicResources {
                 generation: 0,
                 values: Vec::new(),
                 ids: Vec::new(),
-                pools: allocator::PoolCache::default(),
+                pools: pools::PoolCache::default(),
             })
         } else {
             self.tables(&catalog)
@@ -653,7 +659,38 @@ impl PreBindPlugin for DynamicResources {
                 Err(message) => return Status::error(message),
             }
         }
-        Status::success()
+        if !self.features.binding_conditions {
+            return Status::success();
+        }
+        // DRADeviceBindingConditions: wait for the drivers to report the devices ready.
+        let waiting: Vec<(String, String)> = {
+            let written = data.written.lock().unwrap_or_else(|e| e.into_inner());
+            data.claims
+                .iter()
+                .enumerate()
+                .filter(|(i, c)| {
+                    binding::has_binding_conditions(written[*i].as_deref().unwrap_or(c))
+                })
+                .map(|(_, c)| split_key(c))
+                .collect()
+        };
+        if waiting.is_empty() {
+            return Status::success();
+        }
+        let get = |ns: &str, name: &str| {
+            writer
+                .get_resource_claim(ns, name)
+                .map_err(|e| format!("get claim {ns}/{name}: {e}"))
+        };
+        match binding::wait(
+            &waiting,
+            &get,
+            binding::BINDING_TIMEOUT,
+            binding::POLL_INTERVAL,
+        ) {
+            Ok(()) => Status::success(),
+            Err(message) => Status::error(message),
+        }
     }
 }
 

@@ -11,8 +11,8 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use k8s_openapi::api::resource::v1::{
-    DeviceClaim, DeviceClass, DeviceSelector, DeviceToleration, ExactDeviceRequest, ResourceClaim,
-    ResourceClaimTemplate, ResourceSlice,
+    CapacityRequirements, Device, DeviceClaim, DeviceClass, DeviceSelector, DeviceToleration,
+    ExactDeviceRequest, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
 };
 use kubesched_plugins::dynamic_resources::cel;
 use serde_json::Value;
@@ -134,7 +134,9 @@ impl Builder {
                             format!("duplicate device name {:?}", d.name),
                         ));
                     }
+                    check_device(d, &format!("spec.devices[{i}]"), &invalid)?;
                 }
+                check_counter_sets(&slice, &invalid)?;
                 dra.slices.push(Arc::new(slice));
             }
             "ResourceClaim" => {
@@ -252,6 +254,7 @@ fn check_devices(
         let at = format!("{path}.requests[{i}]");
         match (&r.exactly, &r.first_available) {
             (Some(e), None) => {
+                check_capacity_requests(e.capacity.as_ref(), &format!("{at}.exactly"), invalid)?;
                 check_selectors(
                     e.selectors.as_ref(),
                     &format!("{at}.exactly.selectors"),
@@ -266,6 +269,7 @@ fn check_devices(
             (None, Some(subs)) if !subs.is_empty() => {
                 for (j, s) in subs.iter().enumerate() {
                     let sub = format!("{at}.firstAvailable[{j}]");
+                    check_capacity_requests(s.capacity.as_ref(), &sub, invalid)?;
                     check_selectors(s.selectors.as_ref(), &format!("{sub}.selectors"), invalid)?;
                     check_mode(s.allocation_mode.as_deref(), &sub, invalid)?;
                 }
@@ -284,6 +288,175 @@ fn check_devices(
                 format!("{path}.constraints[{i}].matchAttribute"),
                 "missing (the only constraint kubesched knows)".into(),
             ));
+        }
+    }
+    Ok(())
+}
+
+type Invalid<'a> = &'a dyn Fn(String, String) -> ScenarioError;
+
+fn quantity(q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity) -> i128 {
+    // Quantities are checked when the object is decoded.
+    kubesched_framework::quantity::Quantity::parse(&q.0).map_or(0, |q| q.milli())
+}
+
+/// A request's `capacity.requests` (DRAConsumableCapacity): amounts are not negative.
+fn check_capacity_requests(
+    capacity: Option<&CapacityRequirements>,
+    at: &str,
+    invalid: Invalid<'_>,
+) -> Result<(), ScenarioError> {
+    for (name, q) in capacity
+        .and_then(|c| c.requests.as_ref())
+        .into_iter()
+        .flatten()
+    {
+        if quantity(q) < 0 {
+            return Err(invalid(
+                format!("{at}.capacity.requests.{name}"),
+                format!("{:?} must not be negative", q.0),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A device's capacities, counter consumption and binding conditions, as the API
+/// server validates them.
+fn check_device(d: &Device, at: &str, invalid: Invalid<'_>) -> Result<(), ScenarioError> {
+    for (name, c) in d.capacity.iter().flatten() {
+        let Some(policy) = &c.request_policy else {
+            continue;
+        };
+        let field = format!("{at}.capacity.{name}.requestPolicy");
+        let value = quantity(&c.value);
+        match (&policy.valid_values, &policy.valid_range) {
+            (Some(_), Some(_)) => {
+                return Err(invalid(
+                    field,
+                    "validValues and validRange are mutually exclusive".into(),
+                ));
+            }
+            (Some(values), None) => {
+                let v: Vec<i128> = values.iter().map(quantity).collect();
+                if v.windows(2).any(|w| w[0] >= w[1]) {
+                    return Err(invalid(
+                        format!("{field}.validValues"),
+                        "must be sorted in ascending order without duplicates".into(),
+                    ));
+                }
+                if v.last().is_some_and(|&last| last > value) {
+                    return Err(invalid(
+                        format!("{field}.validValues"),
+                        format!("must not exceed the capacity's value {:?}", c.value.0),
+                    ));
+                }
+                if let Some(d) = &policy.default
+                    && !v.contains(&quantity(d))
+                {
+                    return Err(invalid(
+                        format!("{field}.default"),
+                        format!("{:?} is not one of validValues", d.0),
+                    ));
+                }
+            }
+            (None, Some(range)) => {
+                let min = quantity(&range.min);
+                let max = range.max.as_ref().map(quantity);
+                if min < 0 || min > value {
+                    return Err(invalid(
+                        format!("{field}.validRange.min"),
+                        format!(
+                            "{:?} must be between 0 and the capacity's value {:?}",
+                            range.min.0, c.value.0
+                        ),
+                    ));
+                }
+                if let Some(m) = max
+                    && (m < min || m > value)
+                {
+                    return Err(invalid(
+                        format!("{field}.validRange.max"),
+                        "must be at least min and at most the capacity's value".into(),
+                    ));
+                }
+                if let Some(step) = &range.step
+                    && quantity(step) <= 0
+                {
+                    return Err(invalid(
+                        format!("{field}.validRange.step"),
+                        format!("{:?} must be positive", step.0),
+                    ));
+                }
+                if let Some(d) = &policy.default {
+                    let dv = quantity(d);
+                    if dv < min || max.is_some_and(|m| dv > m) || dv > value {
+                        return Err(invalid(
+                            format!("{field}.default"),
+                            format!("{:?} is outside validRange", d.0),
+                        ));
+                    }
+                }
+            }
+            (None, None) => {}
+        }
+    }
+    for (j, c) in d.consumes_counters.iter().flatten().enumerate() {
+        if c.counter_set.is_empty() {
+            return Err(invalid(
+                format!("{at}.consumesCounters[{j}].counterSet"),
+                "missing".into(),
+            ));
+        }
+        if c.counters.is_empty() {
+            return Err(invalid(
+                format!("{at}.consumesCounters[{j}].counters"),
+                "must name at least one counter".into(),
+            ));
+        }
+    }
+    let conditions = d.binding_conditions.as_ref().map_or(0, Vec::len);
+    let failures = d.binding_failure_conditions.as_ref().map_or(0, Vec::len);
+    if conditions > 4 || failures > 4 {
+        return Err(invalid(
+            format!("{at}.bindingConditions"),
+            "at most 4 binding conditions and 4 binding failure conditions".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// A slice's shared counter sets: named, unique, with counters; and what its devices
+/// consume exists in the slice's own sets when it has any (sets in another slice of
+/// the pool are checked by the allocator, which treats the pool as invalid).
+fn check_counter_sets(slice: &ResourceSlice, invalid: Invalid<'_>) -> Result<(), ScenarioError> {
+    let mut names = HashSet::new();
+    for (i, set) in slice.spec.shared_counters.iter().flatten().enumerate() {
+        if set.name.is_empty() {
+            return Err(invalid(
+                format!("spec.sharedCounters[{i}].name"),
+                "missing".into(),
+            ));
+        }
+        if !names.insert(set.name.as_str()) {
+            return Err(invalid(
+                format!("spec.sharedCounters[{i}].name"),
+                format!("duplicate counter set {:?}", set.name),
+            ));
+        }
+        if set.counters.is_empty() {
+            return Err(invalid(
+                format!("spec.sharedCounters[{i}].counters"),
+                "must define at least one counter".into(),
+            ));
+        }
+        for (name, c) in &set.counters {
+            if quantity(&c.value) < 0 {
+                return Err(invalid(
+                    format!("spec.sharedCounters[{i}].counters.{name}.value"),
+                    format!("{:?} must not be negative", c.value.0),
+                ));
+            }
         }
     }
     Ok(())
@@ -445,6 +618,49 @@ mod tests {
         let no_driver = slice("  - name: a\n").replace("  driver: gpu\n", "");
         let e = load(&source(&no_driver)).unwrap_err().to_string();
         assert!(e.starts_with("x.yaml: ResourceSlice s: spec"), "{e}");
+    }
+
+    #[test]
+    fn bad_counters_capacity_policies_and_binding_conditions_are_one_line_errors_naming_the_field()
+    {
+        let slice = |body: &str| {
+            format!(
+                "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata:\n  name: s\nspec:\n  driver: gpu\n  nodeName: n1\n  pool:\n    name: p\n    generation: 1\n    resourceSliceCount: 1\n{body}"
+            )
+        };
+        let cases = [
+            (
+                "  sharedCounters:\n  - name: a\n    counters: {m: {value: 1}}\n  - name: a\n    counters: {m: {value: 1}}\n",
+                "ResourceSlice s: spec.sharedCounters[1].name: duplicate counter set \"a\"",
+            ),
+            (
+                "  devices:\n  - name: d\n    consumesCounters: [{counterSet: a, counters: {}}]\n",
+                "ResourceSlice s: spec.devices[0].consumesCounters[0].counters: must name at least one counter",
+            ),
+            (
+                "  devices:\n  - name: d\n    capacity:\n      bw:\n        value: 4Gi\n        requestPolicy: {validValues: [2Gi, 1Gi]}\n",
+                "ResourceSlice s: spec.devices[0].capacity.bw.requestPolicy.validValues: must be sorted",
+            ),
+            (
+                "  devices:\n  - name: d\n    capacity:\n      bw:\n        value: 4Gi\n        requestPolicy: {default: 5Gi, validRange: {min: 1Gi}}\n",
+                "ResourceSlice s: spec.devices[0].capacity.bw.requestPolicy.default: \"5Gi\" is outside validRange",
+            ),
+            (
+                "  devices:\n  - name: d\n    bindingConditions: [a, b, c, d, e]\n    bindingFailureConditions: [f]\n",
+                "ResourceSlice s: spec.devices[0].bindingConditions: at most 4 binding conditions",
+            ),
+        ];
+        for (body, want) in cases {
+            let e = load(&source(&slice(body))).unwrap_err().to_string();
+            assert!(e.contains(want), "{e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
+        let claim = "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata:\n  name: c\nspec:\n  devices:\n    requests:\n    - name: r\n      exactly:\n        deviceClassName: gpu\n        capacity: {requests: {bw: \"-1\"}}\n";
+        let e = load(&source(claim)).unwrap_err().to_string();
+        assert!(
+            e.contains("ResourceClaim default/c: spec.devices.requests[0].exactly.capacity.requests.bw: \"-1\" must not be negative"),
+            "{e}"
+        );
     }
 
     #[test]
