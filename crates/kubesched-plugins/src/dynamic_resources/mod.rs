@@ -18,7 +18,13 @@
 //!   assume cache) until the watch shows it. Without a writer (the simulator) PreBind
 //!   only assumes. Unreserve drops what Reserve marked and takes the pod out of the
 //!   `reservedFor` PreBind wrote (the allocation stays, as in kube-scheduler).
-//! - PostFilter has no claims to deallocate ("no new claims to deallocate").
+//! - PostFilter, as kube-scheduler's: an Error `not found` when PreFilter never ran (an
+//!   earlier PreFilter plugin rejected the pod as unresolvable, so no cycle state was
+//!   written); `no new claims to deallocate` for a pod without claims (or whose claims
+//!   PreFilter rejected); otherwise it deallocates an allocated claim that Filter found
+//!   unavailable on some node and that no other pod has reserved (`deallocation of
+//!   ResourceClaim completed`, the claim's allocation and `reservedFor` cleared through
+//!   the API), or answers `still not schedulable`.
 //! - When the cycle is explained (`CycleState::explain`), Filter's rejections carry
 //!   notes naming the claim and request that did not fit ([`allocator::explain_unfit`]).
 //!
@@ -174,6 +180,11 @@ impl DynamicResources {
 #[derive(Clone)]
 struct CycleData(Arc<PodClaims>);
 
+/// Written first thing by PreFilter (kube-scheduler writes its empty state there): without
+/// it, PostFilter knows PreFilter never ran and fails as kube-scheduler's state read does.
+#[derive(Clone)]
+struct PreFilterRan;
+
 struct PodClaims {
     /// Every claim of the pod, in order.
     claims: Vec<Arc<ResourceClaim>>,
@@ -195,6 +206,8 @@ struct PodClaims {
     node_allocations: Mutex<HashMap<String, Vec<AllocationResult>>>,
     /// Reserve's allocations, per claim index.
     reserved: Mutex<Vec<Option<AllocationResult>>>,
+    /// Indices of allocated claims that Filter found unavailable on some node.
+    unavailable: Mutex<std::collections::BTreeSet<usize>>,
 }
 
 fn unschedulable(message: impl Into<kubesched_framework::Reason>) -> Status {
@@ -236,6 +249,7 @@ impl PreFilterPlugin for DynamicResources {
         _: &Snapshot,
     ) -> (Option<PreFilterResult>, Status) {
         state.delete::<CycleData>();
+        state.write(PreFilterRan);
         let Some(first) = pod.spec().resource_claims.iter().flatten().next() else {
             return (None, Status::skip());
         };
@@ -328,6 +342,7 @@ impl PreFilterPlugin for DynamicResources {
             allocated,
             node_allocations: Mutex::new(HashMap::new()),
             reserved: Mutex::new(vec![None; n]),
+            unavailable: Mutex::new(std::collections::BTreeSet::new()),
         })));
         (None, Status::success())
     }
@@ -338,11 +353,18 @@ impl FilterPlugin for DynamicResources {
         let Some(CycleData(data)) = state.read::<CycleData>() else {
             return Status::success();
         };
-        if let Some(index) = data
+        let unavailable: Vec<usize> = data
             .available_on
             .iter()
-            .position(|selector| selector.as_ref().is_some_and(|s| !s.matches(node)))
-        {
+            .enumerate()
+            .filter(|(_, selector)| selector.as_ref().is_some_and(|s| !s.matches(node)))
+            .map(|(i, _)| i)
+            .collect();
+        if let Some(&index) = unavailable.first() {
+            data.unavailable
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .extend(unavailable);
             let status = unschedulable(NOT_AVAILABLE);
             if !state.explain() {
                 return status;
@@ -693,13 +715,65 @@ impl PostFilterPlugin for DynamicResources {
     fn post_filter(
         &self,
         _: &PostFilterContext<'_>,
-        _: &CycleState,
-        _: &PodInfo,
+        state: &CycleState,
+        pod: &PodInfo,
         _: &NodeToStatus,
     ) -> (Option<PostFilterResult>, Status) {
+        if state.read::<PreFilterRan>().is_none() {
+            // kube-scheduler reads a state its PreFilter never wrote: the read's error.
+            return (None, Status::error("not found"));
+        }
+        let data = match state.read::<CycleData>() {
+            Some(CycleData(data)) if !data.claims.is_empty() => data,
+            _ => {
+                return (
+                    None,
+                    Status::new(Code::Unschedulable, "no new claims to deallocate"),
+                );
+            }
+        };
+        let unavailable = data
+            .unavailable
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        // kube-scheduler picks among several such claims at random (map order); the
+        // lowest index is one of its choices.
+        for index in unavailable {
+            let claim = &data.claims[index];
+            let reserved = claim
+                .status
+                .as_ref()
+                .and_then(|s| s.reserved_for.as_deref())
+                .unwrap_or_default();
+            if !(reserved.is_empty() || reserved.len() == 1 && reserved[0].uid == pod.uid()) {
+                continue;
+            }
+            let mut freed = (**claim).clone();
+            if let Some(status) = freed.status.as_mut() {
+                status.allocation = None;
+                status.reserved_for = None;
+            }
+            match (&self.writer, &self.dra) {
+                (Some(writer), _) => {
+                    if let Err(e) = writer.update_resource_claim_status(&freed) {
+                        return (None, Status::error(e.to_string()));
+                    }
+                }
+                (None, Some(dra)) => dra.assume_claim(Arc::new(freed)),
+                (None, None) => {}
+            }
+            return (
+                None,
+                Status::new(
+                    Code::Unschedulable,
+                    "deallocation of ResourceClaim completed",
+                ),
+            );
+        }
         (
             None,
-            Status::new(Code::Unschedulable, "no new claims to deallocate"),
+            Status::new(Code::Unschedulable, "still not schedulable"),
         )
     }
 }
