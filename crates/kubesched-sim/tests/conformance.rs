@@ -115,14 +115,14 @@ fn conformance_cases_agree_with_kube_scheduler() {
     for (folder, preemption, count, version) in [
         ("cases", false, 78, v1_35),
         ("cases-default", false, 38, v1_35),
-        ("cases-preemption", true, 24, v1_35),
+        ("cases-preemption", true, 26, v1_35),
         ("cases-volumes", false, 38, v1_35),
-        ("cases-dra", false, 12, v1_35),
+        ("cases-dra", false, 13, v1_35),
         ("v1.36/cases", false, 78, v1_36),
         ("v1.36/cases-default", false, 38, v1_36),
-        ("v1.36/cases-preemption", true, 24, v1_36),
+        ("v1.36/cases-preemption", true, 26, v1_36),
         ("v1.36/cases-volumes", false, 38, v1_36),
-        ("v1.36/cases-dra", false, 12, v1_36),
+        ("v1.36/cases-dra", false, 13, v1_36),
     ] {
         let dir = repo_root().join("conformance").join(folder);
         let mut cases: Vec<PathBuf> = std::fs::read_dir(&dir)

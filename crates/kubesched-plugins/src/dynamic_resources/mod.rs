@@ -5,9 +5,10 @@
 //!   is missing, being deleted, not owned by the pod, reserved for too many consumers,
 //!   being allocated for another pod, or names a missing DeviceClass, and prepares the
 //!   claims that still need an allocation ([`claims`]).
-//! - Filter rejects a node where an allocated claim is not available
-//!   (`resourceclaim not available on the node`) and runs the [`allocator`] for the
-//!   others (`cannot allocate all claims`), keeping each node's allocation.
+//! - Filter runs the [`allocator`] for the claims to allocate (`cannot allocate all
+//!   claims`), then rejects a node where an allocated claim is not available
+//!   (`resourceclaim not available on the node`, remembered for PostFilter), keeping
+//!   each node's allocation.
 //! - Score / NormalizeScore rank nodes by the `firstAvailable` subrequests they give
 //!   ([`scoring`]).
 //! - Reserve marks the chosen node's allocations in flight. PreBind, with a
@@ -24,7 +25,8 @@
 //!   PreFilter rejected); otherwise it deallocates an allocated claim that Filter found
 //!   unavailable on some node and that no other pod has reserved (`deallocation of
 //!   ResourceClaim completed`, the claim's allocation and `reservedFor` cleared through
-//!   the API), or answers `still not schedulable`.
+//!   the API; nothing is assumed, so a simulation keeps the claim allocated), or answers
+//!   `still not schedulable`.
 //! - When the cycle is explained (`CycleState::explain`), Filter's rejections carry
 //!   notes naming the claim and request that did not fit ([`allocator::explain_unfit`]).
 //!
@@ -353,6 +355,9 @@ impl FilterPlugin for DynamicResources {
         let Some(CycleData(data)) = state.read::<CycleData>() else {
             return Status::success();
         };
+        // As kube-scheduler: the claims to allocate are tried first (their failure is the
+        // node's reason even when an allocated claim is not available there either); an
+        // unavailable allocated claim is remembered for PostFilter only when they fit.
         let unavailable: Vec<usize> = data
             .available_on
             .iter()
@@ -360,6 +365,34 @@ impl FilterPlugin for DynamicResources {
             .filter(|(_, selector)| selector.as_ref().is_some_and(|s| !s.matches(node)))
             .map(|(i, _)| i)
             .collect();
+        let mut allocated = None;
+        if !data.to_allocate.is_empty() {
+            let devices = self.devices(&data.tables);
+            match allocator::allocate(
+                &data.catalog,
+                &devices,
+                &data.allocated,
+                &data.to_allocate,
+                node,
+            ) {
+                Err(error) => return Status::new(Code::Error, error),
+                Ok(Allocation::Unfit(reason)) => {
+                    let status =
+                        unschedulable(reason.unwrap_or_else(|| CANNOT_ALLOCATE.to_owned()));
+                    if !state.explain() {
+                        return status;
+                    }
+                    return status.with_notes(allocator::explain_unfit(
+                        &data.catalog,
+                        &devices,
+                        &data.allocated,
+                        &data.to_allocate,
+                        node,
+                    ));
+                }
+                Ok(Allocation::Allocated(results)) => allocated = Some(results),
+            }
+        }
         if let Some(&index) = unavailable.first() {
             data.unavailable
                 .lock()
@@ -374,39 +407,13 @@ impl FilterPlugin for DynamicResources {
                 allocator::claim_key(&data.claims[index])
             )]);
         }
-        if data.to_allocate.is_empty() {
-            return Status::success();
+        if let Some(results) = allocated {
+            data.node_allocations
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(node.name().to_owned(), results);
         }
-        let devices = self.devices(&data.tables);
-        match allocator::allocate(
-            &data.catalog,
-            &devices,
-            &data.allocated,
-            &data.to_allocate,
-            node,
-        ) {
-            Err(error) => Status::new(Code::Error, error),
-            Ok(Allocation::Unfit(reason)) => {
-                let status = unschedulable(reason.unwrap_or_else(|| CANNOT_ALLOCATE.to_owned()));
-                if !state.explain() {
-                    return status;
-                }
-                status.with_notes(allocator::explain_unfit(
-                    &data.catalog,
-                    &devices,
-                    &data.allocated,
-                    &data.to_allocate,
-                    node,
-                ))
-            }
-            Ok(Allocation::Allocated(results)) => {
-                data.node_allocations
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(node.name().to_owned(), results);
-                Status::success()
-            }
-        }
+        Status::success()
     }
 }
 
@@ -754,14 +761,13 @@ impl PostFilterPlugin for DynamicResources {
                 status.allocation = None;
                 status.reserved_for = None;
             }
-            match (&self.writer, &self.dra) {
-                (Some(writer), _) => {
-                    if let Err(e) = writer.update_resource_claim_status(&freed) {
-                        return (None, Status::error(e.to_string()));
-                    }
-                }
-                (None, Some(dra)) => dra.assume_claim(Arc::new(freed)),
-                (None, None) => {}
+            // Only the API server learns of it: kube-scheduler assumes nothing here, so
+            // its claim cache changes when the watch brings the update, and in a
+            // simulation (no writer, the world does not move) never.
+            if let Some(writer) = &self.writer
+                && let Err(e) = writer.update_resource_claim_status(&freed)
+            {
+                return (None, Status::error(e.to_string()));
             }
             return (
                 None,
