@@ -526,6 +526,67 @@ mod tests {
     }
 
     #[test]
+    fn a_few_hundred_seeds_reach_every_kind_and_corner() {
+        let mut kinds = std::collections::BTreeSet::new();
+        let mut corners = std::collections::BTreeSet::new();
+        for seed in 0..400 {
+            for d in generate(seed) {
+                kinds.insert(d["kind"].as_str().unwrap_or("").to_string());
+                let text = d.to_string();
+                for (corner, needle) in [
+                    ("multiPoint", "multiPoint"),
+                    ("plugin args", "defaultingType"),
+                    ("pod claims", "resourceClaimName"),
+                    ("claim template", "resourceClaimTemplateName"),
+                    ("pod volumes", "claimName"),
+                    ("allocated claim", "allocation"),
+                    ("network slice", "allNodes"),
+                    ("first available", "firstAvailable"),
+                    ("attach limit", "allocatable\":{\"count"),
+                    ("pending PV", "local-pv"),
+                    ("gate", "schedulingGates"),
+                    ("nominated", "nominatedNodeName"),
+                    ("sidecar", "\"restartPolicy\":\"Always\""),
+                ] {
+                    if text.contains(needle) {
+                        corners.insert(corner);
+                    }
+                }
+                if d["profiles"].as_array().is_some_and(|p| p.len() == 2) {
+                    corners.insert("two profiles");
+                }
+                if d["kind"] == "Pod" && d["spec"]["resources"].is_object() {
+                    corners.insert("pod-level resources");
+                }
+            }
+        }
+        for kind in [
+            "KubeSchedulerConfiguration",
+            "Node",
+            "Pod",
+            "Service",
+            "ReplicaSet",
+            "StatefulSet",
+            "ReplicationController",
+            "PodDisruptionBudget",
+            "StorageClass",
+            "CSIDriver",
+            "CSINode",
+            "CSIStorageCapacity",
+            "PersistentVolume",
+            "PersistentVolumeClaim",
+            "VolumeAttachment",
+            "DeviceClass",
+            "ResourceSlice",
+            "ResourceClaim",
+            "ResourceClaimTemplate",
+        ] {
+            assert!(kinds.contains(kind), "no {kind} in 400 seeds");
+        }
+        assert_eq!(corners.len(), 15, "reached only {corners:?}");
+    }
+
+    #[test]
     fn every_scenario_has_a_pending_pod_and_reads_back_as_yaml() {
         for seed in 0..200 {
             let docs = generate(seed);
