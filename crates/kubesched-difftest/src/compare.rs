@@ -40,6 +40,18 @@ pub struct Disagreement {
     pub detail: String,
 }
 
+impl Disagreement {
+    /// The output field where the lines first differ (`message`, `node`, `scores`,
+    /// `rejected`, ...; empty for a missing or extra line or a refusal). Shrinking keeps
+    /// it too, so that it does not wander off to another difference.
+    pub fn field(&self) -> &str {
+        let Some(rest) = self.detail.split_once(").").map(|(_, r)| r) else {
+            return "";
+        };
+        rest.split(['.', ':']).next().unwrap_or("")
+    }
+}
+
 /// The result of one comparison.
 #[derive(Debug, Clone)]
 pub enum Verdict {
@@ -176,6 +188,11 @@ mod tests {
             compare_lines(&a, &c).unwrap(),
             "line 1 (pod \"default/a\").scores.n1.X: expected 1, got 2"
         );
+        let d = Disagreement {
+            kind: Kind::Lines,
+            detail: compare_lines(&a, &c).unwrap(),
+        };
+        assert_eq!(d.field(), "scores");
         assert!(compare_lines(&a, &[]).unwrap().contains("missing"));
         assert!(
             compare_lines(&[], &a)

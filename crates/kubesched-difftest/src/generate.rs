@@ -10,13 +10,18 @@ use serde_json::{Value, json};
 
 use crate::rng::Rng;
 
-const ZONES: &[&str] = &["zone-a", "zone-b", "zone-c"];
-const APPS: &[&str] = &["web", "db", "cache"];
-const NAMESPACES: &[&str] = &["default", "default", "team"];
+mod config;
+mod dra;
+mod storage;
+mod workloads;
+
+pub(crate) const ZONES: &[&str] = &["zone-a", "zone-b", "zone-c"];
+pub(crate) const APPS: &[&str] = &["web", "db", "cache"];
+pub(crate) const NAMESPACES: &[&str] = &["default", "default", "team"];
 const TAINT_KEYS: &[&str] = &["dedicated", "gpu", "maintenance"];
 const EFFECTS: &[&str] = &["NoSchedule", "PreferNoSchedule", "NoExecute"];
 const IMAGES: &[&str] = &["nginx:1.27", "redis:7", "postgres:16", "busybox:1.36"];
-const GPU: &str = "example.com/gpu";
+pub(crate) const GPU: &str = "example.com/gpu";
 /// Start times of running pods: few, so that victims tie on them (FORMAT.md rule 8).
 const START_TIMES: &[&str] = &[
     "2025-01-01T00:00:00Z",
@@ -27,7 +32,7 @@ const START_TIMES: &[&str] = &[
 const PRIORITIES: &[i64] = &[0, 0, 10, 100, 1000, -5];
 
 /// Shape of a generated node, kept to size pods against it.
-struct NodeShape {
+pub(crate) struct NodeShape {
     name: String,
     cpu_milli: i64,
     mem_mi: i64,
@@ -39,9 +44,14 @@ struct NodeShape {
 pub fn generate(seed: u64) -> Vec<Value> {
     let mut r = Rng::new(seed);
     let mut docs = Vec::new();
-    if r.chance(30) {
-        docs.push(config(&mut r));
-    }
+    let two_profiles = if r.chance(35) {
+        let c = config::config(&mut r);
+        let two = c["profiles"].as_array().is_some_and(|p| p.len() > 1);
+        docs.push(c);
+        two
+    } else {
+        false
+    };
     let node_count = if r.chance(3) {
         0
     } else {
@@ -61,6 +71,9 @@ pub fn generate(seed: u64) -> Vec<Value> {
         docs.push(node);
         shapes.push(shape);
     }
+    let storage = r.chance(25).then(|| storage::storage(&mut r, &shapes));
+    let mut dra = r.chance(20).then(|| dra::dra(&mut r, &shapes));
+    let mut pods = Vec::new();
     let bound = r.range(0, 8) as usize;
     for i in 0..bound {
         let target = if shapes.is_empty() || r.chance(5) {
@@ -68,37 +81,41 @@ pub fn generate(seed: u64) -> Vec<Value> {
         } else {
             r.pick(&shapes).name.clone()
         };
-        docs.push(pod(&mut r, &shapes, &format!("run-{i}"), Some(&target)));
+        let mut p = pod(&mut r, &shapes, &format!("run-{i}"), Some(&target));
+        if let Some(s) = &storage
+            && r.chance(40)
+        {
+            storage::attach(&mut r, s, &mut p, true);
+        }
+        if let Some(d) = &mut dra {
+            pods.extend(dra::attach(&mut r, d, &mut p));
+        }
+        pods.push(p);
     }
     let pending = r.range(1, 8) as usize;
     for i in 0..pending {
-        docs.push(pod(&mut r, &shapes, &format!("pod-{i}"), None));
+        let mut p = pod(&mut r, &shapes, &format!("pod-{i}"), None);
+        if two_profiles && r.chance(35) {
+            p["spec"]["schedulerName"] = json!(config::SECOND_PROFILE);
+        }
+        if let Some(s) = &storage
+            && r.chance(70)
+        {
+            storage::attach(&mut r, s, &mut p, false);
+        }
+        if let Some(d) = &mut dra {
+            pods.extend(dra::attach(&mut r, d, &mut p));
+        }
+        pods.push(p);
     }
-    if r.chance(20) {
-        let app = *r.pick(APPS);
-        docs.push(json!({
-            "apiVersion": "v1", "kind": "Service",
-            "metadata": {"name": format!("svc-{app}"), "namespace": "default"},
-            "spec": {"selector": {"app": app}, "ports": [{"port": 80}]}
-        }));
+    if let Some(s) = storage {
+        docs.extend(s.docs);
     }
-    if r.chance(20) {
-        let app = *r.pick(APPS);
-        let budget = if r.chance(50) {
-            json!({"minAvailable": r.range(0, 2)})
-        } else {
-            json!({"maxUnavailable": r.range(0, 1)})
-        };
-        let mut spec = budget;
-        spec["selector"] = json!({"matchLabels": {"app": app}});
-        docs.push(json!({
-            "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-            "metadata": {"name": format!("pdb-{app}"), "namespace": "default"},
-            "spec": spec,
-            "status": {"disruptionsAllowed": r.range(0, 1), "currentHealthy": 1,
-                       "desiredHealthy": 1, "expectedPods": 1}
-        }));
+    if let Some(d) = dra {
+        docs.extend(d.docs);
     }
+    docs.extend(workloads::workloads(&mut r));
+    docs.extend(pods);
     docs
 }
 
@@ -423,6 +440,9 @@ fn pod(r: &mut Rng, shapes: &[NodeShape], name: &str, node: Option<&str>) -> Val
     if priority != 0 || r.chance(30) {
         spec["priority"] = json!(priority);
     }
+    if node.is_none() && priority > 0 && r.chance(10) {
+        spec["preemptionPolicy"] = json!("Never");
+    }
     if node.is_none() {
         if r.chance(20) {
             let key = *r.pick(&["topology.kubernetes.io/zone", "disk", "tier"]);
@@ -478,64 +498,6 @@ fn pod(r: &mut Rng, shapes: &[NodeShape], name: &str, node: Option<&str>) -> Val
     doc
 }
 
-const SCORE_PLUGINS: &[&str] = &[
-    "TaintToleration",
-    "NodeAffinity",
-    "NodeResourcesFit",
-    "NodeResourcesBalancedAllocation",
-    "ImageLocality",
-    "InterPodAffinity",
-    "PodTopologySpread",
-];
-const FILTER_PLUGINS: &[&str] = &[
-    "TaintToleration",
-    "NodeAffinity",
-    "NodePorts",
-    "PodTopologySpread",
-    "InterPodAffinity",
-    "NodeUnschedulable",
-];
-
-/// A KubeSchedulerConfiguration over the default profile: weights, disabled plugins,
-/// and NodeResourcesFit's scoring strategy.
-fn config(r: &mut Rng) -> Value {
-    let mut score_enabled = Vec::new();
-    let mut score_disabled = Vec::new();
-    for p in SCORE_PLUGINS {
-        match r.below(6) {
-            0 => score_enabled.push(json!({"name": p, "weight": r.pick(&[0, 1, 2, 5, 100])})),
-            1 => score_disabled.push(json!({"name": p})),
-            _ => {}
-        }
-    }
-    let mut plugins = json!({});
-    if !score_enabled.is_empty() || !score_disabled.is_empty() {
-        plugins["score"] = json!({"enabled": score_enabled, "disabled": score_disabled});
-    }
-    if r.chance(25) {
-        plugins["filter"] = json!({"disabled": [{"name": r.pick(FILTER_PLUGINS)}]});
-    }
-    let mut profile = json!({"schedulerName": "default-scheduler", "plugins": plugins});
-    if r.chance(40) {
-        let strategy = match r.below(3) {
-            0 => json!({"type": "MostAllocated"}),
-            1 => {
-                json!({"type": "LeastAllocated", "resources": [{"name": "cpu", "weight": r.range(1, 3)}, {"name": "memory", "weight": 1}, {"name": GPU, "weight": 2}]})
-            }
-            _ => {
-                json!({"type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]}})
-            }
-        };
-        profile["pluginConfig"] =
-            json!([{"name": "NodeResourcesFit", "args": {"scoringStrategy": strategy}}]);
-    }
-    json!({
-        "apiVersion": "kubescheduler.config.k8s.io/v1",
-        "kind": "KubeSchedulerConfiguration",
-        "profiles": [profile],
-    })
-}
-
 /// The documents as one multi-document YAML file, with `header` lines as comments.
 pub fn to_yaml(docs: &[Value], header: &str) -> String {
     let mut out = String::new();
@@ -561,6 +523,67 @@ mod tests {
             assert_eq!(generate(seed), generate(seed));
         }
         assert_ne!(generate(1), generate(2));
+    }
+
+    #[test]
+    fn a_few_hundred_seeds_reach_every_kind_and_corner() {
+        let mut kinds = std::collections::BTreeSet::new();
+        let mut corners = std::collections::BTreeSet::new();
+        for seed in 0..400 {
+            for d in generate(seed) {
+                kinds.insert(d["kind"].as_str().unwrap_or("").to_string());
+                let text = d.to_string();
+                for (corner, needle) in [
+                    ("multiPoint", "multiPoint"),
+                    ("plugin args", "defaultingType"),
+                    ("pod claims", "resourceClaimName"),
+                    ("claim template", "resourceClaimTemplateName"),
+                    ("pod volumes", "claimName"),
+                    ("allocated claim", "allocation"),
+                    ("network slice", "allNodes"),
+                    ("first available", "firstAvailable"),
+                    ("attach limit", "allocatable\":{\"count"),
+                    ("pending PV", "local-pv"),
+                    ("gate", "schedulingGates"),
+                    ("nominated", "nominatedNodeName"),
+                    ("sidecar", "\"restartPolicy\":\"Always\""),
+                ] {
+                    if text.contains(needle) {
+                        corners.insert(corner);
+                    }
+                }
+                if d["profiles"].as_array().is_some_and(|p| p.len() == 2) {
+                    corners.insert("two profiles");
+                }
+                if d["kind"] == "Pod" && d["spec"]["resources"].is_object() {
+                    corners.insert("pod-level resources");
+                }
+            }
+        }
+        for kind in [
+            "KubeSchedulerConfiguration",
+            "Node",
+            "Pod",
+            "Service",
+            "ReplicaSet",
+            "StatefulSet",
+            "ReplicationController",
+            "PodDisruptionBudget",
+            "StorageClass",
+            "CSIDriver",
+            "CSINode",
+            "CSIStorageCapacity",
+            "PersistentVolume",
+            "PersistentVolumeClaim",
+            "VolumeAttachment",
+            "DeviceClass",
+            "ResourceSlice",
+            "ResourceClaim",
+            "ResourceClaimTemplate",
+        ] {
+            assert!(kinds.contains(kind), "no {kind} in 400 seeds");
+        }
+        assert_eq!(corners.len(), 15, "reached only {corners:?}");
     }
 
     #[test]

@@ -82,14 +82,30 @@ fn write(path: &Path, text: &str) -> std::io::Result<()> {
     std::fs::write(path, text)
 }
 
-/// The conformance folder a case belongs in: as the conformance test runs them.
+/// The conformance folder a case belongs in: as the conformance test runs them
+/// (`cases-preemption` with preemption; storage and DRA cases in folders of their own).
 fn case_folder(version: &str, preemption: bool, docs: &[Value]) -> PathBuf {
+    let has = |kinds: &[&str]| docs.iter().any(|d| kinds.iter().any(|k| d["kind"] == *k));
     let folder = if preemption {
         "cases-preemption"
-    } else if docs
-        .iter()
-        .any(|d| d["kind"] == "KubeSchedulerConfiguration")
-    {
+    } else if has(&[
+        "DeviceClass",
+        "ResourceSlice",
+        "ResourceClaim",
+        "ResourceClaimTemplate",
+    ]) {
+        "cases-dra"
+    } else if has(&[
+        "PersistentVolume",
+        "PersistentVolumeClaim",
+        "StorageClass",
+        "CSINode",
+        "CSIDriver",
+        "CSIStorageCapacity",
+        "VolumeAttachment",
+    ]) {
+        "cases-volumes"
+    } else if has(&["KubeSchedulerConfiguration"]) {
         "cases"
     } else {
         "cases-default"
@@ -180,7 +196,8 @@ fn report(
         if write(&trial, &to_yaml(cand, "")).is_err() {
             return false;
         }
-        matches!(pair.compare(&trial, preemption), Verdict::Disagree(d) if d.kind == original.kind)
+        matches!(pair.compare(&trial, preemption),
+            Verdict::Disagree(d) if d.kind == original.kind && d.field() == original.field())
     });
     let _ = std::fs::remove_file(&trial);
     let name = format!("difftest-{seed}{mode}");

@@ -5,6 +5,15 @@
 
 use serde_json::Value;
 
+/// Keys never dropped alone: names and the references that name other objects.
+const NAMES: &[&str] = &[
+    "name",
+    "claimName",
+    "resourceClaimName",
+    "resourceClaimTemplateName",
+    "deviceClassName",
+];
+
 /// Paths (object key or array index per step) of every removable field of `v`.
 fn field_paths(v: &Value, prefix: &mut Vec<PathStep>, out: &mut Vec<Vec<PathStep>>) {
     match v {
@@ -13,9 +22,10 @@ fn field_paths(v: &Value, prefix: &mut Vec<PathStep>, out: &mut Vec<Vec<PathStep
                 // A document keeps its kind and name: without them it reads as nothing.
                 let keep =
                     prefix.is_empty() && (k == "apiVersion" || k == "kind" || k == "metadata");
-                let name = prefix.len() == 1
-                    && prefix[0] == PathStep::Key("metadata".into())
-                    && k == "name";
+                // Nor does any reference lose the name it refers by (a claim entry
+                // without its claim name is a pod the API server would refuse, and
+                // another disagreement): the whole entry may go instead.
+                let name = NAMES.contains(&k.as_str());
                 prefix.push(PathStep::Key(k.clone()));
                 field_paths(child, prefix, out);
                 if !keep && !name {

@@ -41,7 +41,7 @@ pub fn pod_claims(state: &DraState, pod: &PodInfo) -> Result<Vec<Arc<ResourceCla
             }
         } else {
             return Err(format!(
-                "pod \"{}\", spec.resourceClaims[{}]: neither resourceClaimName nor resourceClaimTemplateName is set",
+                "pod \"{}\", spec.resourceClaim {:?}: none of the supported fields are set",
                 pod.key(),
                 entry.name
             ));

@@ -5,9 +5,10 @@
 //!   is missing, being deleted, not owned by the pod, reserved for too many consumers,
 //!   being allocated for another pod, or names a missing DeviceClass, and prepares the
 //!   claims that still need an allocation ([`claims`]).
-//! - Filter rejects a node where an allocated claim is not available
-//!   (`resourceclaim not available on the node`) and runs the [`allocator`] for the
-//!   others (`cannot allocate all claims`), keeping each node's allocation.
+//! - Filter runs the [`allocator`] for the claims to allocate (`cannot allocate all
+//!   claims`), then rejects a node where an allocated claim is not available
+//!   (`resourceclaim not available on the node`, remembered for PostFilter), keeping
+//!   each node's allocation.
 //! - Score / NormalizeScore rank nodes by the `firstAvailable` subrequests they give
 //!   ([`scoring`]).
 //! - Reserve marks the chosen node's allocations in flight. PreBind, with a
@@ -20,7 +21,14 @@
 //!   `reservedFor` PreBind wrote (the allocation stays, as in kube-scheduler).
 //! - With DRADeviceBindingConditions, the runtime's PreBind then waits (up to 600 s)
 //!   for the drivers to report the allocated devices' binding conditions ([`binding`]).
-//! - PostFilter has no claims to deallocate ("no new claims to deallocate").
+//! - PostFilter, as kube-scheduler's: an Error `not found` when PreFilter never ran (an
+//!   earlier PreFilter plugin rejected the pod as unresolvable, so no cycle state was
+//!   written); `no new claims to deallocate` for a pod without claims (or whose claims
+//!   PreFilter rejected); otherwise it deallocates an allocated claim that Filter found
+//!   unavailable on some node and that no other pod has reserved (`deallocation of
+//!   ResourceClaim completed`, the claim's allocation and `reservedFor` cleared through
+//!   the API; nothing is assumed, so a simulation keeps the claim allocated), or answers
+//!   `still not schedulable`.
 //! - When the cycle is explained (`CycleState::explain`), Filter's rejections carry
 //!   notes naming the claim and request that did not fit ([`allocator::explain_unfit`]).
 //!
@@ -180,6 +188,11 @@ impl DynamicResources {
 #[derive(Clone)]
 struct CycleData(Arc<PodClaims>);
 
+/// Written first thing by PreFilter (kube-scheduler writes its empty state there): without
+/// it, PostFilter knows PreFilter never ran and fails as kube-scheduler's state read does.
+#[derive(Clone)]
+struct PreFilterRan;
+
 struct PodClaims {
     /// Every claim of the pod, in order.
     claims: Vec<Arc<ResourceClaim>>,
@@ -201,6 +214,8 @@ struct PodClaims {
     node_allocations: Mutex<HashMap<String, Vec<AllocationResult>>>,
     /// Reserve's allocations, per claim index.
     reserved: Mutex<Vec<Option<AllocationResult>>>,
+    /// Indices of allocated claims that Filter found unavailable on some node.
+    unavailable: Mutex<std::collections::BTreeSet<usize>>,
 }
 
 fn unschedulable(message: impl Into<kubesched_framework::Reason>) -> Status {
@@ -242,6 +257,7 @@ impl PreFilterPlugin for DynamicResources {
         _: &Snapshot,
     ) -> (Option<PreFilterResult>, Status) {
         state.delete::<CycleData>();
+        state.write(PreFilterRan);
         let Some(first) = pod.spec().resource_claims.iter().flatten().next() else {
             return (None, Status::skip());
         };
@@ -334,6 +350,7 @@ impl PreFilterPlugin for DynamicResources {
             allocated,
             node_allocations: Mutex::new(HashMap::new()),
             reserved: Mutex::new(vec![None; n]),
+            unavailable: Mutex::new(std::collections::BTreeSet::new()),
         })));
         (None, Status::success())
     }
@@ -344,11 +361,49 @@ impl FilterPlugin for DynamicResources {
         let Some(CycleData(data)) = state.read::<CycleData>() else {
             return Status::success();
         };
-        if let Some(index) = data
+        // As kube-scheduler: the claims to allocate are tried first (their failure is the
+        // node's reason even when an allocated claim is not available there either); an
+        // unavailable allocated claim is remembered for PostFilter only when they fit.
+        let unavailable: Vec<usize> = data
             .available_on
             .iter()
-            .position(|selector| selector.as_ref().is_some_and(|s| !s.matches(node)))
-        {
+            .enumerate()
+            .filter(|(_, selector)| selector.as_ref().is_some_and(|s| !s.matches(node)))
+            .map(|(i, _)| i)
+            .collect();
+        let mut allocated = None;
+        if !data.to_allocate.is_empty() {
+            let devices = self.devices(&data.tables);
+            match allocator::allocate(
+                &data.catalog,
+                &devices,
+                &data.allocated,
+                &data.to_allocate,
+                node,
+            ) {
+                Err(error) => return Status::new(Code::Error, error),
+                Ok(Allocation::Unfit(reason)) => {
+                    let status =
+                        unschedulable(reason.unwrap_or_else(|| CANNOT_ALLOCATE.to_owned()));
+                    if !state.explain() {
+                        return status;
+                    }
+                    return status.with_notes(allocator::explain_unfit(
+                        &data.catalog,
+                        &devices,
+                        &data.allocated,
+                        &data.to_allocate,
+                        node,
+                    ));
+                }
+                Ok(Allocation::Allocated(results)) => allocated = Some(results),
+            }
+        }
+        if let Some(&index) = unavailable.first() {
+            data.unavailable
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .extend(unavailable);
             let status = unschedulable(NOT_AVAILABLE);
             if !state.explain() {
                 return status;
@@ -358,39 +413,13 @@ impl FilterPlugin for DynamicResources {
                 allocator::claim_key(&data.claims[index])
             )]);
         }
-        if data.to_allocate.is_empty() {
-            return Status::success();
+        if let Some(results) = allocated {
+            data.node_allocations
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(node.name().to_owned(), results);
         }
-        let devices = self.devices(&data.tables);
-        match allocator::allocate(
-            &data.catalog,
-            &devices,
-            &data.allocated,
-            &data.to_allocate,
-            node,
-        ) {
-            Err(error) => Status::new(Code::Error, error),
-            Ok(Allocation::Unfit(reason)) => {
-                let status = unschedulable(reason.unwrap_or_else(|| CANNOT_ALLOCATE.to_owned()));
-                if !state.explain() {
-                    return status;
-                }
-                status.with_notes(allocator::explain_unfit(
-                    &data.catalog,
-                    &devices,
-                    &data.allocated,
-                    &data.to_allocate,
-                    node,
-                ))
-            }
-            Ok(Allocation::Allocated(results)) => {
-                data.node_allocations
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(node.name().to_owned(), results);
-                Status::success()
-            }
-        }
+        Status::success()
     }
 }
 
@@ -730,13 +759,64 @@ impl PostFilterPlugin for DynamicResources {
     fn post_filter(
         &self,
         _: &PostFilterContext<'_>,
-        _: &CycleState,
-        _: &PodInfo,
+        state: &CycleState,
+        pod: &PodInfo,
         _: &NodeToStatus,
     ) -> (Option<PostFilterResult>, Status) {
+        if state.read::<PreFilterRan>().is_none() {
+            // kube-scheduler reads a state its PreFilter never wrote: the read's error.
+            return (None, Status::error("not found"));
+        }
+        let data = match state.read::<CycleData>() {
+            Some(CycleData(data)) if !data.claims.is_empty() => data,
+            _ => {
+                return (
+                    None,
+                    Status::new(Code::Unschedulable, "no new claims to deallocate"),
+                );
+            }
+        };
+        let unavailable = data
+            .unavailable
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        // kube-scheduler picks among several such claims at random (map order); the
+        // lowest index is one of its choices.
+        for index in unavailable {
+            let claim = &data.claims[index];
+            let reserved = claim
+                .status
+                .as_ref()
+                .and_then(|s| s.reserved_for.as_deref())
+                .unwrap_or_default();
+            if !(reserved.is_empty() || reserved.len() == 1 && reserved[0].uid == pod.uid()) {
+                continue;
+            }
+            let mut freed = (**claim).clone();
+            if let Some(status) = freed.status.as_mut() {
+                status.allocation = None;
+                status.reserved_for = None;
+            }
+            // Only the API server learns of it: kube-scheduler assumes nothing here, so
+            // its claim cache changes when the watch brings the update, and in a
+            // simulation (no writer, the world does not move) never.
+            if let Some(writer) = &self.writer
+                && let Err(e) = writer.update_resource_claim_status(&freed)
+            {
+                return (None, Status::error(e.to_string()));
+            }
+            return (
+                None,
+                Status::new(
+                    Code::Unschedulable,
+                    "deallocation of ResourceClaim completed",
+                ),
+            );
+        }
         (
             None,
-            Status::new(Code::Unschedulable, "no new claims to deallocate"),
+            Status::new(Code::Unschedulable, "still not schedulable"),
         )
     }
 }
