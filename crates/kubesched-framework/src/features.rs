@@ -237,6 +237,12 @@ pub const GATES: &[Gate] = &[
         what: "topologySpreadConstraints' nodeAffinityPolicy and nodeTaintsPolicy",
     },
     Gate {
+        name: "OpportunisticBatching",
+        defaults: [true, true],
+        support: Support::Both,
+        what: "a pod like the previous one may take the next node of its scores (runtime, bench --mode upstream)",
+    },
+    Gate {
         name: "PodLevelResources",
         defaults: [true, true],
         support: Support::Only(true),

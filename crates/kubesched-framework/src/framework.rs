@@ -289,6 +289,9 @@ pub struct Framework {
     post_bind: Vec<Wired<dyn PostBindPlugin>>,
     observer: Option<Arc<dyn PluginObserver>>,
     events_by_plugin: BTreeMap<String, Vec<ClusterEvent>>,
+    /// The PreFilter, Filter, PreScore and Score plugins, each once, in that order:
+    /// the plugins that sign a pod (kube-scheduler's `batchablePlugins`).
+    signers: Vec<Arc<dyn Plugin>>,
 }
 
 impl std::fmt::Debug for Framework {
@@ -478,6 +481,18 @@ impl Framework {
             .iter()
             .map(|(name, plugin)| (name.clone(), plugin.events_to_register()))
             .collect();
+        let mut signers: Vec<Arc<dyn Plugin>> = Vec::new();
+        let names = (pre_filter.iter().map(|w| &w.name))
+            .chain(filter.iter().map(|w| &w.name))
+            .chain(pre_score.iter().map(|w| &w.name))
+            .chain(score.iter().map(|w| &w.wired.name));
+        for n in names {
+            if let Some(p) = plugins.get(&**n)
+                && !signers.iter().any(|s| s.name() == &**n)
+            {
+                signers.push(p.clone());
+            }
+        }
         Ok(Framework {
             profile_name: name,
             percentage_of_nodes_to_score: profile.percentage_of_nodes_to_score,
@@ -496,6 +511,7 @@ impl Framework {
             post_bind,
             observer: None,
             events_by_plugin,
+            signers,
         })
     }
 
@@ -525,6 +541,16 @@ impl Framework {
         f: impl FnOnce() -> T,
     ) -> T {
         timed_extension_point(self.observer.as_deref(), &self.profile_name, point, code, f)
+    }
+
+    /// The observer, if any.
+    pub(crate) fn observer(&self) -> Option<&dyn PluginObserver> {
+        self.observer.as_deref()
+    }
+
+    /// The plugins that sign pods ([`Framework::sign_pod`]).
+    pub(crate) fn signers(&self) -> &[Arc<dyn Plugin>] {
+        &self.signers
     }
 
     /// The profile's scheduler name.

@@ -40,6 +40,7 @@
 //! }
 //! ```
 
+pub mod batch;
 pub mod cycle_state;
 pub mod dra;
 pub mod events;
@@ -54,6 +55,7 @@ pub mod queue;
 pub mod registry;
 pub mod resource;
 pub mod schedule;
+pub mod signature;
 pub mod snapshot;
 pub mod status;
 pub mod storage;

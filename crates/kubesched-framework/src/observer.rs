@@ -38,8 +38,10 @@ use crate::status::Code;
 pub trait PluginObserver: Send + Sync {
     /// `plugin` ran at `extension_point` (kube-scheduler's names: `PreFilter`,
     /// `Filter`, `PostFilter`, `PreScore`, `Score`, `ScoreExtensionNormalize`,
-    /// `Reserve`, `Unreserve`, `Permit`, `PreBind`, `Bind`, `PostBind`) and returned
-    /// `code` after `took`. Called only in sampled cycles ([`RecordPluginMetrics`]).
+    /// `Reserve`, `Unreserve`, `Permit`, `PreBind`, `Bind`, `PostBind`, `Sign`) and
+    /// returned `code` after `took`. Called only in sampled cycles
+    /// ([`RecordPluginMetrics`]), except at `Sign`, which kube-scheduler times on every
+    /// cycle that batches.
     fn observe(&self, plugin: &str, extension_point: &'static str, code: Code, took: Duration);
 
     /// All the plugins of `extension_point` ran once, for one pod of `profile`, and the
@@ -73,6 +75,35 @@ pub trait PluginObserver: Send + Sync {
     /// The default does nothing.
     fn plugin_evaluated(&self, profile: &str, plugin: &str, extension_point: &'static str, n: u64) {
         let _ = (profile, plugin, extension_point, n);
+    }
+
+    /// OpportunisticBatching ([`crate::batch`]) looked for a node hint for a pod of
+    /// `profile` (signing it included) and found one or not, in `took`:
+    /// kube-scheduler's `scheduler_get_node_hint_duration_seconds`. The default does
+    /// nothing.
+    fn observe_node_hint(&self, profile: &str, hinted: bool, took: Duration) {
+        let _ = (profile, hinted, took);
+    }
+
+    /// OpportunisticBatching recorded a cycle's results for `profile` in `took`:
+    /// kube-scheduler's `scheduler_store_schedule_results_duration_seconds`. The
+    /// default does nothing.
+    fn observe_store_schedule_results(&self, profile: &str, took: Duration) {
+        let _ = (profile, took);
+    }
+
+    /// One batching attempt of `profile` ended with `result` (one of
+    /// [`crate::batch::attempt`]): kube-scheduler's `scheduler_batch_attempts_total`.
+    /// The default does nothing.
+    fn batch_attempt(&self, profile: &str, result: &'static str) {
+        let _ = (profile, result);
+    }
+
+    /// The kept batch of `profile` could not be used, for `reason` (one of
+    /// [`crate::batch::flush`]): kube-scheduler's `scheduler_batch_cache_flushed_total`.
+    /// The default does nothing.
+    fn batch_cache_flushed(&self, profile: &str, reason: &'static str) {
+        let _ = (profile, reason);
     }
 }
 

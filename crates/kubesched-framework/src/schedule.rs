@@ -4,12 +4,13 @@
 //! when a step after assume fails. [`Scheduler`] holds the profiles and the cluster
 //! [`Snapshot`] that all of them share.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 
 use rayon::prelude::*;
 
+use crate::batch::{NodeHint, OpportunisticBatch};
 use crate::cycle_state::CycleState;
 use crate::framework::{Framework, NominatedPods, PARALLEL_THRESHOLD, ScoreTable};
 
@@ -20,6 +21,7 @@ const SEQUENTIAL_RUN: usize = 64;
 use crate::node_info::NodeInfo;
 use crate::plugin::{NodeToStatus, PostFilterResult, QueuedPodInfo};
 use crate::pod_info::PodInfo;
+use crate::queue::{Clock, SystemClock};
 use crate::snapshot::Snapshot;
 use crate::status::{Code, Status};
 
@@ -61,6 +63,12 @@ pub struct SchedulerOptions {
     pub percentage_of_nodes_to_score: Option<i32>,
     /// Run PostFilter plugins (preemption) when no node fits.
     pub run_post_filter: bool,
+    /// kube-scheduler's OpportunisticBatching ([`crate::batch`]): a pod with the
+    /// signature of the previous one may go to the next node of the previous cycle's
+    /// scores without a search. Set it where kube-scheduler's behaviour is wanted and
+    /// the `OpportunisticBatching` gate is on; never for results that must evaluate
+    /// every node (FORMAT.md).
+    pub batching: bool,
 }
 
 impl Default for SchedulerOptions {
@@ -70,6 +78,7 @@ impl Default for SchedulerOptions {
             node_search: NodeSearch::Exhaustive,
             percentage_of_nodes_to_score: None,
             run_post_filter: false,
+            batching: false,
         }
     }
 }
@@ -266,6 +275,12 @@ pub struct Scheduler {
     /// The pod (`namespace/name`) whose cycles are explained (see
     /// [`Scheduler::set_explained_pod`]).
     explained_pod: Option<String>,
+    /// Each profile's batching state (used when [`SchedulerOptions::batching`]).
+    batches: Vec<OpportunisticBatch>,
+    /// The current scheduling cycle (see [`Scheduler::set_scheduling_cycle`]).
+    cycle: u64,
+    /// Where batching reads the time (the age of its kept results).
+    clock: Arc<dyn Clock>,
 }
 
 impl fmt::Debug for Scheduler {
@@ -306,7 +321,14 @@ impl Scheduler {
             HostSelection::Random { seed } => seed,
             HostSelection::FirstInNodeOrder => 0,
         };
+        let batches = profiles
+            .iter()
+            .map(|_| OpportunisticBatch::default())
+            .collect();
         Ok(Scheduler {
+            batches,
+            cycle: 0,
+            clock: Arc::new(SystemClock),
             profiles: profiles.into_iter().map(Arc::new).collect(),
             snapshot,
             options,
@@ -380,6 +402,26 @@ impl Scheduler {
         });
     }
 
+    /// Sets the number of the scheduling cycle that the next [`Scheduler::schedule_pod`]
+    /// runs: a runtime with its own queue passes the cycle that popped the pod
+    /// (kube-scheduler's `SchedulingQueue.SchedulingCycle()`); batching uses a pod's
+    /// kept results only in the very next cycle. [`Scheduler::schedule_one`] counts
+    /// its cycles itself.
+    pub fn set_scheduling_cycle(&mut self, cycle: u64) {
+        self.cycle = cycle;
+    }
+
+    /// The clock batching reads to age its kept results (the system clock unless
+    /// set; tests set a [`FakeClock`](crate::FakeClock)).
+    pub fn set_clock(&mut self, clock: Arc<dyn Clock>) {
+        self.clock = clock;
+    }
+
+    /// How many pods of the profile at `profile` went to their batching hint.
+    pub fn batched_pods(&self, profile: usize) -> u64 {
+        self.batches.get(profile).map_or(0, |b| b.batched_pods())
+    }
+
     /// Makes the cycles of one pod (`namespace/name`) explained: their
     /// [`CycleState::explain`] is set, so plugins add notes to their rejections
     /// (`kubesched simulate --explain`). `None` explains nothing (the default).
@@ -401,6 +443,8 @@ impl Scheduler {
         if !gate.is_success() {
             return Outcome::Gated(gate);
         }
+        // The queue's pop: one scheduling cycle per pod that reaches it.
+        self.cycle += 1;
         let mut state = CycleState::new();
         state.set_explain(self.explained_pod.as_deref() == Some(pod.key()));
         let result = self.schedule_pod(index, &mut state, pod);
@@ -486,8 +530,8 @@ impl Scheduler {
         if num_nodes == 0 {
             return Err(ScheduleError::NoNodesAvailable);
         }
-        let (feasible, diagnosis) = self.find_nodes_that_fit(profile, state, pod)?;
-        let fwk = &self.profiles[profile];
+        let (feasible, diagnosis, hint) = self.find_nodes_that_fit(profile, state, pod)?;
+        let fwk = self.profiles[profile].clone();
         if feasible.is_empty() {
             return Err(ScheduleError::Unfit(Box::new(FitError {
                 num_all_nodes: num_nodes,
@@ -496,6 +540,19 @@ impl Scheduler {
         }
         let evaluated = feasible.len() + diagnosis.node_to_status.len();
         if feasible.len() == 1 {
+            if let Some(hint) = hint {
+                let chosen = self.snapshot.node_at(feasible[0]).name().to_string();
+                let now = self.clock.now();
+                self.batches[profile].store_schedule_results(
+                    &fwk,
+                    hint,
+                    &chosen,
+                    0,
+                    VecDeque::new,
+                    self.cycle,
+                    now,
+                );
+            }
             return Ok(ScheduleResult {
                 suggested_host: feasible[0],
                 evaluated_nodes: 1 + diagnosis.node_to_status.len(),
@@ -518,6 +575,21 @@ impl Scheduler {
             ScoreTable::uniform(feasible.clone(), 1)
         };
         let suggested_host = self.select_host(&scores);
+        if let Some(hint) = hint {
+            let chosen = self.snapshot.node_at(suggested_host).name().to_string();
+            let now = self.clock.now();
+            let snapshot = &self.snapshot;
+            let other = || sorted_other_nodes(&scores, suggested_host, snapshot);
+            self.batches[profile].store_schedule_results(
+                &fwk,
+                hint,
+                &chosen,
+                scores.len() - 1,
+                other,
+                self.cycle,
+                now,
+            );
+        }
         Ok(ScheduleResult {
             suggested_host,
             evaluated_nodes: evaluated,
@@ -565,17 +637,20 @@ impl Scheduler {
     }
 
     /// PreFilter, then Filter over the candidate nodes. Returns the feasible nodes'
-    /// indices (in node order for an exhaustive search, in search order otherwise).
+    /// indices (in node order for an exhaustive search, in search order otherwise), and
+    /// when batching, what batching said of the pod. With a hinted node that passes the
+    /// filters, that node alone, as kube-scheduler does.
+    #[allow(clippy::type_complexity)]
     fn find_nodes_that_fit(
         &mut self,
         profile: usize,
         state: &mut CycleState,
         pod: &PodInfo,
-    ) -> Result<(Vec<usize>, Diagnosis), ScheduleError> {
-        let fwk = &self.profiles[profile];
-        let snapshot = &self.snapshot;
+    ) -> Result<(Vec<usize>, Diagnosis, Option<NodeHint>), ScheduleError> {
+        let fwk = self.profiles[profile].clone();
+        let fwk = &*fwk;
         let mut diagnosis = Diagnosis::default();
-        let pre = fwk.run_pre_filter_plugins(state, pod, snapshot);
+        let pre = fwk.run_pre_filter_plugins(state, pod, &self.snapshot);
         diagnosis.unschedulable_plugins = pre.narrowing_plugins.clone();
         if !pre.status.is_success() {
             if !pre.status.is_rejected() {
@@ -584,8 +659,62 @@ impl Scheduler {
             diagnosis.pre_filter_msg = Some(pre.status.message());
             diagnosis.add_plugin_status(&pre.status);
             diagnosis.node_to_status.absent_nodes_status = Some(pre.status);
-            return Ok((Vec::new(), diagnosis));
+            return Ok((Vec::new(), diagnosis, None));
         }
+        let hint = if self.options.batching {
+            let now = self.clock.now();
+            let hint = self.batches[profile].get_node_hint(
+                fwk,
+                state,
+                pod,
+                &self.snapshot,
+                self.cycle,
+                now,
+            );
+            Some(hint)
+        } else {
+            None
+        };
+        // kube-scheduler filters a hinted node first (whatever PreFilter narrowed the
+        // nodes to), as it does a nominated one, and takes it if it passes. A rejection
+        // stays in the diagnosis, which the search below shares.
+        let mut hint_rejection = None;
+        if let Some(index) = hint
+            .as_ref()
+            .and_then(|h| h.node.as_deref())
+            .and_then(|n| self.snapshot.index_of(n))
+        {
+            let state: &CycleState = state;
+            let snapshot = &self.snapshot;
+            let nominated = &self.nominated_pods;
+            let (feasible, rejected) = fwk.timed_point(
+                "Filter",
+                |(_, rejected): &(Vec<usize>, Vec<(usize, Status)>)| {
+                    if rejected.iter().any(|(_, s)| !s.is_rejected()) {
+                        Code::Error
+                    } else {
+                        Code::Success
+                    }
+                },
+                || {
+                    if fwk.has_filter_plugins() {
+                        filter_nodes(fwk, state, pod, snapshot, nominated, &[index], 0, 1)
+                    } else {
+                        (vec![index], Vec::new())
+                    }
+                },
+            );
+            if !feasible.is_empty() {
+                return Ok((feasible, diagnosis, hint));
+            }
+            // A failed filter is logged and forgotten by kube-scheduler; a rejection
+            // is recorded.
+            if let Some((i, status)) = rejected.into_iter().find(|(_, s)| s.is_rejected()) {
+                diagnosis.add_plugin_status(&status);
+                hint_rejection = Some((i, status));
+            }
+        }
+        let snapshot = &self.snapshot;
         let candidates: Vec<usize> = match &pre.result.node_names {
             None => (0..snapshot.num_nodes()).collect(),
             Some(names) => {
@@ -655,6 +784,11 @@ impl Scheduler {
                 },
             )
         };
+        if let Some((i, status)) = hint_rejection
+            && !rejected.iter().any(|(j, _)| *j == i)
+        {
+            rejected.push((i, status));
+        }
         if self.options.node_search == NodeSearch::Adaptive && self.snapshot.num_nodes() > 0 {
             let processed = feasible.len() + rejected.len();
             self.next_start_node_index =
@@ -677,9 +811,26 @@ impl Scheduler {
                 status,
                 diagnosis: Box::new(diagnosis),
             }),
-            None => Ok((feasible, diagnosis)),
+            None => Ok((feasible, diagnosis, hint)),
         }
     }
+}
+
+/// The scored nodes other than `chosen`, best total first, for batching. Equal totals
+/// keep the order of the score table (node order for an exhaustive search, search
+/// order otherwise).
+fn sorted_other_nodes(scores: &ScoreTable, chosen: usize, snapshot: &Snapshot) -> VecDeque<String> {
+    let mut rows: Vec<(i64, usize)> = scores
+        .totals
+        .iter()
+        .zip(&scores.node_indices)
+        .filter(|(_, i)| **i != chosen)
+        .map(|(&t, &i)| (t, i))
+        .collect();
+    rows.sort_by_key(|&(t, _)| std::cmp::Reverse(t));
+    rows.into_iter()
+        .map(|(_, i)| snapshot.node_at(i).name().to_string())
+        .collect()
 }
 
 /// Filters `candidates` starting at `start` (wrapping), until `to_find` feasible nodes

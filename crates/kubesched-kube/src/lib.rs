@@ -289,6 +289,7 @@ impl Runtime {
         let recorder = events::Recorder::new(self.events_client.clone(), rt.clone());
         let writer = Arc::new(writer::ApiWriter::new(self.client.clone(), rt.clone()));
         let dra = Arc::new(kubesched_framework::DraState::default());
+        let batching = features.enabled("OpportunisticBatching");
         let handle = Handle {
             profile_name: String::new(),
             binder: Some(binder),
@@ -311,6 +312,7 @@ impl Runtime {
             node_search: NodeSearch::Adaptive,
             percentage_of_nodes_to_score: self.config.percentage_of_nodes_to_score,
             run_post_filter: false,
+            batching,
         };
         let sched = Scheduler::new(profiles, Snapshot::default(), options)?;
         let queue_options = QueueOptions::from_seconds(

@@ -30,6 +30,11 @@ fn plugin_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.00001, 1.5, 20))
 }
 
+fn batch_histogram() -> Histogram {
+    // kube-scheduler: ExponentialBuckets(0.00001, 2, 12), for the batching durations.
+    Histogram::new(exponential_buckets(0.00001, 2.0, 12))
+}
+
 fn rest_client_histogram() -> Histogram {
     // client-go's rest_client_request_duration_seconds and
     // rest_client_rate_limiter_duration_seconds buckets.
@@ -88,6 +93,10 @@ pub struct Metrics {
     evaluation_counters: RwLock<EvaluationCounters>,
     event_handling: HistogramFamily,
     inflight_events: Family<Labels, Gauge>,
+    batch_attempts: Family<Labels, Counter>,
+    batch_cache_flushed: Family<Labels, Counter>,
+    get_node_hint_duration: HistogramFamily,
+    store_schedule_results_duration: HistogramFamily,
     /// The series of the two gauges above set so far: set to 0 when they empty.
     queue_series: Mutex<QueueSeries>,
     refresh: Mutex<Option<Refresher>>,
@@ -377,6 +386,32 @@ impl Metrics {
             "Number of events currently tracked in the scheduling queue",
             inflight_events.clone(),
         );
+        let batch_attempts = Family::<Labels, Counter>::default();
+        registry.register(
+            "scheduler_batch_attempts",
+            "Counts of results when we attempt to use batching",
+            batch_attempts.clone(),
+        );
+        let batch_cache_flushed = Family::<Labels, Counter>::default();
+        registry.register(
+            "scheduler_batch_cache_flushed",
+            "Counts of cache flushes by reason",
+            batch_cache_flushed.clone(),
+        );
+        let get_node_hint_duration = HistogramFamily::new_with_constructor(batch_histogram);
+        registry.register(
+            "scheduler_get_node_hint_duration_seconds",
+            "Latency for getting a node hint",
+            get_node_hint_duration.clone(),
+        );
+        let store_schedule_results_duration =
+            HistogramFamily::new_with_constructor(batch_histogram);
+        // kube-scheduler v1.35's help text, truncated as it is there.
+        registry.register(
+            "scheduler_store_schedule_results_duration_seconds",
+            "Latency for getting a no",
+            store_schedule_results_duration.clone(),
+        );
         let process = ProcessMetrics::register(&mut registry);
         for q in ["active", "backoff", "unschedulable", "gated"] {
             pending_pods.get_or_create(&labels(&[("queue", q)])).set(0);
@@ -405,6 +440,10 @@ impl Metrics {
             evaluation_counters: RwLock::new(HashMap::new()),
             event_handling,
             inflight_events,
+            batch_attempts,
+            batch_cache_flushed,
+            get_node_hint_duration,
+            store_schedule_results_duration,
             queue_series: Mutex::new((BTreeSet::new(), BTreeSet::new())),
             refresh: Mutex::new(None),
             process,
@@ -641,11 +680,57 @@ impl kubesched_framework::PluginObserver for Metrics {
     fn plugin_evaluated(&self, profile: &str, plugin: &str, extension_point: &'static str, n: u64) {
         Metrics::plugin_evaluated(self, profile, plugin, extension_point, n);
     }
+
+    fn observe_node_hint(&self, profile: &str, hinted: bool, took: Duration) {
+        let hinted = if hinted { "hint" } else { "no_hint" };
+        self.get_node_hint_duration
+            .get_or_create(&labels(&[("hinted", hinted), ("profile", profile)]))
+            .observe(took.as_secs_f64());
+    }
+
+    fn observe_store_schedule_results(&self, profile: &str, took: Duration) {
+        self.store_schedule_results_duration
+            .get_or_create(&labels(&[("profile", profile)]))
+            .observe(took.as_secs_f64());
+    }
+
+    fn batch_attempt(&self, profile: &str, result: &'static str) {
+        self.batch_attempts
+            .get_or_create(&labels(&[("profile", profile), ("result", result)]))
+            .inc();
+    }
+
+    fn batch_cache_flushed(&self, profile: &str, reason: &'static str) {
+        self.batch_cache_flushed
+            .get_or_create(&labels(&[("profile", profile), ("reason", reason)]))
+            .inc();
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kubesched_framework::PluginObserver;
+
+    #[test]
+    fn batching_metrics_have_kube_schedulers_names_labels_and_buckets() {
+        let m = Metrics::new();
+        m.batch_attempt("p", kubesched_framework::batch::attempt::HINT_USED);
+        m.batch_cache_flushed("p", kubesched_framework::batch::flush::EXPIRED);
+        m.observe_node_hint("p", true, Duration::from_micros(15));
+        m.observe_store_schedule_results("p", Duration::from_micros(3));
+        let text = m.encode();
+        for needle in [
+            "scheduler_batch_attempts_total{profile=\"p\",result=\"hint_used\"} 1",
+            "scheduler_batch_cache_flushed_total{profile=\"p\",reason=\"expired\"} 1",
+            "scheduler_get_node_hint_duration_seconds_bucket{le=\"0.00001\",hinted=\"hint\",profile=\"p\"} 0",
+            "scheduler_get_node_hint_duration_seconds_bucket{le=\"0.00002\",hinted=\"hint\",profile=\"p\"} 1",
+            "scheduler_get_node_hint_duration_seconds_bucket{le=\"0.02048\",hinted=\"hint\",profile=\"p\"} 1",
+            "scheduler_store_schedule_results_duration_seconds_count{profile=\"p\"} 1",
+        ] {
+            assert!(text.contains(needle), "{needle} missing from:\n{text}");
+        }
+    }
 
     #[test]
     fn queue_gauges_are_set_and_go_to_zero_when_their_pods_leave() {

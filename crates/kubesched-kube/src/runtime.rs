@@ -711,6 +711,7 @@ impl Shared {
         if (n + 1) * self.sample_percent / 100 > n * self.sample_percent / 100 {
             state.write(RecordPluginMetrics);
         }
+        inner.sched.set_scheduling_cycle(qp.scheduling_cycle);
         let result = inner.sched.schedule_pod(index, &mut state, &pod);
         let result = match result {
             Ok(r) => r,

@@ -124,6 +124,17 @@ impl Plugin for BalancedAllocation {
     fn name(&self) -> &str {
         NAME
     }
+    // kube-scheduler: the requests with overheads (unsignable with DRAExtendedResource,
+    // which kubesched does not implement).
+    fn sign_pod(
+        &self,
+        pod: &PodInfo,
+    ) -> Result<Vec<kubesched_framework::signature::SignFragment>, kubesched_framework::Status>
+    {
+        Ok(vec![kubesched_framework::signature::resources_fragment(
+            pod,
+        )])
+    }
     fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
         crate::events::none()
     }

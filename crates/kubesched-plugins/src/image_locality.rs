@@ -50,6 +50,31 @@ impl Plugin for ImageLocality {
     fn name(&self) -> &str {
         NAME
     }
+    // The canonical names of the images the score reads.
+    fn sign_pod(
+        &self,
+        pod: &PodInfo,
+    ) -> Result<Vec<kubesched_framework::signature::SignFragment>, kubesched_framework::Status>
+    {
+        use kubesched_framework::signature::{SignFragment, signers};
+        let spec = pod.spec();
+        let mut names: Vec<String> = (spec.init_containers.iter().flatten())
+            .chain(&spec.containers)
+            .map(|c| c.image.as_deref().unwrap_or(""))
+            .map(|i| normalized_image_name(i).into_owned())
+            .collect();
+        if self.image_volumes {
+            names.extend(
+                pod.spec()
+                    .volumes
+                    .iter()
+                    .flatten()
+                    .filter_map(|v| v.image.as_ref()?.reference.as_deref())
+                    .map(|i| format!("volume:{}", normalized_image_name(i))),
+            );
+        }
+        Ok(vec![SignFragment::json(signers::IMAGE_NAMES, &names)])
+    }
     fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
         crate::events::none()
     }

@@ -464,6 +464,24 @@ impl Plugin for InterPodAffinity {
     fn name(&self) -> &str {
         NAME
     }
+    // The pod's own affinity terms, and its labels, which the terms of the pods on the
+    // nodes match.
+    fn sign_pod(
+        &self,
+        pod: &PodInfo,
+    ) -> Result<Vec<kubesched_framework::signature::SignFragment>, kubesched_framework::Status>
+    {
+        use kubesched_framework::signature::{SignFragment, signers};
+        let affinity = pod.spec().affinity.as_ref();
+        let terms = (
+            affinity.and_then(|a| a.pod_affinity.as_ref()),
+            affinity.and_then(|a| a.pod_anti_affinity.as_ref()),
+        );
+        Ok(vec![
+            SignFragment::json(signers::INTER_POD_AFFINITY, &terms),
+            SignFragment::json(signers::LABELS, &pod.pod().metadata.labels),
+        ])
+    }
     fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
         crate::events::inter_pod_affinity()
     }

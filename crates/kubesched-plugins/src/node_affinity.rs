@@ -591,6 +591,19 @@ impl Plugin for NodeAffinity {
     fn name(&self) -> &str {
         NAME
     }
+    // The node affinity and the node selector of the pod (the added affinity of the
+    // args is the profile's, the same for every pod).
+    fn sign_pod(
+        &self,
+        pod: &PodInfo,
+    ) -> Result<Vec<kubesched_framework::signature::SignFragment>, kubesched_framework::Status>
+    {
+        use kubesched_framework::signature::{SignFragment, node_affinity_fragment, signers};
+        Ok(vec![
+            node_affinity_fragment(pod),
+            SignFragment::json(signers::NODE_SELECTOR, &pod.spec().node_selector),
+        ])
+    }
     fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
         crate::events::node_affinity()
     }

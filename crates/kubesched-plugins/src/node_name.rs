@@ -19,6 +19,18 @@ impl Plugin for NodeName {
     fn name(&self) -> &str {
         NAME
     }
+    // kube-scheduler: NodeName reads spec.nodeName.
+    fn sign_pod(
+        &self,
+        pod: &PodInfo,
+    ) -> Result<Vec<kubesched_framework::signature::SignFragment>, kubesched_framework::Status>
+    {
+        use kubesched_framework::signature::{SignFragment, signers};
+        Ok(vec![SignFragment::json(
+            signers::NODE_NAME,
+            &pod.node_name().unwrap_or(""),
+        )])
+    }
     fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
         crate::events::node_name()
     }

@@ -33,6 +33,16 @@ impl Plugin for NodePorts {
     fn name(&self) -> &str {
         NAME
     }
+    // kube-scheduler: NodePorts reads the host ports.
+    fn sign_pod(
+        &self,
+        pod: &PodInfo,
+    ) -> Result<Vec<kubesched_framework::signature::SignFragment>, kubesched_framework::Status>
+    {
+        Ok(vec![kubesched_framework::signature::host_ports_fragment(
+            pod,
+        )])
+    }
     fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
         crate::events::node_ports()
     }

@@ -25,6 +25,16 @@ impl Plugin for NodeUnschedulable {
     fn name(&self) -> &str {
         NAME
     }
+    // The Filter reads only the pod's tolerations (of the unschedulable taint).
+    fn sign_pod(
+        &self,
+        pod: &PodInfo,
+    ) -> Result<Vec<kubesched_framework::signature::SignFragment>, kubesched_framework::Status>
+    {
+        Ok(vec![kubesched_framework::signature::tolerations_fragment(
+            pod,
+        )])
+    }
     fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
         crate::events::taints()
     }

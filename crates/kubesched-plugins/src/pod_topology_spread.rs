@@ -500,6 +500,31 @@ impl Plugin for PodTopologySpread {
     fn name(&self) -> &str {
         NAME
     }
+    // kube-scheduler: a spread depends on other nodes than the one filtered or scored,
+    // so a pod with constraints, its own or the profile's defaults, cannot be signed.
+    fn sign_pod(
+        &self,
+        pod: &PodInfo,
+    ) -> Result<Vec<kubesched_framework::signature::SignFragment>, kubesched_framework::Status>
+    {
+        use kubesched_framework::signature::unsignable;
+        if pod
+            .spec()
+            .topology_spread_constraints
+            .as_ref()
+            .is_some_and(|c| !c.is_empty())
+        {
+            return Err(unsignable(
+                "pods with topology constraints are not signable",
+            ));
+        }
+        if !self.default_constraints.is_empty() {
+            return Err(unsignable(
+                "pods with default topology constraints are not signable",
+            ));
+        }
+        Ok(Vec::new())
+    }
     fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
         crate::events::pod_topology_spread()
     }

@@ -30,6 +30,16 @@ impl Plugin for TaintToleration {
     fn name(&self) -> &str {
         NAME
     }
+    // kube-scheduler: TaintToleration reads the tolerations.
+    fn sign_pod(
+        &self,
+        pod: &PodInfo,
+    ) -> Result<Vec<kubesched_framework::signature::SignFragment>, kubesched_framework::Status>
+    {
+        Ok(vec![kubesched_framework::signature::tolerations_fragment(
+            pod,
+        )])
+    }
     fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
         crate::events::taints()
     }

@@ -408,6 +408,10 @@ pub fn prepare(
         node_search: options.node_search,
         percentage_of_nodes_to_score: config.percentage_of_nodes_to_score,
         run_post_filter: options.preemption,
+        // kube-scheduler's batching belongs to its own search; the exhaustive search
+        // evaluates every node, as FORMAT.md's results need.
+        batching: options.node_search == NodeSearch::Adaptive
+            && options.features.enabled("OpportunisticBatching"),
     };
     let scheduler = Scheduler::new(profiles, snapshot, scheduler_options).map_err(|error| {
         SimulationError::Scheduler {

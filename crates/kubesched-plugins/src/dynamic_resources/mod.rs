@@ -226,6 +226,24 @@ impl Plugin for DynamicResources {
     fn name(&self) -> &str {
         NAME
     }
+    // kube-scheduler cannot tell whether a pod's claims bind it to one node, so a pod
+    // with claims is not signed; other pods do not matter to the plugin.
+    fn sign_pod(
+        &self,
+        pod: &PodInfo,
+    ) -> Result<Vec<kubesched_framework::signature::SignFragment>, Status> {
+        if pod
+            .spec()
+            .resource_claims
+            .as_ref()
+            .is_some_and(|c| !c.is_empty())
+        {
+            return Err(kubesched_framework::signature::unsignable(
+                "pods with dra resource claims are not signable",
+            ));
+        }
+        Ok(Vec::new())
+    }
     fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
         crate::events::dynamic_resources()
     }

@@ -103,6 +103,15 @@ impl Plugin for VolumeZone {
     fn name(&self) -> &str {
         VOLUME_ZONE
     }
+    // kube-scheduler: the volume plugins read the pod's volumes (ConfigMaps and
+    // Secrets aside).
+    fn sign_pod(
+        &self,
+        pod: &PodInfo,
+    ) -> Result<Vec<kubesched_framework::signature::SignFragment>, kubesched_framework::Status>
+    {
+        Ok(vec![kubesched_framework::signature::volumes_fragment(pod)])
+    }
     fn events_to_register(&self) -> Vec<ClusterEvent> {
         crate::events::volume_zone()
     }

@@ -224,6 +224,15 @@ impl Plugin for NodeVolumeLimits {
     fn name(&self) -> &str {
         NODE_VOLUME_LIMITS
     }
+    // kube-scheduler: the volume plugins read the pod's volumes (ConfigMaps and
+    // Secrets aside).
+    fn sign_pod(
+        &self,
+        pod: &PodInfo,
+    ) -> Result<Vec<kubesched_framework::signature::SignFragment>, kubesched_framework::Status>
+    {
+        Ok(vec![kubesched_framework::signature::volumes_fragment(pod)])
+    }
     fn events_to_register(&self) -> Vec<ClusterEvent> {
         crate::events::node_volume_limits()
     }

@@ -1,0 +1,238 @@
+//! Pod signatures, as kube-scheduler's OpportunisticBatching computes them
+//! (`SignPod`, kube-scheduler v1.35): two pods with the same signature get the same
+//! Filter verdicts and the same scores on the same nodes in the same state, so a pod
+//! that follows one of the same signature can reuse the previous cycle's sorted scored
+//! nodes ([`crate::batch`]).
+//!
+//! Each PreFilter, Filter, PreScore and Score plugin of a profile signs the pod
+//! ([`Plugin::sign_pod`]): it returns the fragments of the pod its verdicts and scores
+//! read, or a non-success status when it cannot say (a pod with topology spread
+//! constraints, say). The framework's signature is the scheduler name plus every
+//! fragment, keyed by fragment name; one plugin that cannot sign makes the pod
+//! unbatchable. A plugin that does not implement [`Plugin::sign_pod`] cannot sign
+//! anything: an embedder's plugin opts in by implementing it.
+//!
+//! The fragment names ([`signers`]) and the common signers are kube-scheduler's
+//! (`k8s.io/kube-scheduler/framework/signers.go`).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::cycle_state::CycleState;
+use crate::framework::Framework;
+use crate::observer::RecordPluginMetrics;
+use crate::plugin::Plugin;
+use crate::pod_info::PodInfo;
+use crate::status::{Code, Status};
+
+/// kube-scheduler's signer names: the keys of a pod signature's fragments.
+pub mod signers {
+    /// The pod's ResourceClaims (DynamicResources).
+    pub const DYNAMIC_RESOURCES: &str = "v1.Pod.Spec.DynamicResources";
+    /// The canonical names of the pod's images (ImageLocality).
+    pub const IMAGE_NAMES: &str = "v1.Pod.Spec.CanonicalImageNames()";
+    /// The pod's labels.
+    pub const LABELS: &str = "v1.Pod.Labels";
+    /// `spec.nodeName` (NodeName).
+    pub const NODE_NAME: &str = "v1.Pod.Spec.NodeName";
+    /// `spec.affinity.nodeAffinity` (NodeAffinity).
+    pub const NODE_AFFINITY: &str = "v1.Pod.Spec.Affinity.NodeAffinity";
+    /// `spec.nodeSelector` (NodeAffinity).
+    pub const NODE_SELECTOR: &str = "v1.Pod.Spec.Affinity.NodeSelector";
+    /// `spec.affinity.podAffinity` and `podAntiAffinity` (InterPodAffinity).
+    pub const INTER_POD_AFFINITY: &str = "v1.Pod.Spec.Affinity.InterPodAffinity";
+    /// The pod's host ports (NodePorts).
+    pub const HOST_PORTS: &str = "v1.Pod.Spec.HostPorts()";
+    /// The pod's requests with overheads (NodeResourcesFit, BalancedAllocation).
+    pub const RESOURCES: &str = "v1.Pod.Spec.ContainerResourcesAndOverheads()";
+    /// `spec.schedulerName`: every signature has it.
+    pub const SCHEDULER_NAME: &str = "v1.Pod.Spec.SchedulerName";
+    /// `spec.tolerations` (TaintToleration).
+    pub const TOLERATIONS: &str = "v1.Pod.Spec.Tolerations";
+    /// `spec.topologySpreadConstraints`.
+    pub const POD_TOPOLOGY_SPREAD: &str = "v1.Pod.Spec.PodTopologySpread";
+    /// The pod's volumes other than ConfigMaps and Secrets (the volume plugins).
+    pub const VOLUMES: &str = "v1.Pod.Spec.Volumes.NonSyntheticSources()";
+}
+
+/// One part of a pod's signature: a name from [`signers`] (or the embedder's own) and
+/// a value that is equal for two pods exactly when the plugin treats them alike.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SignFragment {
+    /// The fragment's name. Plugins that read the same part of the pod use the same
+    /// name (NodeResourcesFit and BalancedAllocation both sign [`signers::RESOURCES`]).
+    pub key: &'static str,
+    /// The value, canonically encoded (JSON for API objects).
+    pub value: String,
+}
+
+impl SignFragment {
+    /// A fragment whose value is `value` encoded as JSON.
+    pub fn json<T: serde::Serialize + ?Sized>(key: &'static str, value: &T) -> SignFragment {
+        SignFragment {
+            key,
+            // Serialising a k8s-openapi object or a plain value cannot fail.
+            value: serde_json::to_string(value).unwrap_or_default(),
+        }
+    }
+}
+
+/// A pod's signature: the scheduler name and every fragment the profile's plugins
+/// gave, by name. Equal signatures mean equal feasibility and scores.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PodSignature(Arc<str>);
+
+impl PodSignature {
+    /// The signature from its fragments (a later fragment of the same name replaces an
+    /// earlier one, as in kube-scheduler's map).
+    pub fn from_fragments(fragments: impl IntoIterator<Item = SignFragment>) -> PodSignature {
+        let map: BTreeMap<&'static str, String> =
+            fragments.into_iter().map(|f| (f.key, f.value)).collect();
+        let mut text = String::from("{");
+        for (i, (k, v)) in map.iter().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            text.push_str(&serde_json::to_string(k).unwrap_or_default());
+            text.push(':');
+            text.push_str(v);
+        }
+        text.push('}');
+        PodSignature(text.into())
+    }
+
+    /// The signature as text (a JSON object).
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for PodSignature {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The fragment of a plugin whose verdicts read the pod's host ports: the sorted,
+/// distinct non-zero host ports of its containers and init containers (kube-scheduler's
+/// `HostPortsSigner`).
+pub fn host_ports_fragment(pod: &PodInfo) -> SignFragment {
+    let spec = pod.spec();
+    let mut ports: Vec<i32> = spec
+        .containers
+        .iter()
+        .chain(spec.init_containers.iter().flatten())
+        .flat_map(|c| c.ports.iter().flatten())
+        .map(|p| p.host_port.unwrap_or(0))
+        .filter(|&p| p != 0)
+        .collect();
+    ports.sort_unstable();
+    ports.dedup();
+    SignFragment::json(signers::HOST_PORTS, &ports)
+}
+
+/// The pod's effective requests, overheads included (kube-scheduler's
+/// `computePodResourceRequest`, which NodeResourcesFit and BalancedAllocation sign).
+pub fn resources_fragment(pod: &PodInfo) -> SignFragment {
+    SignFragment {
+        key: signers::RESOURCES,
+        value: format!("{:?}", pod.requests()),
+    }
+}
+
+/// `spec.affinity.nodeAffinity` (kube-scheduler's `NodeAffinitySigner`).
+pub fn node_affinity_fragment(pod: &PodInfo) -> SignFragment {
+    let affinity = pod
+        .spec()
+        .affinity
+        .as_ref()
+        .and_then(|a| a.node_affinity.as_ref());
+    SignFragment::json(signers::NODE_AFFINITY, &affinity)
+}
+
+/// The pod's tolerations sorted by key, then value (kube-scheduler's
+/// `TolerationsSigner`).
+pub fn tolerations_fragment(pod: &PodInfo) -> SignFragment {
+    let mut tolerations: Vec<_> = pod.spec().tolerations.iter().flatten().collect();
+    tolerations.sort_by(|a, b| (&a.key, &a.value).cmp(&(&b.key, &b.value)));
+    SignFragment::json(signers::TOLERATIONS, &tolerations)
+}
+
+/// The sources of the pod's volumes other than ConfigMaps and Secrets, which are
+/// specific to each pod and never matter to scheduling (kube-scheduler's
+/// `VolumesSigner`).
+pub fn volumes_fragment(pod: &PodInfo) -> SignFragment {
+    let sources: Vec<serde_json::Value> = pod
+        .spec()
+        .volumes
+        .iter()
+        .flatten()
+        .filter(|v| v.config_map.is_none() && v.secret.is_none())
+        .map(|v| {
+            // The source is the volume without its name.
+            let mut value = serde_json::to_value(v).unwrap_or_default();
+            if let Some(o) = value.as_object_mut() {
+                o.remove("name");
+            }
+            value
+        })
+        .collect();
+    SignFragment::json(signers::VOLUMES, &sources)
+}
+
+/// The status of a plugin that cannot sign a pod: it makes the pod unbatchable.
+pub fn unsignable(message: impl Into<String>) -> Status {
+    Status::new(Code::Unschedulable, message.into())
+}
+
+impl Framework {
+    /// The pod's signature (kube-scheduler's `SignPod`), or `None` when one of the
+    /// profile's PreFilter, Filter, PreScore or Score plugins cannot sign it.
+    ///
+    /// With an observer, each plugin's call is reported at the extension point `Sign`,
+    /// and in a sampled cycle the whole point too (always `Success`, as kube-scheduler
+    /// records it).
+    pub fn sign_pod(&self, state: &CycleState, pod: &PodInfo) -> Option<PodSignature> {
+        let observer = self.observer();
+        let sampled = observer.is_some() && state.read::<RecordPluginMetrics>().is_some();
+        let start = sampled.then(Instant::now);
+        let signature = self.sign_with(pod, |plugin, f| match observer {
+            Some(o) => {
+                let t = Instant::now();
+                let r = f();
+                let code = r.as_ref().err().map_or(Code::Success, Status::code);
+                o.observe(plugin, "Sign", code, t.elapsed());
+                r
+            }
+            None => f(),
+        });
+        if let (Some(o), Some(start)) = (observer, start) {
+            o.observe_extension_point(self.profile_name(), "Sign", Code::Success, start.elapsed());
+        }
+        signature
+    }
+
+    fn sign_with(
+        &self,
+        pod: &PodInfo,
+        mut call: impl FnMut(
+            &str,
+            &dyn Fn() -> Result<Vec<SignFragment>, Status>,
+        ) -> Result<Vec<SignFragment>, Status>,
+    ) -> Option<PodSignature> {
+        let mut fragments = vec![SignFragment::json(
+            signers::SCHEDULER_NAME,
+            pod.scheduler_name(),
+        )];
+        for plugin in self.signers() {
+            let plugin: &Arc<dyn Plugin> = plugin;
+            match call(plugin.name(), &|| plugin.sign_pod(pod)) {
+                Ok(f) => fragments.extend(f),
+                Err(_) => return None,
+            }
+        }
+        Some(PodSignature::from_fragments(fragments))
+    }
+}
