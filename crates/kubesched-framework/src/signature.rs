@@ -33,6 +33,8 @@ pub mod signers {
     pub const DYNAMIC_RESOURCES: &str = "v1.Pod.Spec.DynamicResources";
     /// The canonical names of the pod's images (ImageLocality).
     pub const IMAGE_NAMES: &str = "v1.Pod.Spec.CanonicalImageNames()";
+    /// The node features the pod needs (NodeDeclaredFeatures).
+    pub const FEATURES: &str = "v1.Pod.Spec.RequiredNodeFeatures()";
     /// The pod's labels.
     pub const LABELS: &str = "v1.Pod.Labels";
     /// `spec.nodeName` (NodeName).

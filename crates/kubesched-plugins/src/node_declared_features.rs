@@ -174,6 +174,22 @@ impl Plugin for NodeDeclaredFeatures {
             ClusterEvent::new(EventResource::Pod, ActionType::UPDATE),
         ]
     }
+    /// As kube-scheduler's: the features the pod needs are its fragment, so pods that
+    /// need the same features can share a batch.
+    fn sign_pod(
+        &self,
+        pod: &PodInfo,
+    ) -> Result<Vec<kubesched_framework::signature::SignFragment>, Status> {
+        let required = if self.enabled {
+            self.required(pod.spec())
+        } else {
+            Vec::new()
+        };
+        Ok(vec![kubesched_framework::signature::SignFragment::json(
+            kubesched_framework::signature::signers::FEATURES,
+            &required,
+        )])
+    }
     fn as_pre_filter(self: Arc<Self>) -> Option<Arc<dyn PreFilterPlugin>> {
         Some(self)
     }
