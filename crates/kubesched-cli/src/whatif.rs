@@ -167,7 +167,7 @@ fn read_cluster(args: &ScenarioArgs) -> Result<(Source, Option<ServerBehaviour>)
 
 /// `--from-cluster` in a command built without the `cluster` feature.
 #[cfg(not(feature = "cluster"))]
-fn read_cluster(_: &WhatIfArgs) -> Result<(Source, Option<ServerBehaviour>), String> {
+fn read_cluster(_: &ScenarioArgs) -> Result<(Source, Option<ServerBehaviour>), String> {
     Err("--from-cluster: this command was built without the `cluster` feature (kubesched-cli's default, or the `runtime` feature of the kubesched crate), which reads live clusters".to_string())
 }
 
