@@ -687,23 +687,13 @@ impl Scheduler {
             let state: &CycleState = state;
             let snapshot = &self.snapshot;
             let nominated = &self.nominated_pods;
-            let (feasible, rejected) = fwk.timed_point(
-                "Filter",
-                |(_, rejected): &(Vec<usize>, Vec<(usize, Status)>)| {
-                    if rejected.iter().any(|(_, s)| !s.is_rejected()) {
-                        Code::Error
-                    } else {
-                        Code::Success
-                    }
-                },
-                || {
-                    if fwk.has_filter_plugins() {
-                        filter_nodes(fwk, state, pod, snapshot, nominated, &[index], 0, 1)
-                    } else {
-                        (vec![index], Vec::new())
-                    }
-                },
-            );
+            let (feasible, rejected) = fwk.timed_point("Filter", filter_pass_code, || {
+                if fwk.has_filter_plugins() {
+                    filter_nodes(fwk, state, pod, snapshot, nominated, &[index], 0, 1)
+                } else {
+                    (vec![index], Vec::new())
+                }
+            });
             if !feasible.is_empty() {
                 return Ok((feasible, diagnosis, hint));
             }
@@ -761,28 +751,18 @@ impl Scheduler {
         } else {
             // kube-scheduler times the whole pass over the nodes as the Filter
             // extension point: Error when a filter failed, else Success.
-            fwk.timed_point(
-                "Filter",
-                |(_, rejected): &(Vec<usize>, Vec<(usize, Status)>)| {
-                    if rejected.iter().any(|(_, s)| !s.is_rejected()) {
-                        Code::Error
-                    } else {
-                        Code::Success
-                    }
-                },
-                || {
-                    filter_nodes(
-                        fwk,
-                        state,
-                        pod,
-                        snapshot,
-                        &self.nominated_pods,
-                        &candidates,
-                        start,
-                        to_find,
-                    )
-                },
-            )
+            fwk.timed_point("Filter", filter_pass_code, || {
+                filter_nodes(
+                    fwk,
+                    state,
+                    pod,
+                    snapshot,
+                    &self.nominated_pods,
+                    &candidates,
+                    start,
+                    to_find,
+                )
+            })
         };
         if let Some((i, status)) = hint_rejection
             && !rejected.iter().any(|(j, _)| *j == i)
@@ -940,4 +920,14 @@ fn filter_nodes(
         next = end;
     }
     (feasible, rejected)
+}
+
+/// The code kube-scheduler records for a Filter pass over nodes: Error when a filter
+/// failed (not a rejection), else Success.
+fn filter_pass_code((_, rejected): &(Vec<usize>, Vec<(usize, Status)>)) -> Code {
+    if rejected.iter().any(|(_, s)| !s.is_rejected()) {
+        Code::Error
+    } else {
+        Code::Success
+    }
 }
