@@ -556,6 +556,21 @@ pub trait ScorePlugin: Plugin {
     fn score_extensions(&self) -> Option<&dyn ScoreExtensions> {
         None
     }
+
+    /// Work done once per pod before its nodes are scored, where the plugin it mirrors
+    /// does that work inside Score (kubesched's ImageLocality sums image sizes over the
+    /// snapshot once instead of per node). Not an extension point: it runs for every
+    /// Score plugin that will score, after the PreScore plugins, whatever the profile
+    /// enables at PreScore, and it cannot fail. The default does nothing; work that can
+    /// fail, or that the profile may turn off, belongs in [`PreScorePlugin::pre_score`].
+    fn prepare(
+        &self,
+        _state: &mut CycleState,
+        _pod: &PodInfo,
+        _nodes: &[&NodeInfo],
+        _snapshot: &Snapshot,
+    ) {
+    }
 }
 
 /// NormalizeScore: rescales all the feasible nodes' raw scores of one plugin at once.

@@ -165,10 +165,11 @@ pub enum ScheduleError {
     Unfit(Box<FitError>),
     /// A plugin failed with an error.
     Internal(Status),
-    /// A Filter plugin failed with an error on some node; `diagnosis` holds the nodes
-    /// the other Filter calls of the attempt rejected (kube-scheduler evaluates the
-    /// nodes in parallel, so those calls complete).
-    FilterFailed {
+    /// A plugin failed with an error once Filter had run: in Filter on some node, or in
+    /// PreScore or Score. `diagnosis` holds the nodes the attempt's Filter calls
+    /// rejected, which kube-scheduler reports with the error (it evaluates the nodes in
+    /// parallel, so the other Filter calls complete).
+    FailedAfterFilter {
         /// The error.
         status: Status,
         /// The nodes rejected in the same attempt.
@@ -181,7 +182,7 @@ impl fmt::Display for ScheduleError {
         match self {
             ScheduleError::NoNodesAvailable => f.write_str("no nodes available to schedule pods"),
             ScheduleError::Unfit(e) => e.fmt(f),
-            ScheduleError::Internal(s) | ScheduleError::FilterFailed { status: s, .. } => {
+            ScheduleError::Internal(s) | ScheduleError::FailedAfterFilter { status: s, .. } => {
                 f.write_str(&s.message())
             }
         }
@@ -431,6 +432,12 @@ impl Scheduler {
 
     /// Runs one full cycle for `pod`: scheduling, then (on success) assume, Reserve,
     /// Permit and binding. On success the pod is on its node in the snapshot.
+    ///
+    /// This is the simulation's cycle, with no controllers beside it: a pod that mounts
+    /// a PersistentVolumeClaim (directly or through an ephemeral volume) stops after
+    /// Permit, assumed, as the conformance oracle's does (FORMAT-volumes.md rules 13 and
+    /// 17), since its volumes' PreBind would wait for a PV controller. The runtime runs
+    /// its own binding cycle.
     pub fn schedule_one(&mut self, pod: &Arc<PodInfo>) -> Outcome {
         let Some(index) = self
             .profiles
@@ -505,15 +512,21 @@ impl Scheduler {
         if !s.is_success() {
             return fail(s, &mut state, &mut self.snapshot);
         }
-        let s = fwk.run_pre_bind_plugins(&mut state, &assumed, &node);
-        if !s.is_success() {
-            return fail(s, &mut state, &mut self.snapshot);
+        // A pod with claim volumes stays assumed after Permit, as in the conformance
+        // oracle (FORMAT-volumes rules 13 and 17): with no PV controller, its volumes'
+        // PreBind would wait for ever, so the binding cycle stops there, and what its
+        // other plugins hold (DynamicResources' allocations in flight) stays held.
+        if !has_claim_volumes(&assumed) {
+            let s = fwk.run_pre_bind_plugins(&mut state, &assumed, &node);
+            if !s.is_success() {
+                return fail(s, &mut state, &mut self.snapshot);
+            }
+            let s = fwk.run_bind_plugins(&mut state, &assumed, &node);
+            if !s.is_success() {
+                return fail(s, &mut state, &mut self.snapshot);
+            }
+            fwk.run_post_bind_plugins(&mut state, &assumed, &node);
         }
-        let s = fwk.run_bind_plugins(&mut state, &assumed, &node);
-        if !s.is_success() {
-            return fail(s, &mut state, &mut self.snapshot);
-        }
-        fwk.run_post_bind_plugins(&mut state, &assumed, &node);
         self.nominated_pods.remove(pod.uid());
         Outcome::Scheduled { node, result }
     }
@@ -565,12 +578,21 @@ impl Scheduler {
             let nodes: Vec<&NodeInfo> =
                 feasible.iter().map(|&i| self.snapshot.node_at(i)).collect();
             let s = fwk.run_pre_score_plugins(state, pod, &nodes, &self.snapshot);
-            if !s.is_success() {
-                return Err(ScheduleError::Internal(s));
-            }
             let indexed: Vec<(usize, &NodeInfo)> = feasible.iter().copied().zip(nodes).collect();
-            fwk.run_score_plugins(state, pod, &indexed)
-                .map_err(ScheduleError::Internal)?
+            let scored = if s.is_success() {
+                fwk.run_score_plugins(state, pod, &indexed)
+            } else {
+                Err(s)
+            };
+            match scored {
+                Ok(scores) => scores,
+                Err(status) => {
+                    return Err(ScheduleError::FailedAfterFilter {
+                        status,
+                        diagnosis: Box::new(diagnosis),
+                    });
+                }
+            }
         } else {
             ScoreTable::uniform(feasible.clone(), 1)
         };
@@ -787,7 +809,7 @@ impl Scheduler {
         rejected.sort_by_key(|(i, _)| *i);
         diagnosis.node_to_status.statuses = rejected;
         match error {
-            Some(status) => Err(ScheduleError::FilterFailed {
+            Some(status) => Err(ScheduleError::FailedAfterFilter {
                 status,
                 diagnosis: Box::new(diagnosis),
             }),
@@ -930,4 +952,14 @@ fn filter_pass_code((_, rejected): &(Vec<usize>, Vec<(usize, Status)>)) -> Code 
     } else {
         Code::Success
     }
+}
+
+/// Whether the pod mounts a PersistentVolumeClaim, directly or through a generic
+/// ephemeral volume.
+fn has_claim_volumes(pod: &PodInfo) -> bool {
+    pod.spec()
+        .volumes
+        .iter()
+        .flatten()
+        .any(|v| v.persistent_volume_claim.is_some() || v.ephemeral.is_some())
 }

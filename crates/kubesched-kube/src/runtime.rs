@@ -753,7 +753,7 @@ impl Shared {
                             .attempt(&profile, AttemptResult::Unschedulable, took);
                         inner.queue.add_unschedulable(qp, BTreeSet::new());
                     }
-                    ScheduleError::Internal(_) | ScheduleError::FilterFailed { .. } => {
+                    ScheduleError::Internal(_) | ScheduleError::FailedAfterFilter { .. } => {
                         self.metrics.attempt(&profile, AttemptResult::Error, took);
                         inner.queue.add_backoff(qp);
                     }

@@ -8,8 +8,7 @@
 use std::sync::Arc;
 
 use kubesched_framework::{
-    CycleState, MAX_NODE_SCORE, NodeInfo, Plugin, PodInfo, PreScorePlugin, ScorePlugin, Snapshot,
-    Status,
+    CycleState, MAX_NODE_SCORE, NodeInfo, Plugin, PodInfo, ScorePlugin, Snapshot, Status,
 };
 
 /// The plugin's name.
@@ -38,7 +37,7 @@ impl ImageLocality {
     }
 }
 
-/// Per pod, computed once in PreScore: each node's summed scaled image sizes (absent
+/// Per pod, computed once before scoring ([`ScorePlugin::prepare`]): each node's summed scaled image sizes (absent
 /// when no node has any of the pod's images), and the number of containers.
 #[derive(Clone, Debug)]
 struct PodImageScores {
@@ -78,25 +77,18 @@ impl Plugin for ImageLocality {
     fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
         crate::events::none()
     }
-    fn as_pre_score(self: Arc<Self>) -> Option<Arc<dyn PreScorePlugin>> {
-        Some(self)
-    }
     fn as_score(self: Arc<Self>) -> Option<Arc<dyn ScorePlugin>> {
         Some(self)
     }
 }
 
-impl PreScorePlugin for ImageLocality {
+impl ScorePlugin for ImageLocality {
     /// Sums, for every node, the scaled sizes of the pod's images it has: an image's
     /// size and spread are the same on every node that reports it, so one pass over the
-    /// snapshot's image index replaces a lookup per node and container.
-    fn pre_score(
-        &self,
-        state: &mut CycleState,
-        pod: &PodInfo,
-        _: &[&NodeInfo],
-        snapshot: &Snapshot,
-    ) -> Status {
+    /// snapshot's image index replaces a lookup per node and container. kube-scheduler's
+    /// ImageLocality has no PreScore (it does this in Score), so this is not one: a
+    /// profile that enables only its Score still scores.
+    fn prepare(&self, state: &mut CycleState, pod: &PodInfo, _: &[&NodeInfo], snapshot: &Snapshot) {
         let total = snapshot.num_nodes();
         let spec = pod.spec();
         let mut sums: Option<Vec<i64>> = None;
@@ -128,11 +120,8 @@ impl PreScorePlugin for ImageLocality {
             }
         }
         state.write(PodImageScores { sums, containers });
-        Status::success()
     }
-}
 
-impl ScorePlugin for ImageLocality {
     fn score(&self, state: &CycleState, _: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
         Ok(prescored(state)?.score(node))
     }
@@ -158,10 +147,10 @@ impl ScorePlugin for ImageLocality {
     }
 }
 
-/// What PreScore computed for the pod.
+/// What [`ScorePlugin::prepare`] computed for the pod.
 fn prescored(state: &CycleState) -> Result<&PodImageScores, Status> {
     state.read::<PodImageScores>().ok_or_else(|| {
-        Status::error("ImageLocality: its PreScore did not run (it must stay enabled)")
+        Status::error("ImageLocality: scored without Framework::run_pre_score_plugins")
     })
 }
 

@@ -776,7 +776,7 @@ impl PreScorePlugin for PodTopologySpread {
 impl ScorePlugin for PodTopologySpread {
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
         let s = state.read::<PreScoreState>().ok_or_else(|| {
-            Status::error("reading \"PreScorePodTopologySpread\" from cycleState: not found")
+            Status::error("error reading \"PreScorePodTopologySpread\" from cycleState: not found")
         })?;
         if s.require_all_topologies && !node_has_all_keys(node, &s.constraints) {
             return Ok(0);

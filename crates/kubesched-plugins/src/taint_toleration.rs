@@ -154,7 +154,9 @@ fn prescored_tolerations(state: &CycleState) -> Result<&[Toleration], Status> {
     state
         .read::<PreferNoScheduleTolerations>()
         .map(|t| t.0.as_slice())
-        .ok_or_else(|| Status::error("TaintToleration: PreScore state not found"))
+        .ok_or_else(|| {
+            Status::error("failed to read \"PreScoreTaintToleration\" from cycleState: not found")
+        })
 }
 
 /// The raw score: how many of the node's PreferNoSchedule taints are not tolerated.

@@ -284,7 +284,8 @@ fn scores_are_checked_and_weighed_the_same_in_parallel_runs() {
             assert_eq!(table.totals[row], by_number + 300, "node-{n}");
         }
     }
-    // A score out of range on one node fails the attempt, naming the plugin.
+    // A score out of range on one node fails the attempt, naming the plugin, in
+    // kube-scheduler's wording (RunScorePlugins' weighing phase).
     let (snapshot, _) = Snapshot::new(nodes(5000), []).expect("snapshot");
     let mut scheduler = Scheduler::new(
         vec![scoring_framework(true)],
@@ -298,6 +299,6 @@ fn scores_are_checked_and_weighed_the_same_in_parallel_runs() {
         .expect_err("an out-of-range score is an error");
     assert_eq!(
         error.to_string(),
-        "plugin \"OutOfRange\" returns an invalid score 101, it should in the range of [0, 100] after normalizing"
+        "applying score defaultWeights on Score plugins: plugin \"OutOfRange\" returns an invalid score 101, it should in the range of [0, 100] after normalizing"
     );
 }

@@ -625,7 +625,7 @@ impl Prepared {
                 let message = error.to_string();
                 match error {
                     ScheduleError::Unfit(fit) => attempt.diagnosis = Some(fit.diagnosis),
-                    ScheduleError::FilterFailed { diagnosis, .. } => {
+                    ScheduleError::FailedAfterFilter { diagnosis, .. } => {
                         attempt.diagnosis = Some(*diagnosis)
                     }
                     _ => {}

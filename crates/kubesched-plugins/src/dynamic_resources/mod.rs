@@ -374,8 +374,21 @@ impl PreFilterPlugin for DynamicResources {
     }
 }
 
+/// The error kube-scheduler's DynamicResources gives at a point that reads the state its
+/// PreFilter writes (even for a pod without claims) when the profile runs that point
+/// without its PreFilter: the cycle state's own "not found".
+fn pre_filter_state_missing(state: &CycleState) -> Option<Status> {
+    state
+        .read::<PreFilterRan>()
+        .is_none()
+        .then(|| Status::error("not found"))
+}
+
 impl FilterPlugin for DynamicResources {
     fn filter(&self, state: &CycleState, _: &PodInfo, node: &NodeInfo) -> Status {
+        if let Some(missing) = pre_filter_state_missing(state) {
+            return missing;
+        }
         let Some(CycleData(data)) = state.read::<CycleData>() else {
             return Status::success();
         };
@@ -443,6 +456,9 @@ impl FilterPlugin for DynamicResources {
 
 impl ScorePlugin for DynamicResources {
     fn score(&self, state: &CycleState, _: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        if let Some(missing) = pre_filter_state_missing(state) {
+            return Err(missing);
+        }
         let Some(CycleData(data)) = state.read::<CycleData>() else {
             return Ok(0);
         };
@@ -481,6 +497,9 @@ fn split_key(claim: &ResourceClaim) -> (String, String) {
 
 impl ReservePlugin for DynamicResources {
     fn reserve(&self, state: &mut CycleState, _: &PodInfo, node: &str) -> Status {
+        if let Some(missing) = pre_filter_state_missing(state) {
+            return missing;
+        }
         let (Some(CycleData(data)), Some(dra)) = (state.read::<CycleData>(), &self.dra) else {
             return Status::success();
         };
@@ -781,9 +800,8 @@ impl PostFilterPlugin for DynamicResources {
         pod: &PodInfo,
         _: &NodeToStatus,
     ) -> (Option<PostFilterResult>, Status) {
-        if state.read::<PreFilterRan>().is_none() {
-            // kube-scheduler reads a state its PreFilter never wrote: the read's error.
-            return (None, Status::error("not found"));
+        if let Some(missing) = pre_filter_state_missing(state) {
+            return (None, missing);
         }
         let data = match state.read::<CycleData>() {
             Some(CycleData(data)) if !data.claims.is_empty() => data,

@@ -1,0 +1,290 @@
+//! PreScore and Score: every feasible node's score from each plugin, normalised and
+//! weighted, in a [`ScoreTable`].
+
+use super::{Framework, PARALLEL_THRESHOLD, WeightedScore};
+use crate::cycle_state::CycleState;
+use crate::node_info::NodeInfo;
+use crate::observer::{evaluated, sampled, timed};
+use crate::plugin::*;
+use crate::pod_info::PodInfo;
+use crate::snapshot::Snapshot;
+use crate::status::{Code, Status};
+use rayon::prelude::*;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+/// The feasible nodes' final scores: every plugin's score on every node, normalised and
+/// multiplied by its weight, and each node's total. Stored as one flat column-major
+/// table (no allocation per node; each plugin's scores are contiguous, as the plugins
+/// compute them).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ScoreTable {
+    /// The Score plugins that ran, in the profile's order (one column each).
+    pub plugins: Vec<Arc<str>>,
+    /// The scored nodes' positions in node order (one row each).
+    pub node_indices: Vec<usize>,
+    /// `scores[column * node_indices.len() + row]`: column `c` is plugin `c`'s scores.
+    pub scores: Vec<i64>,
+    /// Each row's total.
+    pub totals: Vec<i64>,
+}
+
+impl ScoreTable {
+    /// A table where every node gets total `total` and no plugin score (a profile
+    /// without Score plugins: kube-scheduler gives every node 1).
+    pub fn uniform(node_indices: Vec<usize>, total: i64) -> ScoreTable {
+        let totals = vec![total; node_indices.len()];
+        ScoreTable {
+            plugins: Vec::new(),
+            node_indices,
+            scores: Vec::new(),
+            totals,
+        }
+    }
+
+    /// The number of scored nodes.
+    pub fn len(&self) -> usize {
+        self.node_indices.len()
+    }
+
+    /// `true` when no node was scored.
+    pub fn is_empty(&self) -> bool {
+        self.node_indices.is_empty()
+    }
+
+    /// Plugin `column`'s scores, one per row.
+    pub fn column(&self, column: usize) -> &[i64] {
+        let rows = self.len();
+        &self.scores[column * rows..(column + 1) * rows]
+    }
+
+    /// The scores of row `row`, one per plugin, in [`ScoreTable::plugins`]' order.
+    pub fn row(&self, row: usize) -> impl Iterator<Item = i64> + '_ {
+        (0..self.plugins.len()).map(move |c| self.column(c)[row])
+    }
+
+    /// `(node index, [(plugin, score)], total)` for every row.
+    pub fn rows(&self) -> impl Iterator<Item = (usize, Vec<(&str, i64)>, i64)> {
+        (0..self.len()).map(move |r| {
+            let scores = self
+                .plugins
+                .iter()
+                .zip(self.row(r))
+                .map(|(p, s)| (&**p, s))
+                .collect();
+            (self.node_indices[r], scores, self.totals[r])
+        })
+    }
+}
+
+impl Framework {
+    /// Runs the PreScore plugins; Skip leaves the plugin's Score out of this cycle.
+    pub fn run_pre_score_plugins(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        snapshot: &Snapshot,
+    ) -> Status {
+        self.timed_point("PreScore", Status::code, || {
+            self.pre_score_untimed(state, pod, nodes, snapshot)
+        })
+    }
+
+    fn pre_score_untimed(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        snapshot: &Snapshot,
+    ) -> Status {
+        let mut skip = BTreeSet::new();
+        let obs = sampled(&self.observer, state);
+        for w in &self.pre_score {
+            evaluated(&self.observer, &self.profile_name, &w.name, "PreScore", 1);
+            let s = timed(obs, &w.name, "PreScore", Status::code, || {
+                w.plugin.pre_score(state, pod, nodes, snapshot)
+            });
+            if s.is_skip() {
+                skip.insert(w.name.to_string());
+                continue;
+            }
+            if !s.is_success() {
+                return Status::error(format!(
+                    "running PreScore plugin {:?}: {}",
+                    &*w.name,
+                    s.message()
+                ))
+                .with_plugin(w.name.clone());
+            }
+        }
+        for s in self.score.iter().filter(|s| !skip.contains(&*s.wired.name)) {
+            s.wired.plugin.prepare(state, pod, nodes, snapshot);
+        }
+        state.set_skip_score_plugins(skip);
+        Status::success()
+    }
+
+    /// Runs the Score plugins on the feasible nodes (given with their node-order
+    /// indices), normalises each plugin's scores, checks they are in 0..=100 and applies
+    /// the weights. The result is in the order of `nodes`.
+    pub fn run_score_plugins(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[(usize, &NodeInfo)],
+    ) -> Result<ScoreTable, Status> {
+        self.timed_point(
+            "Score",
+            |r: &Result<ScoreTable, Status>| {
+                r.as_ref().map_or_else(Status::code, |_| Code::Success)
+            },
+            || self.score_untimed(state, pod, nodes),
+        )
+    }
+
+    fn score_untimed(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[(usize, &NodeInfo)],
+    ) -> Result<ScoreTable, Status> {
+        let obs = sampled(&self.observer, state);
+        let skip = state.skip_score_plugins();
+        let active: Vec<&WeightedScore> = self
+            .score
+            .iter()
+            .filter(|s| skip.is_empty() || !skip.contains(&*s.wired.name))
+            .collect();
+        let width = active.len();
+        let rows = nodes.len();
+        for s in &active {
+            evaluated(
+                &self.observer,
+                &self.profile_name,
+                &s.wired.name,
+                "Score",
+                rows,
+            );
+        }
+        let mut table = ScoreTable {
+            plugins: active.iter().map(|s| s.wired.name.clone()).collect(),
+            node_indices: nodes.iter().map(|&(i, _)| i).collect(),
+            scores: vec![0; rows * width],
+            totals: vec![0; rows],
+        };
+        if width == 0 || rows == 0 {
+            return Ok(table);
+        }
+        // kube-scheduler's `RunScorePlugins` wraps a plugin's error in the phase it
+        // failed in: Score, NormalizeScore, or the weights' range check.
+        let failed = |phase: &str, s: &WeightedScore, e: Status| {
+            Status::error(format!(
+                "{phase}: plugin {:?} failed with: {}",
+                &*s.wired.name,
+                e.message()
+            ))
+        };
+        // Checks a plugin's final scores on a run of nodes, multiplies them by its
+        // weight and adds them to the nodes' totals.
+        let weigh = |s: &WeightedScore, column: &mut [i64], totals: &mut [i64]| {
+            for (cell, total) in column.iter_mut().zip(totals) {
+                if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(cell) {
+                    return Err(Status::error(format!(
+                        "applying score defaultWeights on Score plugins: plugin {:?} returns an invalid score {cell}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+                        &*s.wired.name
+                    )));
+                }
+                *cell *= s.weight;
+                *total += *cell;
+            }
+            Ok(())
+        };
+        // Scores for a run of nodes, given each plugin's column and the totals for the
+        // run: one plugin at a time over the run (one call per plugin, not per node),
+        // or, in a sampled cycle, one call per node and plugin so that each is timed.
+        let score_run =
+            |columns: &mut [&mut [i64]], totals: &mut [i64], run: &[(usize, &NodeInfo)]| {
+                let run_nodes: Vec<&NodeInfo> = run.iter().map(|&(_, node)| node).collect();
+                for (column, s) in columns.iter_mut().zip(&active) {
+                    if obs.is_some() {
+                        for (cell, &(_, node)) in column.iter_mut().zip(run) {
+                            *cell = timed(
+                                obs,
+                                &s.wired.name,
+                                "Score",
+                                |r: &Result<i64, Status>| {
+                                    r.as_ref().map_or_else(Status::code, |_| Code::Success)
+                                },
+                                || s.wired.plugin.score(state, pod, node),
+                            )
+                            .map_err(|e| failed("running Score plugins", s, e))?;
+                        }
+                    } else {
+                        s.wired
+                            .plugin
+                            .score_nodes(state, pod, &run_nodes, column)
+                            .map_err(|e| failed("running Score plugins", s, e))?;
+                    }
+                    // Scores normalised over all nodes are weighed once normalised, below.
+                    if s.wired.plugin.score_extensions().is_none() {
+                        weigh(s, column, totals)?;
+                    }
+                }
+                Ok::<(), Status>(())
+            };
+        // A few contiguous runs per thread for large clusters (one rayon task per node
+        // costs more than scoring the node), else one run.
+        let piece = if rows >= PARALLEL_THRESHOLD {
+            rows.div_ceil(rayon::current_num_threads() * 4)
+        } else {
+            rows
+        };
+        let mut runs: Vec<(Vec<&mut [i64]>, &mut [i64])> = table
+            .totals
+            .chunks_mut(piece)
+            .map(|totals| (Vec::with_capacity(width), totals))
+            .collect();
+        for column in table.scores.chunks_mut(rows) {
+            for ((run, _), part) in runs.iter_mut().zip(column.chunks_mut(piece)) {
+                run.push(part);
+            }
+        }
+        if runs.len() > 1 {
+            runs.into_par_iter()
+                .zip(nodes.par_chunks(piece))
+                .try_for_each(|((mut columns, totals), run)| {
+                    score_run(&mut columns, totals, run)
+                })?;
+        } else {
+            for ((mut columns, totals), run) in runs.into_iter().zip(nodes.chunks(piece)) {
+                score_run(&mut columns, totals, run)?;
+            }
+        }
+        for (column, s) in table.scores.chunks_mut(rows).zip(&active) {
+            let Some(ext) = s.wired.plugin.score_extensions() else {
+                continue;
+            };
+            let mut normalized: Vec<NodeScore> = nodes
+                .iter()
+                .zip(column.iter())
+                .map(|(&(node_index, _), &score)| NodeScore { node_index, score })
+                .collect();
+            let status = timed(
+                obs,
+                &s.wired.name,
+                "ScoreExtensionNormalize",
+                Status::code,
+                || ext.normalize_score(state, pod, &mut normalized),
+            );
+            if !status.is_success() {
+                return Err(failed("running Normalize on Score plugins", s, status));
+            }
+            for (cell, ns) in column.iter_mut().zip(&normalized) {
+                *cell = ns.score;
+            }
+            weigh(s, column, &mut table.totals)?;
+        }
+        Ok(table)
+    }
+}
