@@ -116,6 +116,7 @@ fn report_of(name: &str, text: String) -> Report {
         &[Variant {
             name: "scenario".into(),
             scenario,
+            features: None,
         }],
         &Options::default(),
     )
