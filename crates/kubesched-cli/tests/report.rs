@@ -3,8 +3,9 @@
 //! `report --format jsonl` checked against what `simulate --config ... --format jsonl`
 //! placed: pods pending, nodes used, the cpu and memory utilisation spread computed
 //! here from the scenario's requests and those placements, and the pods placed
-//! differently. Also the page itself, the command's input errors, and `capacity
-//! --html`'s charts against `capacity --format jsonl`.
+//! differently; the same for two Kubernetes versions (`--compare-versions`) against
+//! `simulate --kubernetes-version`. Also the page itself, the command's input errors,
+//! and `capacity --html`'s charts against `capacity --format jsonl`.
 
 mod common;
 
@@ -72,9 +73,12 @@ fn figure(line: &Value, key: &str) -> [f64; 4] {
     ["min", "max", "mean", "stddev"].map(|k| line[key][k].as_f64().unwrap())
 }
 
+/// Each node by name, with its bound pods.
+type Nodes = Vec<(String, NodeInfo)>;
+
 /// The cluster from the scenario itself: each node (with its bound pods) and each
 /// pending pod.
-fn cluster() -> (Vec<(String, NodeInfo)>, HashMap<String, Arc<PodInfo>>) {
+fn cluster() -> (Nodes, HashMap<String, Arc<PodInfo>>) {
     let text = std::fs::read_to_string(scenario_path()).unwrap();
     let s = scenario::load(&[Source {
         name: SCENARIO.into(),
@@ -429,11 +433,25 @@ fn capacity_html_charts_the_answer_jsonl_gives() {
         html.contains(&format!("{count} more copies of default/worker fit")),
         "{html}"
     );
-    for (node, copies) in answer["nodes"].as_object().unwrap() {
-        if copies.as_u64().unwrap() > 0 {
-            assert!(html.contains(&format!("<th>{node}</th>")), "{node}");
-        }
+    // The charts are inline SVG: every node that took a copy is a bar whose tooltip
+    // says how many, and the histogram's buckets add up to every node.
+    for id in ["capacity-zones", "capacity-histogram", "capacity-top"] {
+        assert!(
+            html.contains(&format!(r#"<figure class="svgchart" id="chart-{id}">"#)),
+            "{id}"
+        );
     }
+    let nodes = answer["nodes"].as_object().unwrap();
+    for (node, copies) in nodes {
+        let copies = copies.as_u64().unwrap();
+        let tip = format!("<title>{node}: {copies} copies</title>");
+        assert_eq!(html.contains(&tip), copies > 0, "{tip}");
+    }
+    let zero = nodes.values().filter(|c| c.as_u64() == Some(0)).count();
+    assert!(
+        html.contains(&format!("<title>0: {zero} nodes</title>")),
+        "{html}"
+    );
     for plugin in answer["stop"]["plugins"].as_object().unwrap().keys() {
         assert!(html.contains(&format!("<b>{plugin}</b>")), "{plugin}");
     }

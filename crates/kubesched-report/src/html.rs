@@ -101,7 +101,12 @@ const MAX_DIFFERENCES: usize = 1000;
 /// markup: `<`, `>` and `&` only occur inside JSON strings, where their `\u` escapes
 /// mean the same.
 fn embedded_json(report: &Report) -> String {
-    let json = serde_json::to_string(report).unwrap_or_else(|_| "null".into());
+    script_safe_json(report)
+}
+
+/// Any value as JSON safe inside a `<script>` element (see [`embedded_json`]).
+pub(crate) fn script_safe_json<T: serde::Serialize>(value: &T) -> String {
+    let json = serde_json::to_string(value).unwrap_or_else(|_| "null".into());
     let mut out = String::with_capacity(json.len());
     for c in json.chars() {
         match c {
