@@ -216,7 +216,7 @@ impl RolloutModel {
             .map(|s| s.cpu.max(s.memory))
             .fold(0.0, f64::max);
         let shown = self.nodes.len().min(MAX_NODES);
-        vec![
+        let mut charts = vec![
             Chart {
                 id: "rollout-pods",
                 title: "The Deployment's pods after each step".into(),
@@ -276,7 +276,12 @@ impl RolloutModel {
                 ],
                 max: None,
             },
-        ]
+        ];
+        if self.nodes.is_empty() {
+            // No pod of the Deployment on any node, at the start or the end.
+            charts.pop();
+        }
+        charts
     }
 }
 
@@ -304,4 +309,81 @@ pub fn render(title: &str, rollout: &Rollout) -> String {
     };
     page.render()
         .unwrap_or_else(|e| format!("template error: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kubesched_sim::rollout::{Step, StepPod};
+
+    fn rollout(node: &str) -> Rollout {
+        Rollout {
+            deployment: "default/<i>web</i>".into(),
+            replicas: 1,
+            strategy: "Recreate".into(),
+            old_pods: vec![StepPod {
+                pod: "default/old".into(),
+                node: Some(node.into()),
+            }],
+            pending: Vec::new(),
+            steps: vec![Step {
+                number: 1,
+                deleted: vec![StepPod {
+                    pod: "default/old".into(),
+                    node: Some(node.into()),
+                }],
+                created: Vec::new(),
+                attempts: Vec::new(),
+                old_left: 0,
+                new_ready: 0,
+                new_pending: 0,
+                nodes_used: 0,
+                requested: ClusterLoad { cpu: 0, memory: 0 },
+            }],
+            allocatable: ClusterLoad {
+                cpu: 4000,
+                memory: 1 << 30,
+            },
+            requested_before: ClusterLoad {
+                cpu: 1000,
+                memory: 1 << 29,
+            },
+            ending: Ending::Stalled,
+            config_source: "built-in default".into(),
+            warnings: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn names_are_escaped_in_the_charts_and_the_model() {
+        let page = render("t", &rollout("<script>alert(1)</script>"));
+        assert!(!page.contains("<script>alert"), "{page}");
+        assert!(!page.contains("<i>web"), "{page}");
+        assert!(
+            page.contains("&#60;script&#62;alert(1)&#60;/script&#62;"),
+            "{page}"
+        );
+        // The embedded model keeps the name, escaped for the script element.
+        assert!(page.contains(r#""node":"\u003cscript\u003ealert(1)\u003c/script\u003e""#));
+    }
+
+    #[test]
+    fn the_model_replays_the_steps() {
+        let m = RolloutModel::of(&rollout("n1"));
+        assert_eq!(m.steps.len(), 2);
+        assert_eq!((m.steps[0].old, m.steps[0].nodes_used), (1, 1));
+        assert_eq!((m.steps[0].cpu, m.steps[0].memory), (25.0, 50.0));
+        assert_eq!((m.steps[1].old, m.steps[1].deleted), (0, 1));
+        assert_eq!(
+            m.nodes,
+            vec![NodePods {
+                node: "n1".into(),
+                before: 1,
+                after: 0
+            }]
+        );
+        assert_eq!(m.charts().len(), 4);
+        assert_eq!(m.result, "Stalled");
+        assert_eq!(m.stall, None, "no attempt to say why");
+    }
 }
