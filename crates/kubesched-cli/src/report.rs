@@ -1,6 +1,8 @@
 //! `kubesched report [SCENARIO...] -o report.html`: one self-contained HTML page of the
 //! simulation (kubesched-report), and with `--config` given twice or more the
-//! configurations side by side; `--format jsonl` prints the same figures for scripts.
+//! configurations side by side, or with `--compare-versions OLD,NEW` the same cluster,
+//! pods and configuration under two kube-scheduler versions; `--format jsonl` prints the
+//! same figures for scripts.
 
 use std::process::ExitCode;
 
@@ -54,6 +56,14 @@ pub struct ReportArgs {
     /// Run PostFilter plugins (preemption) when no node fits.
     #[arg(long)]
     pub preemption: bool,
+    /// Run the scenario under two kube-scheduler versions and compare them side by side
+    /// (as `simulate --compare-versions`): `1.35,1.36` is "what changes if I upgrade".
+    /// Takes at most one --config (used under both) and no --kubernetes-version.
+    #[arg(long, value_name = "OLD,NEW", value_parser = crate::versions::parse_pair)]
+    pub compare_versions: Option<(
+        kubesched_framework::KubernetesVersion,
+        kubesched_framework::KubernetesVersion,
+    )>,
     #[command(flatten)]
     pub scenario: ScenarioArgs,
     #[command(flatten)]
@@ -83,15 +93,55 @@ fn write(args: &ReportArgs, registry: &Registry) -> Result<(), String> {
         scheduler: Vec::new(),
         scenario: args.scenario.clone(),
     };
-    let (scenario, _, server) = load_scenario(&args.files, &whatif)?;
-    let (features, version_note) = args.versions.features(server.as_ref())?;
+    if let Some((old, new)) = args.compare_versions {
+        if args.configs.len() > 1 {
+            return Err(format!(
+                "--compare-versions {old},{new}: compares versions under one configuration; give at most one --config (or compare the configurations without --compare-versions)"
+            ));
+        }
+        if let Some(v) = args.versions.kubernetes_version {
+            return Err(format!(
+                "--kubernetes-version {v}: --compare-versions {old},{new} names the versions; give one of them"
+            ));
+        }
+        if old == new {
+            return Err(format!(
+                "--compare-versions {old},{new}: the same version twice; give two different versions, such as 1.35,1.36"
+            ));
+        }
+    }
+    let (mut scenario, _, server) = load_scenario(&args.files, &whatif)?;
+    let (features, mut version_note) = args.versions.features(server.as_ref())?;
     let mut variants = Vec::new();
-    if args.configs.is_empty() {
+    if let Some((old, new)) = args.compare_versions {
+        if let Some(file) = args.configs.first() {
+            let source = read_files(std::slice::from_ref(file))?.remove(0);
+            replace_config(&mut scenario, &source).map_err(|e| format!("--config {e}"))?;
+        }
+        let mut notes = Vec::new();
+        for version in [old, new] {
+            let features = args.versions.with_version(version)?;
+            notes.push(features.describe());
+            variants.push(Variant {
+                name: format!("v{version}"),
+                scenario: scenario.clone(),
+                features: Some(features),
+            });
+        }
+        version_note = format!(
+            "kubesched: note: {} (--compare-versions)",
+            notes.join(" vs ")
+        );
+    } else if args.configs.is_empty() {
         let name = match &scenario.config {
             Some(_) => "the scenario's configuration".to_string(),
             None => "default profile".to_string(),
         };
-        variants.push(Variant { name, scenario });
+        variants.push(Variant {
+            name,
+            scenario,
+            features: None,
+        });
     } else {
         // Each configuration is named by its file's stem (its path when two stems
         // are the same); the full source is on the page too.
@@ -109,6 +159,7 @@ fn write(args: &ReportArgs, registry: &Registry) -> Result<(), String> {
             variants.push(Variant {
                 name: if unique { short.clone() } else { file.clone() },
                 scenario: with,
+                features: None,
             });
         }
     }

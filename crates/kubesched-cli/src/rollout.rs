@@ -1,5 +1,6 @@
 //! `kubesched rollout DEPLOYMENT_FILE [SCENARIO...]` (or `--from-cluster`): will a
-//! rollout find room?
+//! rollout find room? `--html FILE` also writes the steps as a page of charts
+//! (kubesched-report).
 
 use std::process::ExitCode;
 
@@ -23,6 +24,11 @@ pub struct RolloutArgs {
     /// `table` for people, `jsonl` for scripts (one JSON object).
     #[arg(long, value_enum, default_value_t = crate::Format::Table)]
     pub format: crate::Format,
+    /// Also write the rollout as a self-contained HTML page of charts (the
+    /// Deployment's pods and the nodes they hold per step, the cluster's utilisation,
+    /// the pods per node before and after).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<String>,
     #[command(flatten)]
     pub whatif: WhatIfArgs,
     #[command(flatten)]
@@ -67,6 +73,16 @@ fn answer(args: &RolloutArgs, registry: &Registry) -> Result<(String, bool), Str
         eprintln!("kubesched: warning: {w}");
     }
     eprintln!("{version_note}");
+    if let Some(path) = &args.html {
+        let title = if args.files.is_empty() {
+            "the cluster".to_string()
+        } else {
+            args.files.join(", ")
+        };
+        let page = kubesched_report::rollout::render(&title, &answer);
+        std::fs::write(path, page).map_err(|e| format!("--html {path}: cannot write: {e}"))?;
+        eprintln!("kubesched: wrote {path}");
+    }
     let complete = answer.ending == Ending::Complete;
     Ok(match args.format {
         crate::Format::Jsonl => (format!("{}\n", answer.json()), complete),

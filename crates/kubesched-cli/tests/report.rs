@@ -3,8 +3,9 @@
 //! `report --format jsonl` checked against what `simulate --config ... --format jsonl`
 //! placed: pods pending, nodes used, the cpu and memory utilisation spread computed
 //! here from the scenario's requests and those placements, and the pods placed
-//! differently. Also the page itself, the command's input errors, and `capacity
-//! --html`'s charts against `capacity --format jsonl`.
+//! differently; the same for two Kubernetes versions (`--compare-versions`) against
+//! `simulate --kubernetes-version`. Also the page itself, the command's input errors,
+//! and `capacity --html`'s charts against `capacity --format jsonl`.
 
 mod common;
 
@@ -29,18 +30,13 @@ fn lines(stdout: &[u8]) -> Vec<Value> {
         .collect()
 }
 
-/// Each pod's node after its last attempt (`None`: pending), in first-attempt order.
-fn placements(config: &str) -> Vec<(String, Option<String>)> {
-    let out = kubesched(&[
-        "simulate",
-        &scenario_path(),
-        "--config",
-        config,
-        "--format",
-        "jsonl",
-        "--detail",
-        "none",
-    ]);
+/// Each pod's node after its last attempt (`None`: pending), in first-attempt order,
+/// from `simulate --format jsonl` with `flags` (a configuration or a version).
+fn placements(flags: &[&str]) -> Vec<(String, Option<String>)> {
+    let path = scenario_path();
+    let mut args = vec!["simulate", &path, "--format", "jsonl", "--detail", "none"];
+    args.extend_from_slice(flags);
+    let out = kubesched(&args);
     assert!(
         out.status.success(),
         "{}",
@@ -77,31 +73,12 @@ fn figure(line: &Value, key: &str) -> [f64; 4] {
     ["min", "max", "mean", "stddev"].map(|k| line[key][k].as_f64().unwrap())
 }
 
-#[test]
-fn least_and_most_allocated_compared_agree_with_their_placements() {
-    let least = data("report-least-allocated.yaml");
-    let most = data("report-most-allocated.yaml");
-    let out = kubesched(&[
-        "report",
-        &scenario_path(),
-        "--config",
-        &least,
-        "--config",
-        &most,
-        "--format",
-        "jsonl",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report = lines(&out.stdout);
-    let runs: Vec<&Value> = report.iter().filter(|l| l["kind"] == "run").collect();
-    assert_eq!(runs.len(), 2);
+/// Each node by name, with its bound pods.
+type Nodes = Vec<(String, NodeInfo)>;
 
-    // The cluster from the scenario itself: each node's allocatable and what its bound
-    // pods request, and each pending pod's requests.
+/// The cluster from the scenario itself: each node (with its bound pods) and each
+/// pending pod.
+fn cluster() -> (Nodes, HashMap<String, Arc<PodInfo>>) {
     let text = std::fs::read_to_string(scenario_path()).unwrap();
     let s = scenario::load(&[Source {
         name: SCENARIO.into(),
@@ -129,58 +106,49 @@ fn least_and_most_allocated_compared_agree_with_their_placements() {
             }
         }
     }
+    (nodes, requests)
+}
 
-    let mut finals = Vec::new();
-    for (i, config) in [&least, &most].into_iter().enumerate() {
-        let placed = placements(config);
-        let run = runs[i];
-        assert_eq!(run["index"], i);
-        assert_eq!(
-            run["run"],
-            ["report-least-allocated", "report-most-allocated"][i]
-        );
-        assert_eq!(run["config"], config.as_str());
-        assert_eq!(run["pods"], placed.len());
-        let pending = placed.iter().filter(|(_, n)| n.is_none()).count();
-        assert_eq!(run["pending"], pending, "{config}");
-        assert_eq!(run["scheduled"], placed.len() - pending, "{config}");
-        let mut after = nodes.clone();
-        for (pod, node) in &placed {
-            if let Some(node) = node {
-                let (_, n) = after.iter_mut().find(|(name, _)| name == node).unwrap();
-                n.add_pod(Arc::new(requests[pod].bound_to(node)));
-            }
+/// Checks one `"kind": "run"` line of `report --format jsonl` against the placements
+/// `simulate` made: pods, pending, scheduled, nodes used and receiving, and the cpu and
+/// memory spread computed here from the scenario's requests.
+fn check_run(run: &Value, placed: &[(String, Option<String>)], label: &str) {
+    let (nodes, requests) = cluster();
+    assert_eq!(run["pods"], placed.len(), "{label}");
+    let pending = placed.iter().filter(|(_, n)| n.is_none()).count();
+    assert_eq!(run["pending"], pending, "{label}");
+    assert_eq!(run["scheduled"], placed.len() - pending, "{label}");
+    let mut after = nodes;
+    for (pod, node) in placed {
+        if let Some(node) = node {
+            let (_, n) = after.iter_mut().find(|(name, _)| name == node).unwrap();
+            n.add_pod(Arc::new(requests[pod].bound_to(node)));
         }
-        let used = after.iter().filter(|(_, n)| !n.pods().is_empty()).count();
-        assert_eq!(run["nodes_used"], used, "{config}");
-        let receiving: std::collections::HashSet<&String> =
-            placed.iter().filter_map(|(_, n)| n.as_ref()).collect();
-        assert_eq!(run["nodes_receiving"], receiving.len(), "{config}");
-        let pct = |f: &dyn Fn(&NodeInfo) -> (i64, i64)| -> Vec<f64> {
-            after
-                .iter()
-                .map(|(_, n)| f(n))
-                .filter(|(_, alloc)| *alloc > 0)
-                .map(|(used, alloc)| used as f64 * 100.0 / alloc as f64)
-                .collect()
-        };
-        let cpu = spread(&pct(&|n| {
-            (n.requested().milli_cpu, n.allocatable().milli_cpu)
-        }));
-        let memory = spread(&pct(&|n| (n.requested().memory, n.allocatable().memory)));
-        assert_eq!(figure(run, "cpu"), cpu, "{config}: cpu");
-        assert_eq!(figure(run, "memory"), memory, "{config}: memory");
-        finals.push(placed);
     }
+    let used = after.iter().filter(|(_, n)| !n.pods().is_empty()).count();
+    assert_eq!(run["nodes_used"], used, "{label}");
+    let receiving: std::collections::HashSet<&String> =
+        placed.iter().filter_map(|(_, n)| n.as_ref()).collect();
+    assert_eq!(run["nodes_receiving"], receiving.len(), "{label}");
+    let pct = |f: &dyn Fn(&NodeInfo) -> (i64, i64)| -> Vec<f64> {
+        after
+            .iter()
+            .map(|(_, n)| f(n))
+            .filter(|(_, alloc)| *alloc > 0)
+            .map(|(used, alloc)| used as f64 * 100.0 / alloc as f64)
+            .collect()
+    };
+    let cpu = spread(&pct(&|n| {
+        (n.requested().milli_cpu, n.allocatable().milli_cpu)
+    }));
+    let memory = spread(&pct(&|n| (n.requested().memory, n.allocatable().memory)));
+    assert_eq!(figure(run, "cpu"), cpu, "{label}: cpu");
+    assert_eq!(figure(run, "memory"), memory, "{label}: memory");
+}
 
-    // The pods placed differently: exactly those whose final node differs.
-    let expected: Vec<(String, Vec<Option<String>>)> = finals[0]
-        .iter()
-        .zip(&finals[1])
-        .filter(|(a, b)| a.1 != b.1)
-        .map(|(a, b)| (a.0.clone(), vec![a.1.clone(), b.1.clone()]))
-        .collect();
-    let got: Vec<(String, Vec<Option<String>>)> = report
+/// The `"kind": "difference"` lines: each pod with its node per run.
+fn differences(report: &[Value]) -> Vec<(String, Vec<Option<String>>)> {
+    report
         .iter()
         .filter(|l| l["kind"] == "difference")
         .map(|l| {
@@ -192,8 +160,62 @@ fn least_and_most_allocated_compared_agree_with_their_placements() {
                 .collect();
             (l["pod"].as_str().unwrap().to_string(), nodes)
         })
-        .collect();
-    assert_eq!(got, expected);
+        .collect()
+}
+
+/// The pods whose final node differs between two runs' placements.
+fn placed_differently(
+    a: &[(String, Option<String>)],
+    b: &[(String, Option<String>)],
+) -> Vec<(String, Vec<Option<String>>)> {
+    assert_eq!(
+        a.iter().map(|p| &p.0).collect::<Vec<_>>(),
+        b.iter().map(|p| &p.0).collect::<Vec<_>>()
+    );
+    a.iter()
+        .zip(b)
+        .filter(|(a, b)| a.1 != b.1)
+        .map(|(a, b)| (a.0.clone(), vec![a.1.clone(), b.1.clone()]))
+        .collect()
+}
+
+#[test]
+fn least_and_most_allocated_compared_agree_with_their_placements() {
+    let least = data("report-least-allocated.yaml");
+    let most = data("report-most-allocated.yaml");
+    let out = kubesched(&[
+        "report",
+        &scenario_path(),
+        "--config",
+        &least,
+        "--config",
+        &most,
+        "--format",
+        "jsonl",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = lines(&out.stdout);
+    let runs: Vec<&Value> = report.iter().filter(|l| l["kind"] == "run").collect();
+    assert_eq!(runs.len(), 2);
+    let mut finals = Vec::new();
+    for (i, config) in [&least, &most].into_iter().enumerate() {
+        let placed = placements(&["--config", config]);
+        let run = runs[i];
+        assert_eq!(run["index"], i);
+        assert_eq!(
+            run["run"],
+            ["report-least-allocated", "report-most-allocated"][i]
+        );
+        assert_eq!(run["config"], config.as_str());
+        check_run(run, &placed, config);
+        finals.push(placed);
+    }
+    let got = differences(&report);
+    assert_eq!(got, placed_differently(&finals[0], &finals[1]));
     assert!(!got.is_empty());
     // Bin packing shows: MostAllocated puts the pods on fewer nodes and spreads the
     // memory utilisation wider.
@@ -202,6 +224,69 @@ fn least_and_most_allocated_compared_agree_with_their_placements() {
         "{report:?}"
     );
     assert!(figure(runs[1], "memory")[3] > figure(runs[0], "memory")[3]);
+}
+
+/// v1.36 weighs NodeResourcesBalancedAllocation differently: on this scenario two pods
+/// change node (`simulate --compare-versions 1.35,1.36` lists them).
+#[test]
+fn two_kubernetes_versions_compared_agree_with_their_placements() {
+    let out = kubesched(&[
+        "report",
+        &scenario_path(),
+        "--compare-versions",
+        "1.35,1.36",
+        "--format",
+        "jsonl",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = lines(&out.stdout);
+    let runs: Vec<&Value> = report.iter().filter(|l| l["kind"] == "run").collect();
+    assert_eq!(runs.len(), 2);
+    let mut finals = Vec::new();
+    for (i, version) in ["1.35", "1.36"].into_iter().enumerate() {
+        let placed = placements(&["--kubernetes-version", version]);
+        let run = runs[i];
+        assert_eq!(run["index"], i);
+        assert_eq!(run["run"], format!("v{version}"));
+        assert_eq!(run["version"], version);
+        check_run(run, &placed, version);
+        finals.push(placed);
+    }
+    let got = differences(&report);
+    assert_eq!(got, placed_differently(&finals[0], &finals[1]));
+    assert_eq!(
+        got.iter().map(|d| d.0.as_str()).collect::<Vec<_>>(),
+        ["team-a/web-013", "prod/cache-029"]
+    );
+    // The page names the versions in its header, cards and columns.
+    let dir =
+        std::env::temp_dir().join(format!("kubesched-report-versions-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let page = dir.join("versions.html");
+    let out = kubesched(&[
+        "report",
+        &scenario_path(),
+        "--compare-versions",
+        "1.35,1.36",
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("2 Kubernetes versions compared"), "{html}");
+    assert!(html.contains("kube-scheduler v1.35 vs v1.36 behaviour"));
+    assert!(html.contains("<th>v1.35</th><th>v1.36</th>"));
+    assert!(html.contains("Pods placed differently"));
+    assert!(html.contains("team-a/web-013"));
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -288,6 +373,38 @@ fn input_mistakes_are_one_line() {
         err.starts_with("kubesched: error: --config ") && err.lines().count() == 1,
         "{err}"
     );
+    // --compare-versions runs one configuration under both versions.
+    let least = data("report-least-allocated.yaml");
+    let out = kubesched(&[
+        "report",
+        "--format",
+        "jsonl",
+        "--compare-versions",
+        "1.35,1.36",
+        "--config",
+        &least,
+        "--config",
+        &least,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "kubesched: error: --compare-versions 1.35,1.36: compares versions under one configuration; give at most one --config (or compare the configurations without --compare-versions)\n"
+    );
+    let out = kubesched(&[
+        "report",
+        "--format",
+        "jsonl",
+        "--compare-versions",
+        "1.35,1.36",
+        "--kubernetes-version",
+        "1.35",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "kubesched: error: --kubernetes-version 1.35: --compare-versions 1.35,1.36 names the versions; give one of them\n"
+    );
 }
 
 #[test]
@@ -316,11 +433,25 @@ fn capacity_html_charts_the_answer_jsonl_gives() {
         html.contains(&format!("{count} more copies of default/worker fit")),
         "{html}"
     );
-    for (node, copies) in answer["nodes"].as_object().unwrap() {
-        if copies.as_u64().unwrap() > 0 {
-            assert!(html.contains(&format!("<th>{node}</th>")), "{node}");
-        }
+    // The charts are inline SVG: every node that took a copy is a bar whose tooltip
+    // says how many, and the histogram's buckets add up to every node.
+    for id in ["capacity-zones", "capacity-histogram", "capacity-top"] {
+        assert!(
+            html.contains(&format!(r#"<figure class="svgchart" id="chart-{id}">"#)),
+            "{id}"
+        );
     }
+    let nodes = answer["nodes"].as_object().unwrap();
+    for (node, copies) in nodes {
+        let copies = copies.as_u64().unwrap();
+        let tip = format!("<title>{node}: {copies} copies</title>");
+        assert_eq!(html.contains(&tip), copies > 0, "{tip}");
+    }
+    let zero = nodes.values().filter(|c| c.as_u64() == Some(0)).count();
+    assert!(
+        html.contains(&format!("<title>0: {zero} nodes</title>")),
+        "{html}"
+    );
     for plugin in answer["stop"]["plugins"].as_object().unwrap().keys() {
         assert!(html.contains(&format!("<b>{plugin}</b>")), "{plugin}");
     }

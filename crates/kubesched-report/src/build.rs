@@ -43,13 +43,17 @@ pub fn zone_of<'a>(label: impl Fn(&str) -> Option<&'a str>) -> String {
         .to_string()
 }
 
-/// One configuration to run: its name in the report and the scenario with that
-/// configuration in place.
+/// One configuration (or Kubernetes version) to run: its name in the report, the
+/// scenario with that configuration in place, and the version's features when they
+/// are not [`Options::simulation`]'s.
 pub struct Variant {
-    /// A short name (the configuration file).
+    /// A short name (the configuration file, or the version: `v1.35`).
     pub name: String,
     /// The scenario, its configuration replaced (or the scenario's own).
     pub scenario: Scenario,
+    /// The Kubernetes version and feature gates to run under; `None`: those of
+    /// [`Options::simulation`].
+    pub features: Option<kubesched_framework::Features>,
 }
 
 /// How the report is built.
@@ -101,7 +105,7 @@ pub fn build_with(
 ) -> Result<Report, SimulationError> {
     let mut report = Report {
         title: title.to_string(),
-        version: options.simulation.features.version.to_string(),
+        version: String::new(),
         nodes: Vec::new(),
         zones: Vec::new(),
         runs: Vec::new(),
@@ -113,6 +117,9 @@ pub fn build_with(
     for (i, variant) in variants.iter().enumerate() {
         let mut sim = options.simulation.clone();
         sim.detail = kubesched_sim::Detail::All;
+        if let Some(features) = &variant.features {
+            sim.features = features.clone();
+        }
         let mut prepared = prepare(&variant.scenario, &sim, registry)?;
         if i == 0 {
             (report.nodes, report.zones) = nodes_before(prepared.scheduler.snapshot().nodes());
@@ -190,6 +197,7 @@ pub fn build_with(
         let figures = figures::figures(&report.nodes, &after, &attempts, fit);
         report.runs.push(Run {
             name: variant.name.clone(),
+            version: sim.features.version.to_string(),
             config: prepared.config_source.clone(),
             warnings: prepared.warnings.clone(),
             after,
@@ -199,6 +207,13 @@ pub fn build_with(
         });
     }
     report.differences = differences(&report.runs);
+    let mut versions: Vec<&str> = Vec::new();
+    for run in &report.runs {
+        if !versions.contains(&run.version.as_str()) {
+            versions.push(&run.version);
+        }
+    }
+    report.version = versions.join(", ");
     Ok(report)
 }
 

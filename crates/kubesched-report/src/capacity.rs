@@ -1,7 +1,8 @@
 //! `kubesched capacity --html FILE`: the answer of `capacity` as a page of charts (the
 //! copies per zone, the nodes by how many copies they took, the nodes that took the
 //! most) with why the next copy does not fit, rendered by the `capacity.html` template
-//! with the report's stylesheet. No script: the charts are HTML bars.
+//! with the report's stylesheet. No script: the charts are inline SVG drawn by the
+//! shared [`crate::chart`] piece, as `rollout --html`'s are.
 
 use askama::Template;
 use k8s_openapi::api::core::v1::Node;
@@ -9,6 +10,7 @@ use kubesched_sim::PodOutcome;
 use kubesched_sim::capacity::{Capacity, Stop, rejections_by_plugin};
 
 use crate::build::zone_of;
+use crate::chart::{Chart, Drawing, Kind, Series};
 
 const STYLE: &str = include_str!("../assets/report.css");
 
@@ -28,12 +30,10 @@ struct Page<'a> {
     stop: String,
     /// For an unschedulable copy: (plugin, node count, reasons, first nodes).
     rejections: Vec<(String, usize, String, String)>,
-    /// (zone, copies, nodes, bar width %).
-    zones: Vec<(String, usize, usize, f64)>,
-    /// (copies, nodes with that many, bar width %), from 0 copies up.
-    histogram: Vec<(String, usize, f64)>,
-    /// (node, copies, bar width %), most copies first.
-    top: Vec<(&'a str, usize, f64)>,
+    /// Copies per zone, nodes by copies taken (left), the nodes that took the most
+    /// (right).
+    left: Vec<Drawing>,
+    right: Vec<Drawing>,
 }
 
 /// The capacity answer as a self-contained page; `nodes` are the scenario's nodes (for
@@ -54,7 +54,8 @@ pub fn render(title: &str, answer: &Capacity, nodes: &[std::sync::Arc<Node>]) ->
             )
         })
         .collect();
-    let mut zones: Vec<(String, usize, usize, f64)> = Vec::new();
+    // (zone, copies, nodes).
+    let mut zones: Vec<(String, usize, usize)> = Vec::new();
     for (node, copies) in &answer.per_node {
         let zone = zone_by_node.get(node.as_str()).cloned().unwrap_or_default();
         let zone = if zone.is_empty() {
@@ -67,12 +68,8 @@ pub fn render(title: &str, answer: &Capacity, nodes: &[std::sync::Arc<Node>]) ->
                 z.1 += copies;
                 z.2 += 1;
             }
-            None => zones.push((zone, *copies, 1, 0.0)),
+            None => zones.push((zone, *copies, 1)),
         }
-    }
-    let widest = zones.iter().map(|z| z.1).max().unwrap_or(0).max(1);
-    for z in &mut zones {
-        z.3 = z.1 as f64 * 100.0 / widest as f64;
     }
     let most = answer.per_node.iter().map(|(_, c)| *c).max().unwrap_or(0);
     // Up to 20 buckets of copies per node.
@@ -81,27 +78,66 @@ pub fn render(title: &str, answer: &Capacity, nodes: &[std::sync::Arc<Node>]) ->
     for (_, c) in &answer.per_node {
         buckets[c / step] += 1;
     }
-    let tallest = buckets.iter().copied().max().unwrap_or(0).max(1);
-    let histogram = buckets
-        .iter()
-        .enumerate()
-        .map(|(i, &n)| {
-            let label = if step == 1 {
-                (i * step).to_string()
-            } else {
-                format!("{}-{}", i * step, i * step + step - 1)
-            };
-            (label, n, n as f64 * 100.0 / tallest as f64)
-        })
-        .collect();
-    let mut top: Vec<(&str, usize, f64)> = answer
+    let histogram = Chart {
+        id: "capacity-histogram",
+        title: "Nodes by copies taken".into(),
+        unit: "nodes",
+        kind: Kind::Columns,
+        categories: (0..buckets.len())
+            .map(|i| {
+                if step == 1 {
+                    (i * step).to_string()
+                } else {
+                    format!("{}-{}", i * step, i * step + step - 1)
+                }
+            })
+            .collect(),
+        series: vec![Series {
+            name: "nodes".into(),
+            values: buckets.iter().map(|&n| n as f64).collect(),
+        }],
+        max: None,
+    };
+    let zones = Chart {
+        id: "capacity-zones",
+        title: "Copies per zone".into(),
+        unit: "copies",
+        kind: Kind::Bars,
+        categories: zones
+            .iter()
+            .map(|(zone, _, nodes)| format!("{zone} ({nodes} node(s))"))
+            .collect(),
+        series: vec![Series {
+            name: "copies".into(),
+            values: zones.iter().map(|z| z.1 as f64).collect(),
+        }],
+        max: None,
+    };
+    let mut top: Vec<(&str, usize)> = answer
         .per_node
         .iter()
         .filter(|(_, c)| *c > 0)
-        .map(|(n, c)| (n.as_str(), *c, *c as f64 * 100.0 / most.max(1) as f64))
+        .map(|(n, c)| (n.as_str(), *c))
         .collect();
     top.sort_by_key(|t| std::cmp::Reverse(t.1));
+    let took = top.len();
     top.truncate(TOP_NODES);
+    let top = Chart {
+        id: "capacity-top",
+        title: if took > TOP_NODES {
+            format!("The nodes that took the most (the first {TOP_NODES} of {took})")
+        } else {
+            "The nodes that took the most".to_string()
+        },
+        unit: "copies",
+        kind: Kind::Bars,
+        categories: top.iter().map(|t| t.0.to_string()).collect(),
+        series: vec![Series {
+            name: "copies".into(),
+            values: top.iter().map(|t| t.1 as f64).collect(),
+        }],
+        max: None,
+    };
     let (stop, rejections) = match &answer.stop {
         Stop::LimitReached(l) => (
             format!("Stopped at the limit of {l} copies (--max-limit N sets it)."),
@@ -153,9 +189,12 @@ pub fn render(title: &str, answer: &Capacity, nodes: &[std::sync::Arc<Node>]) ->
         pending: (placed, answer.pending.len()),
         stop,
         rejections,
-        zones,
-        histogram,
-        top,
+        left: vec![zones.draw(), histogram.draw()],
+        right: if took > 0 {
+            vec![top.draw()]
+        } else {
+            Vec::new()
+        },
     };
     page.render()
         .unwrap_or_else(|e| format!("template error: {e}"))

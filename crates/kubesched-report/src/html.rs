@@ -31,6 +31,8 @@ struct Page<'a> {
     differences_shown: usize,
     /// What one copy of the reference pod requests, in words.
     reference_req: String,
+    /// The runs follow different kube-scheduler versions.
+    versions_compared: bool,
 }
 
 /// One run's card and histogram.
@@ -38,6 +40,7 @@ struct RunView<'a> {
     name: &'a str,
     config: &'a str,
     warnings: &'a [String],
+    version: &'a str,
     figures: &'a Figures,
     /// (label, count, bar height in % of the tallest).
     histogram: Vec<(String, usize, u32)>,
@@ -81,6 +84,10 @@ pub fn render(report: &Report) -> String {
         reference_req: report.reference.as_ref().map_or(String::new(), |r| {
             format!("cpu {}, memory {}", cores(r.req.cpu), gib(r.req.mem))
         }),
+        versions_compared: report
+            .runs
+            .iter()
+            .any(|r| r.version != report.runs[0].version),
     };
     // Rendering into a String only fails when a value's Display fails; ours do not.
     page.render()
@@ -94,7 +101,12 @@ const MAX_DIFFERENCES: usize = 1000;
 /// markup: `<`, `>` and `&` only occur inside JSON strings, where their `\u` escapes
 /// mean the same.
 fn embedded_json(report: &Report) -> String {
-    let json = serde_json::to_string(report).unwrap_or_else(|_| "null".into());
+    script_safe_json(report)
+}
+
+/// Any value as JSON safe inside a `<script>` element (see [`embedded_json`]).
+pub(crate) fn script_safe_json<T: serde::Serialize>(value: &T) -> String {
+    let json = serde_json::to_string(value).unwrap_or_else(|_| "null".into());
     let mut out = String::with_capacity(json.len());
     for c in json.chars() {
         match c {
@@ -120,6 +132,7 @@ fn run_view(run: &crate::model::Run) -> RunView<'_> {
         name: &run.name,
         config: &run.config,
         warnings: &run.warnings,
+        version: &run.version,
         figures: &run.figures,
         histogram: run
             .figures

@@ -1,6 +1,7 @@
 //! `kubesched report --format jsonl`: the report's figures for scripts, one JSON object a
-//! line. First one `"kind": "run"` line per configuration with its cluster-level
-//! figures (the page's comparison table), then one `"kind": "difference"` line per pod
+//! line. First one `"kind": "run"` line per configuration (or Kubernetes version) with
+//! the kube-scheduler version it followed and its cluster-level figures (the page's
+//! comparison table), then one `"kind": "difference"` line per pod
 //! the configurations place differently, with its node under each (`null`: no node).
 
 use serde::Serialize;
@@ -14,6 +15,7 @@ struct RunLine<'a> {
     run: &'a str,
     index: usize,
     config: &'a str,
+    version: &'a str,
     #[serde(flatten)]
     figures: &'a Figures,
     reference_pod: Option<&'a str>,
@@ -41,6 +43,7 @@ pub fn figures_jsonl(report: &Report) -> String {
             run: &run.name,
             index,
             config: &run.config,
+            version: &run.version,
             figures: &run.figures,
             reference_pod: report.reference.as_ref().map(|r| r.pod.as_str()),
         }));

@@ -12,14 +12,18 @@
 //!
 //! [`build()`] runs the simulations and builds the typed [`model::Report`] from the
 //! simulator's own results; [`html::render`] renders it through an askama template
-//! (every name HTML-escaped). [`capacity::render`] draws `kubesched capacity`'s answer
-//! as a page of charts.
+//! (every name HTML-escaped). [`capacity::render`] and [`rollout::render`] draw
+//! `kubesched capacity`'s and `kubesched rollout`'s answers as pages of charts, both
+//! through the inline-SVG charts of [`chart`]. A report can also compare two
+//! Kubernetes versions instead of configurations ([`Variant::features`]).
 
 pub mod build;
 pub mod capacity;
+pub mod chart;
 pub mod figures;
 pub mod html;
 pub mod jsonl;
 pub mod model;
+pub mod rollout;
 
 pub use build::{Options, Variant, build, build_with};

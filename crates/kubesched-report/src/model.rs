@@ -14,7 +14,8 @@ use serde::Serialize;
 pub struct Report {
     /// What was simulated: the scenario files (or the built-in demo).
     pub title: String,
-    /// The kube-scheduler version whose behaviour the plugins followed.
+    /// The kube-scheduler version whose behaviour the plugins followed (`1.36`); the
+    /// versions in run order, `, `-separated, when the runs compare versions.
     pub version: String,
     /// Every node, in node order, as it was before the simulation.
     pub nodes: Vec<Node>,
@@ -78,6 +79,8 @@ pub struct Run {
     pub name: String,
     /// Where the configuration came from, as the simulator says it.
     pub config: String,
+    /// The kube-scheduler version whose behaviour this run followed (`1.36`).
+    pub version: String,
     /// The configuration's warnings.
     pub warnings: Vec<String>,
     /// Each node's requested resources after the simulation, in node order.

@@ -6,6 +6,9 @@
 //! directory (the path is printed) and prints how long the 5,000-node page took to be
 //! ready, as the page measured it (`performance.now()` when its script finished).
 //!
+//! It also opens a `rollout --html` page and checks that the browser parsed its charts:
+//! each figure holds an `<svg>` with a bar per stacked segment.
+//!
 //! Without Chromium the tests fail when `KUBESCHED_REQUIRE_CHROMIUM` is set (`.ci/run`
 //! sets it and installs Chromium) and otherwise say they skipped. `KUBESCHED_CHROMIUM`
 //! names another binary.
@@ -116,6 +119,7 @@ fn report_of(name: &str, text: String) -> Report {
         &[Variant {
             name: "scenario".into(),
             scenario,
+            features: None,
         }],
         &Options::default(),
     )
@@ -288,4 +292,72 @@ fn five_thousand_nodes_load_fast_and_open_a_heat_map() {
     // A sanity bound far above the 2 s goal (measured well under it): it catches a
     // page that stopped virtualising, not a slow machine.
     assert!(ms < 15_000, "the 5,000-node page took {ms} ms to be ready");
+}
+
+/// A rollout page (the CLI's worked example: 2 replicas, maxSurge 1, new pods of 2 cpu)
+/// in the browser: every chart is an SVG in its figure, with one bar per non-zero
+/// stacked segment of the model's steps.
+#[test]
+fn the_rollout_page_draws_its_charts() {
+    let Some(bin) = chromium() else { return };
+    let read = |name: &str| Source {
+        name: name.into(),
+        text: std::fs::read_to_string(format!(
+            "{}/../kubesched-cli/tests/data/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap(),
+    };
+    let scenario = scenario::load(&[read("whatif-cluster.yaml")]).unwrap();
+    let deployment =
+        kubesched_sim::rollout::read_deployment(&read("whatif-web-2cpu.yaml")).unwrap();
+    let answer = kubesched_sim::rollout::rollout(
+        &scenario,
+        &deployment,
+        &kubesched_sim::SimulationOptions::default(),
+        &kubesched_plugins::in_tree_registry(),
+        kubesched_sim::workloads::DEFAULT_MAX_PODS,
+    )
+    .unwrap();
+    let model = kubesched_report::rollout::RolloutModel::of(&answer);
+    let page = out_dir().join("rollout.html");
+    std::fs::write(
+        &page,
+        kubesched_report::rollout::render("whatif-cluster.yaml", &answer),
+    )
+    .unwrap();
+    let (dom, _) = run_chromium(&bin, &url(&page, ""), "--dump-dom");
+    let figure = |id: &str| -> &str {
+        let start = dom
+            .find(&format!("id=\"chart-{id}\""))
+            .unwrap_or_else(|| panic!("no chart {id}"));
+        let end = start + dom[start..].find("</figure>").unwrap();
+        &dom[start..end]
+    };
+    let pods = figure("rollout-pods");
+    let svg = &pods[pods.find("<svg").expect("an svg")..pods.find("</svg>").expect("closed")];
+    let segments: usize = model
+        .steps
+        .iter()
+        .map(|s| {
+            [s.old, s.new_running, s.new_pending]
+                .iter()
+                .filter(|n| **n > 0)
+                .count()
+        })
+        .sum();
+    assert_eq!(svg.matches("<rect").count(), segments, "{svg}");
+    let lines = figure("rollout-utilisation");
+    assert_eq!(lines.matches("<polyline").count(), 2, "cpu and memory");
+    assert_eq!(lines.matches("<circle").count(), 2 * model.steps.len());
+    let png = out_dir().join("rollout.png");
+    let _ = std::fs::remove_file(&png);
+    run_chromium(
+        &bin,
+        &url(&page, ""),
+        &format!("--screenshot={}", png.display()),
+    );
+    let size = std::fs::metadata(&png).map(|m| m.len()).unwrap_or(0);
+    assert!(size > 10_000, "{}: {size} bytes", png.display());
+    println!("screenshot: {}", png.display());
 }

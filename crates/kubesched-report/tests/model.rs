@@ -50,6 +50,7 @@ fn report_of(path: &Path, preemption: bool) -> Report {
         &[Variant {
             name: "case".into(),
             scenario,
+            features: None,
         }],
         &options,
     )
@@ -247,6 +248,7 @@ fn a_small_budget_keeps_the_pending_pods_detail_first() {
         &[Variant {
             name: "x".into(),
             scenario,
+            features: None,
         }],
         &Options {
             // One attempt's worth.

@@ -80,6 +80,40 @@ pub struct Step {
     pub new_ready: usize,
     /// New pods without a node after the step.
     pub new_pending: usize,
+    /// Nodes holding at least one of the Deployment's pods (old or new) after the step.
+    pub nodes_used: usize,
+    /// What every pod on the cluster requests after the step.
+    pub requested: ClusterLoad,
+}
+
+/// cpu and memory summed over every node of the cluster.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClusterLoad {
+    /// Millicores.
+    pub cpu: i64,
+    /// Bytes.
+    pub memory: i64,
+}
+
+impl ClusterLoad {
+    /// What the cluster's pods request (`requested`) or its nodes offer.
+    fn of(nodes: &[kubesched_framework::NodeInfo], requested: bool) -> ClusterLoad {
+        nodes.iter().fold(ClusterLoad::default(), |sum, n| {
+            let r = if requested {
+                n.requested()
+            } else {
+                n.allocatable()
+            };
+            ClusterLoad {
+                cpu: sum.cpu + r.milli_cpu,
+                memory: sum.memory + r.memory,
+            }
+        })
+    }
+
+    fn json(self) -> Value {
+        json!({"cpu": self.cpu, "memory": self.memory})
+    }
 }
 
 /// How the rollout ends.
@@ -106,6 +140,11 @@ pub struct Rollout {
     pub pending: Vec<PodResult>,
     /// Every step.
     pub steps: Vec<Step>,
+    /// What the cluster's nodes offer.
+    pub allocatable: ClusterLoad,
+    /// What the cluster's pods request before the first step (the scenario's pending
+    /// pods placed).
+    pub requested_before: ClusterLoad,
     /// How it ends.
     pub ending: Ending,
     /// Where the configuration came from.
@@ -312,6 +351,8 @@ pub fn rollout(
         None => None,
     };
 
+    let allocatable = ClusterLoad::of(prepared.scheduler.snapshot().nodes(), false);
+    let requested_before = ClusterLoad::of(prepared.scheduler.snapshot().nodes(), true);
     let mut new: Vec<NewPod> = Vec::new();
     let mut steps = Vec::new();
     let max_steps = MAX_STEPS_PER_REPLICA * (desired + old.len()) + 4;
@@ -331,6 +372,8 @@ pub fn rollout(
             old_left: 0,
             new_ready: 0,
             new_pending: 0,
+            nodes_used: 0,
+            requested: ClusterLoad::default(),
         };
         let available_new = new.iter().filter(|p| p.available).count();
         let available_old = old.iter().filter(|p| p.node.is_some()).count();
@@ -460,6 +503,8 @@ pub fn rollout(
         step.old_left = old.len();
         step.new_ready = new.iter().filter(|p| p.node.is_some()).count();
         step.new_pending = new.len() - step.new_ready;
+        step.nodes_used = per_node(&old, &new).len();
+        step.requested = ClusterLoad::of(prepared.scheduler.snapshot().nodes(), true);
         let changed = !step.deleted.is_empty() || !step.created.is_empty() || bound > 0;
         steps.push(step);
         if !changed {
@@ -475,6 +520,8 @@ pub fn rollout(
         old_pods,
         pending,
         steps,
+        allocatable,
+        requested_before,
         ending,
         config_source: prepared.config_source,
         warnings,
@@ -571,6 +618,7 @@ impl Rollout {
                     "created": s.created,
                     "attempts": s.attempts.iter().map(crate::output::to_json).collect::<Vec<_>>(),
                     "old": s.old_left, "newRunning": s.new_ready, "newPending": s.new_pending,
+                    "nodesUsed": s.nodes_used, "requested": s.requested.json(),
                 })
             })
             .collect();
@@ -579,6 +627,7 @@ impl Rollout {
             "replicas": self.replicas, "strategy": self.strategy,
             "oldPods": self.old_pods.iter().map(|d| json!({"pod": d.pod, "node": d.node})).collect::<Vec<_>>(),
             "steps": steps,
+            "allocatable": self.allocatable.json(), "requestedBefore": self.requested_before.json(),
             "result": match self.ending { Ending::Complete => "Complete", Ending::Stalled => "Stalled" },
         })
     }
