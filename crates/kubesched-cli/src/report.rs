@@ -81,6 +81,7 @@ fn write(args: &ReportArgs, registry: &Registry) -> Result<(), String> {
     let whatif = WhatIfArgs {
         config: None,
         scheduler: Vec::new(),
+        show_scenario: false,
         scenario: args.scenario.clone(),
     };
     let (scenario, _, server) = load_scenario(&args.files, &whatif)?;
