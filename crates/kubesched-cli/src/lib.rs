@@ -33,7 +33,6 @@ use std::sync::Arc;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use kubesched_framework::{Handle, Plugin, PluginError, Registry};
-use kubesched_sim::DEMO_SCENARIO;
 use kubesched_sim::scenario::Source;
 
 /// kubesched: kube-scheduler's framework in Rust.
@@ -331,13 +330,8 @@ fn dispatch(command: Commands, plugins: Registry, registry: &Registry) -> ExitCo
     }
 }
 
+/// Reads `files` (`-` is standard input) as sources.
 fn read_sources(files: &[String]) -> Result<Vec<Source>, String> {
-    if files.is_empty() {
-        return Ok(vec![Source {
-            name: "<built-in demo>".into(),
-            text: DEMO_SCENARIO.into(),
-        }]);
-    }
     files
         .iter()
         .map(|f| {

@@ -91,6 +91,7 @@ fn write(args: &ReportArgs, registry: &Registry) -> Result<(), String> {
     let whatif = WhatIfArgs {
         config: None,
         scheduler: Vec::new(),
+        show_scenario: false,
         scenario: args.scenario.clone(),
     };
     if let Some((old, new)) = args.compare_versions {

@@ -41,6 +41,11 @@ pub struct WhatIfArgs {
     /// that name. Repeatable.
     #[arg(long, value_name = "FILE")]
     pub scheduler: Vec<String>,
+    /// Print the scenario before the answer: every file read (the built-in demo's with
+    /// no FILE, the cluster's objects with --from-cluster), each after a `# --- NAME`
+    /// line, on standard output.
+    #[arg(long)]
+    pub show_scenario: bool,
     #[command(flatten)]
     pub scenario: ScenarioArgs,
 }
@@ -87,27 +92,44 @@ pub fn load_scenario(
     let mut sources = Vec::new();
     let mut server = None;
     let config = args.config.as_ref();
-    let beside = &args.scheduler;
+    let args_config = args.config.as_slice();
+    let show = args.show_scenario;
+    let mut beside = read_files(&args.scheduler)?;
     let args = &args.scenario;
     if args.from_cluster {
         let (source, version) = read_cluster(args)?;
         sources.push(source);
         server = version;
         sources.extend(read_files(files)?);
+    } else if files.is_empty() {
+        // The demo: the lesson's cluster, kube-scheduler's default configuration as
+        // default-scheduler and the lesson's my-scheduler beside it (unless --config
+        // gives the configuration to run instead).
+        let (cluster, my_scheduler) = kubesched_sim::demo_sources();
+        sources.push(cluster);
+        if config.is_none() {
+            beside.insert(0, my_scheduler);
+        }
+        if !show {
+            eprintln!(
+                "kubesched: note: {}: the \"multiple schedulers\" lesson: a tainted control plane, two workers, the lesson's pods; kube-scheduler's default configuration as default-scheduler and the lesson's my-scheduler beside it (--show-scenario prints them)",
+                kubesched_sim::DEMO_NAME
+            );
+        }
     } else {
-        sources = super::read_sources(files)?;
+        sources = read_files(files)?;
     }
     let additions = read_files(&args.add)?;
+    let config_files = read_files(args_config)?;
     let mut scenario =
         whatif::with_additions(&sources, &additions, args.max_pods).map_err(|e| e.to_string())?;
     for w in &scenario.warnings {
         eprintln!("kubesched: warning: {w}");
     }
     let mut config_line = None;
-    if let Some(file) = config {
-        let source = read_files(std::slice::from_ref(file))?.remove(0);
+    if let (Some(file), Some(source)) = (config, config_files.first()) {
         let replaced =
-            whatif::replace_config(&mut scenario, &source).map_err(|e| format!("--config {e}"))?;
+            whatif::replace_config(&mut scenario, source).map_err(|e| format!("--config {e}"))?;
         config_line = Some(match replaced {
             Some(previous) => format!(
                 "configuration: {file} (given with --config; it replaces the one in {previous})"
@@ -120,9 +142,23 @@ pub fn load_scenario(
             None => "configuration: built-in default (kube-scheduler's default profile; a cluster holds no KubeSchedulerConfiguration, give yours with --config)".to_string(),
         });
     }
+    if show {
+        let shown = sources
+            .iter()
+            .chain(&additions)
+            .chain(&config_files)
+            .chain(&beside);
+        let mut text = String::new();
+        for source in shown {
+            text.push_str(&format!("# --- {}\n{}", source.name, source.text));
+            if !source.text.ends_with('\n') {
+                text.push('\n');
+            }
+        }
+        super::print_out(&text);
+    }
     if !beside.is_empty() {
-        let sources = read_files(beside)?;
-        let schedulers = whatif::add_schedulers(&mut scenario, &sources)
+        let schedulers = whatif::add_schedulers(&mut scenario, &beside)
             .map_err(|e| format!("--scheduler {e}"))?;
         config_line = Some(format!(
             "schedulers side by side: {}",
@@ -173,8 +209,5 @@ fn read_cluster(_: &ScenarioArgs) -> Result<(Source, Option<ServerBehaviour>), S
 
 /// Reads files (`-` is standard input) as sources.
 pub fn read_files(files: &[String]) -> Result<Vec<Source>, String> {
-    if files.is_empty() {
-        return Ok(Vec::new());
-    }
     super::read_sources(files)
 }

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 mod common;
-use common::{kubesched, stderr, stdout, with_stdin};
+use common::{data, kubesched, stderr, stdout, with_stdin};
 
 fn case(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -66,6 +66,68 @@ fn demo_runs_with_no_file() {
         );
     }
     assert_eq!(lines[2]["ignored"], true);
+}
+
+/// The demo runs kube-scheduler's default configuration as default-scheduler and the
+/// lesson's my-scheduler beside it: the lines are kube-scheduler v1.36.1's (the oracle)
+/// for the demo's cluster with two default profiles, default-scheduler and my-scheduler.
+#[test]
+fn the_demo_is_the_lesson_with_the_real_default_profile() {
+    let o = kubesched(&["simulate", "--format", "jsonl"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let expected = [
+        r#"{"node":"node01","pod":"default/annotation-default-scheduler","rejected":{"controlplane":["node(s) had untolerated taint(s)"]},"scheduler":"default-scheduler","scores":{"node01":{"DynamicResources":0,"ImageLocality":0,"NodeResourcesFit":97,"TaintToleration":300},"node02":{"DynamicResources":0,"ImageLocality":0,"NodeResourcesFit":78,"TaintToleration":300}}}"#,
+        r#"{"node":"node01","pod":"default/annotation-second-scheduler","rejected":{"controlplane":["node(s) had untolerated taint(s)"]},"scheduler":"my-scheduler","scores":{"node01":{"DynamicResources":0,"ImageLocality":0,"NodeResourcesFit":95,"TaintToleration":300},"node02":{"DynamicResources":0,"ImageLocality":0,"NodeResourcesFit":78,"TaintToleration":300}}}"#,
+        r#"{"ignored":true,"pod":"default/annotation-missing-scheduler","scheduler":"scheduler-that-is-not-running"}"#,
+    ];
+    assert_eq!(stdout(&o).lines().collect::<Vec<_>>(), expected);
+    let err = stderr(&o);
+    assert!(
+        err.contains("schedulers side by side: scheduler default-scheduler: kube-scheduler's default configuration; scheduler my-scheduler: <built-in demo> my-scheduler-config.yaml"),
+        "{err}"
+    );
+    assert!(err.contains("--show-scenario prints them"), "{err}");
+    // The table says which scheduler placed each pod.
+    let table = stdout(&kubesched(&["simulate"]));
+    assert!(
+        table.starts_with("# schedulers side by side: scheduler default-scheduler: kube-scheduler's default configuration; scheduler my-scheduler: "),
+        "{table}"
+    );
+    assert!(
+        table.contains(
+            "default/annotation-second-scheduler   my-scheduler                   node01"
+        ),
+        "{table}"
+    );
+}
+
+#[test]
+fn show_scenario_prints_the_files_before_the_answer() {
+    let o = kubesched(&["simulate", "--show-scenario"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let cluster = out
+        .find("# --- <built-in demo>\n")
+        .expect("the demo's cluster");
+    let mine = out
+        .find("# --- <built-in demo> my-scheduler-config.yaml\n")
+        .expect("the lesson's my-scheduler");
+    let table = out.find("POD ").expect("the table");
+    assert!(cluster < mine && mine < table, "{out}");
+    assert!(out.contains("  - schedulerName: my-scheduler\n"), "{out}");
+    assert!(out.contains("name: annotation-second-scheduler\n"), "{out}");
+    assert!(!stderr(&o).contains("--show-scenario prints them"));
+    // A file is shown as it was read, and the --config file after it.
+    let cluster = data("whatif-cluster.yaml");
+    let config = data("whatif-config.yaml");
+    let o = kubesched(&["simulate", &cluster, "--config", &config, "--show-scenario"]);
+    let out = stdout(&o);
+    let text = std::fs::read_to_string(&cluster).unwrap();
+    assert!(
+        out.starts_with(&format!("# --- {cluster}\n{text}")),
+        "{out}"
+    );
+    assert!(out.contains(&format!("# --- {config}\n")), "{out}");
 }
 
 #[test]

@@ -357,8 +357,8 @@ fn input_mistakes_are_one_line() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
-        String::from_utf8_lossy(&out.stderr),
-        "kubesched: error: --detail-pod \"default/nope\": no pending pod of that NAMESPACE/NAME in the scenario\n"
+        error_after_notes(&out.stderr),
+        "kubesched: error: --detail-pod \"default/nope\": no pending pod of that NAMESPACE/NAME in the scenario"
     );
     let out = kubesched(&[
         "report",
@@ -368,11 +368,8 @@ fn input_mistakes_are_one_line() {
         &data("explain-tie.yaml"),
     ]);
     assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.starts_with("kubesched: error: --config ") && err.lines().count() == 1,
-        "{err}"
-    );
+    let err = error_after_notes(&out.stderr);
+    assert!(err.starts_with("kubesched: error: --config "), "{err}");
     // --compare-versions runs one configuration under both versions.
     let least = data("report-least-allocated.yaml");
     let out = kubesched(&[
@@ -388,8 +385,8 @@ fn input_mistakes_are_one_line() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
-        String::from_utf8_lossy(&out.stderr),
-        "kubesched: error: --compare-versions 1.35,1.36: compares versions under one configuration; give at most one --config (or compare the configurations without --compare-versions)\n"
+        error_after_notes(&out.stderr),
+        "kubesched: error: --compare-versions 1.35,1.36: compares versions under one configuration; give at most one --config (or compare the configurations without --compare-versions)"
     );
     let out = kubesched(&[
         "report",
@@ -402,9 +399,22 @@ fn input_mistakes_are_one_line() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
-        String::from_utf8_lossy(&out.stderr),
-        "kubesched: error: --kubernetes-version 1.35: --compare-versions 1.35,1.36 names the versions; give one of them\n"
+        error_after_notes(&out.stderr),
+        "kubesched: error: --kubernetes-version 1.35: --compare-versions 1.35,1.36 names the versions; give one of them"
     );
+}
+
+/// The one error line of `stderr`, after nothing but notes (the demo's say what it runs).
+fn error_after_notes(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    let lines: Vec<&str> = text.lines().collect();
+    let (last, notes) = lines.split_last().expect("an error line");
+    assert!(
+        notes.iter().all(|l| l.starts_with("kubesched: note: ")),
+        "{text}"
+    );
+    assert!(last.starts_with("kubesched: error: "), "{text}");
+    last.to_string()
 }
 
 #[test]

@@ -138,12 +138,7 @@ impl Plugin for BalancedAllocation {
     fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
         crate::events::none()
     }
-    fn as_pre_score(self: Arc<Self>) -> Option<Arc<dyn PreScorePlugin>> {
-        Some(self)
-    }
-    fn as_score(self: Arc<Self>) -> Option<Arc<dyn ScorePlugin>> {
-        Some(self)
-    }
+    kubesched_framework::extension_points!(PreScore, Score);
 }
 
 impl PreScorePlugin for BalancedAllocation {

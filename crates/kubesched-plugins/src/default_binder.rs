@@ -40,9 +40,7 @@ impl Plugin for DefaultBinder {
     fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
         crate::events::none()
     }
-    fn as_bind(self: Arc<Self>) -> Option<Arc<dyn BindPlugin>> {
-        Some(self)
-    }
+    kubesched_framework::extension_points!(Bind);
 }
 
 impl BindPlugin for DefaultBinder {

@@ -70,9 +70,7 @@ impl Plugin for DefaultPreemption {
     fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
         crate::events::none()
     }
-    fn as_post_filter(self: Arc<Self>) -> Option<Arc<dyn PostFilterPlugin>> {
-        Some(self)
-    }
+    kubesched_framework::extension_points!(PostFilter);
 }
 
 /// A node where preemption makes the pod fit, with the pods to evict there.

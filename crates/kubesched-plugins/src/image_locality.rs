@@ -5,8 +5,6 @@
 //! v1.36 (with the ImageVolume gate, on by default) adds the images of the pod's image
 //! volumes to the sum; the thresholds still count containers only.
 
-use std::sync::Arc;
-
 use kubesched_framework::{
     CycleState, MAX_NODE_SCORE, NodeInfo, Plugin, PodInfo, ScorePlugin, Snapshot, Status,
 };
@@ -77,9 +75,7 @@ impl Plugin for ImageLocality {
     fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
         crate::events::none()
     }
-    fn as_score(self: Arc<Self>) -> Option<Arc<dyn ScorePlugin>> {
-        Some(self)
-    }
+    kubesched_framework::extension_points!(Score);
 }
 
 impl ScorePlugin for ImageLocality {

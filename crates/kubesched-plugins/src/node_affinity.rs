@@ -607,18 +607,7 @@ impl Plugin for NodeAffinity {
     fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
         crate::events::node_affinity()
     }
-    fn as_pre_filter(self: Arc<Self>) -> Option<Arc<dyn PreFilterPlugin>> {
-        Some(self)
-    }
-    fn as_filter(self: Arc<Self>) -> Option<Arc<dyn FilterPlugin>> {
-        Some(self)
-    }
-    fn as_pre_score(self: Arc<Self>) -> Option<Arc<dyn PreScorePlugin>> {
-        Some(self)
-    }
-    fn as_score(self: Arc<Self>) -> Option<Arc<dyn ScorePlugin>> {
-        Some(self)
-    }
+    kubesched_framework::extension_points!(PreFilter, Filter, PreScore, Score);
 }
 
 impl PreFilterPlugin for NodeAffinity {

@@ -22,8 +22,6 @@
 //! `hostUsers: false`. The other registered features are only inferred for updates of
 //! running pods (resizes), never for scheduling.
 
-use std::sync::Arc;
-
 use k8s_openapi::api::core::v1::{Node, PodSpec};
 use kubesched_framework::{
     ClusterEvent, Code, CycleState, Features, FilterPlugin, KubernetesVersion, NodeInfo, Plugin,
@@ -190,12 +188,7 @@ impl Plugin for NodeDeclaredFeatures {
             &required,
         )])
     }
-    fn as_pre_filter(self: Arc<Self>) -> Option<Arc<dyn PreFilterPlugin>> {
-        Some(self)
-    }
-    fn as_filter(self: Arc<Self>) -> Option<Arc<dyn FilterPlugin>> {
-        Some(self)
-    }
+    kubesched_framework::extension_points!(PreFilter, Filter);
 }
 
 impl PreFilterPlugin for NodeDeclaredFeatures {
@@ -254,6 +247,7 @@ impl FilterPlugin for NodeDeclaredFeatures {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::sync::Arc;
 
     fn plugin(version: KubernetesVersion) -> NodeDeclaredFeatures {
         NodeDeclaredFeatures {

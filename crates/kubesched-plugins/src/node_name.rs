@@ -1,7 +1,5 @@
 //! NodeName: a pod that names a node in `spec.nodeName` fits only that node.
 
-use std::sync::Arc;
-
 use kubesched_framework::{
     Code, CycleState, FilterPlugin, NodeInfo, Plugin, PodInfo, Status, filter_where,
 };
@@ -34,9 +32,7 @@ impl Plugin for NodeName {
     fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
         crate::events::node_name()
     }
-    fn as_filter(self: Arc<Self>) -> Option<Arc<dyn FilterPlugin>> {
-        Some(self)
-    }
+    kubesched_framework::extension_points!(Filter);
 }
 
 impl FilterPlugin for NodeName {

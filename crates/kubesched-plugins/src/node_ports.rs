@@ -7,8 +7,6 @@
 //! An empty protocol is TCP; an empty host IP is `0.0.0.0`, which conflicts with the
 //! same protocol and port on every IP (see [`kubesched_framework::HostPortInfo`]).
 
-use std::sync::Arc;
-
 use kubesched_framework::{
     Code, CycleState, FilterPlugin, HostPortInfo, NodeInfo, Plugin, PodInfo, PreFilterPlugin,
     PreFilterResult, Snapshot, Status,
@@ -46,12 +44,7 @@ impl Plugin for NodePorts {
     fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
         crate::events::node_ports()
     }
-    fn as_pre_filter(self: Arc<Self>) -> Option<Arc<dyn PreFilterPlugin>> {
-        Some(self)
-    }
-    fn as_filter(self: Arc<Self>) -> Option<Arc<dyn FilterPlugin>> {
-        Some(self)
-    }
+    kubesched_framework::extension_points!(PreFilter, Filter);
 }
 
 impl PreFilterPlugin for NodePorts {
@@ -119,6 +112,7 @@ mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::{Node, Pod};
     use serde_json::json;
+    use std::sync::Arc;
 
     /// A pod whose containers use these (ip, protocol, hostPort) ports; `init` ports go
     /// to an init container, a sidecar when `sidecar`.

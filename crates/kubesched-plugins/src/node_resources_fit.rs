@@ -4,7 +4,6 @@
 //! LeastAllocated (the default), MostAllocated, or RequestedToCapacityRatio.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
 use kubesched_config::args::{
     NodeResourcesFitArgs, ResourceSpec, ScoringStrategyType, UtilizationShapePoint,
@@ -387,15 +386,7 @@ impl Plugin for NodeResourcesFit {
     fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
         crate::events::node_resources_fit()
     }
-    fn as_filter(self: Arc<Self>) -> Option<Arc<dyn FilterPlugin>> {
-        Some(self)
-    }
-    fn as_pre_score(self: Arc<Self>) -> Option<Arc<dyn PreScorePlugin>> {
-        Some(self)
-    }
-    fn as_score(self: Arc<Self>) -> Option<Arc<dyn ScorePlugin>> {
-        Some(self)
-    }
+    kubesched_framework::extension_points!(Filter, PreScore, Score);
 }
 
 impl FilterPlugin for NodeResourcesFit {

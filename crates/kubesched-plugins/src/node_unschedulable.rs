@@ -1,8 +1,6 @@
 //! NodeUnschedulable: rejects nodes with `spec.unschedulable`, unless the pod tolerates
 //! the `node.kubernetes.io/unschedulable:NoSchedule` taint.
 
-use std::sync::Arc;
-
 use k8s_openapi::api::core::v1::Taint;
 use kubesched_framework::{
     Code, CycleState, FilterPlugin, NodeInfo, Plugin, PodInfo, Status, filter_where,
@@ -38,9 +36,7 @@ impl Plugin for NodeUnschedulable {
     fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
         crate::events::taints()
     }
-    fn as_filter(self: Arc<Self>) -> Option<Arc<dyn FilterPlugin>> {
-        Some(self)
-    }
+    kubesched_framework::extension_points!(Filter);
 }
 
 impl FilterPlugin for NodeUnschedulable {

@@ -1,8 +1,6 @@
 //! PrioritySort: the queue order. Higher `spec.priority` first (a missing priority is
 //! 0), then the pod that entered the queue first.
 
-use std::sync::Arc;
-
 use kubesched_framework::{Plugin, QueueSortPlugin, QueuedPodInfo};
 
 /// The plugin's name.
@@ -19,9 +17,7 @@ impl Plugin for PrioritySort {
     fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
         crate::events::none()
     }
-    fn as_queue_sort(self: Arc<Self>) -> Option<Arc<dyn QueueSortPlugin>> {
-        Some(self)
-    }
+    kubesched_framework::extension_points!(QueueSort);
 }
 
 impl QueueSortPlugin for PrioritySort {

@@ -1,8 +1,6 @@
 //! SchedulingGates: a pod with `spec.schedulingGates` stays out of the active queue
 //! until every gate is removed.
 
-use std::sync::Arc;
-
 use kubesched_framework::{Code, Plugin, PodInfo, PreEnqueuePlugin, Status};
 
 /// The plugin's name.
@@ -19,9 +17,7 @@ impl Plugin for SchedulingGates {
     fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
         crate::events::scheduling_gates()
     }
-    fn as_pre_enqueue(self: Arc<Self>) -> Option<Arc<dyn PreEnqueuePlugin>> {
-        Some(self)
-    }
+    kubesched_framework::extension_points!(PreEnqueue);
 }
 
 impl PreEnqueuePlugin for SchedulingGates {

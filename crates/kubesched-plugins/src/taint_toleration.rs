@@ -2,8 +2,6 @@
 //! pod does not tolerate; Score prefers nodes with fewer untolerated
 //! `PreferNoSchedule` taints (normalised and reversed: fewest is 100).
 
-use std::sync::Arc;
-
 use k8s_openapi::api::core::v1::{Taint, Toleration};
 use kubesched_framework::{
     Code, CycleState, FilterPlugin, NodeInfo, NodeScore, Plugin, PodInfo, PreScorePlugin,
@@ -43,15 +41,7 @@ impl Plugin for TaintToleration {
     fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
         crate::events::taints()
     }
-    fn as_filter(self: Arc<Self>) -> Option<Arc<dyn FilterPlugin>> {
-        Some(self)
-    }
-    fn as_pre_score(self: Arc<Self>) -> Option<Arc<dyn PreScorePlugin>> {
-        Some(self)
-    }
-    fn as_score(self: Arc<Self>) -> Option<Arc<dyn ScorePlugin>> {
-        Some(self)
-    }
+    kubesched_framework::extension_points!(Filter, PreScore, Score);
 }
 
 impl FilterPlugin for TaintToleration {

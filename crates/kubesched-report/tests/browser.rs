@@ -176,7 +176,17 @@ fn check_page(bin: &Path, page: &Path, pod: &str, listed: &[&str], shot: &str) -
 #[test]
 fn the_demo_lists_its_pods_and_opens_a_heat_map() {
     let Some(bin) = chromium() else { return };
-    let report = report_of("demo", kubesched_sim::DEMO_SCENARIO.to_string());
+    // The demo as `kubesched simulate` runs it: my-scheduler beside the default one.
+    let (scenario, _) = kubesched_sim::demo_scenario().unwrap();
+    let report = build(
+        "demo",
+        &[Variant {
+            name: "scenario".into(),
+            scenario,
+        }],
+        &Options::default(),
+    )
+    .unwrap();
     let page = write_report("demo", &report);
     let pods: Vec<&str> = report.runs[0]
         .attempts

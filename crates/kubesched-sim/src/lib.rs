@@ -52,5 +52,40 @@ pub use simulate::{
     simulate_with,
 };
 
-/// The embedded demo: the Kubernetes "multiple schedulers" lesson as a scenario.
+/// The embedded demo's cluster: the Kubernetes "multiple schedulers" lesson's nodes and
+/// pods, without a configuration (default-scheduler is kube-scheduler's default
+/// configuration). [`demo_scenario`] adds the lesson's my-scheduler beside it.
 pub const DEMO_SCENARIO: &str = include_str!("demo.yaml");
+
+/// The lesson's `my-scheduler-config.yaml`: the scheduler the demo runs beside
+/// kube-scheduler's default one (see [`whatif::add_schedulers`]).
+pub const DEMO_MY_SCHEDULER: &str = include_str!("demo-my-scheduler.yaml");
+
+/// The name messages give [`DEMO_SCENARIO`].
+pub const DEMO_NAME: &str = "<built-in demo>";
+
+/// The name messages give [`DEMO_MY_SCHEDULER`].
+pub const DEMO_MY_SCHEDULER_NAME: &str = "<built-in demo> my-scheduler-config.yaml";
+
+/// The demo as it runs: [`DEMO_SCENARIO`] with kube-scheduler's default configuration
+/// as default-scheduler and [`DEMO_MY_SCHEDULER`] beside it. Returns the scenario and
+/// the lines saying where each scheduler's profile comes from.
+pub fn demo_scenario() -> Result<(scenario::Scenario, Vec<String>), whatif::WhatIfError> {
+    let mut loaded = scenario::load(&[demo_sources().0])?;
+    let schedulers = whatif::add_schedulers(&mut loaded, &[demo_sources().1])?;
+    Ok((loaded, schedulers))
+}
+
+/// The demo's two files: the cluster and the lesson's my-scheduler configuration.
+pub fn demo_sources() -> (scenario::Source, scenario::Source) {
+    (
+        scenario::Source {
+            name: DEMO_NAME.into(),
+            text: DEMO_SCENARIO.into(),
+        },
+        scenario::Source {
+            name: DEMO_MY_SCHEDULER_NAME.into(),
+            text: DEMO_MY_SCHEDULER.into(),
+        },
+    )
+}

@@ -247,24 +247,7 @@ impl Plugin for DynamicResources {
     fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
         crate::events::dynamic_resources()
     }
-    fn as_pre_filter(self: Arc<Self>) -> Option<Arc<dyn PreFilterPlugin>> {
-        Some(self)
-    }
-    fn as_filter(self: Arc<Self>) -> Option<Arc<dyn FilterPlugin>> {
-        Some(self)
-    }
-    fn as_post_filter(self: Arc<Self>) -> Option<Arc<dyn PostFilterPlugin>> {
-        Some(self)
-    }
-    fn as_score(self: Arc<Self>) -> Option<Arc<dyn ScorePlugin>> {
-        Some(self)
-    }
-    fn as_reserve(self: Arc<Self>) -> Option<Arc<dyn ReservePlugin>> {
-        Some(self)
-    }
-    fn as_pre_bind(self: Arc<Self>) -> Option<Arc<dyn PreBindPlugin>> {
-        Some(self)
-    }
+    kubesched_framework::extension_points!(PreFilter, Filter, PostFilter, Score, Reserve, PreBind);
 }
 
 impl PreFilterPlugin for DynamicResources {

@@ -14,7 +14,6 @@
 //! - AddPod/RemovePod keep the count right during preemption's what-if evaluation.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Volume;
 use kubesched_framework::{
@@ -116,12 +115,7 @@ impl Plugin for VolumeRestrictions {
     fn events_to_register(&self) -> Vec<ClusterEvent> {
         crate::events::volume_restrictions()
     }
-    fn as_pre_filter(self: Arc<Self>) -> Option<Arc<dyn PreFilterPlugin>> {
-        Some(self)
-    }
-    fn as_filter(self: Arc<Self>) -> Option<Arc<dyn FilterPlugin>> {
-        Some(self)
-    }
+    kubesched_framework::extension_points!(PreFilter, Filter);
 }
 
 impl PreFilterPlugin for VolumeRestrictions {
@@ -261,6 +255,7 @@ mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::Pod;
     use serde_json::json;
+    use std::sync::Arc;
 
     fn pod(volumes: serde_json::Value) -> PodInfo {
         let pod: Pod = serde_json::from_value(json!({

@@ -236,12 +236,7 @@ impl Plugin for NodeVolumeLimits {
     fn events_to_register(&self) -> Vec<ClusterEvent> {
         crate::events::node_volume_limits()
     }
-    fn as_pre_filter(self: Arc<Self>) -> Option<Arc<dyn PreFilterPlugin>> {
-        Some(self)
-    }
-    fn as_filter(self: Arc<Self>) -> Option<Arc<dyn FilterPlugin>> {
-        Some(self)
-    }
+    kubesched_framework::extension_points!(PreFilter, Filter);
 }
 
 impl PreFilterPlugin for NodeVolumeLimits {

@@ -293,24 +293,7 @@ impl Plugin for VolumeBinding {
     fn events_to_register(&self) -> Vec<ClusterEvent> {
         crate::events::volume_binding()
     }
-    fn as_pre_filter(self: Arc<Self>) -> Option<Arc<dyn PreFilterPlugin>> {
-        Some(self)
-    }
-    fn as_filter(self: Arc<Self>) -> Option<Arc<dyn FilterPlugin>> {
-        Some(self)
-    }
-    fn as_pre_score(self: Arc<Self>) -> Option<Arc<dyn PreScorePlugin>> {
-        Some(self)
-    }
-    fn as_score(self: Arc<Self>) -> Option<Arc<dyn ScorePlugin>> {
-        Some(self)
-    }
-    fn as_reserve(self: Arc<Self>) -> Option<Arc<dyn ReservePlugin>> {
-        Some(self)
-    }
-    fn as_pre_bind(self: Arc<Self>) -> Option<Arc<dyn PreBindPlugin>> {
-        Some(self)
-    }
+    kubesched_framework::extension_points!(PreFilter, Filter, PreScore, Score, Reserve, PreBind);
 }
 
 impl PreFilterPlugin for VolumeBinding {
