@@ -13,9 +13,9 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kubesched_config::KubeSchedulerConfiguration;
 use kubesched_framework::batch::{attempt, flush};
 use kubesched_framework::{
-    CycleState, FakeClock, FilterPlugin, Framework, Handle, HostSelection, NodeInfo, NodeSearch,
-    Outcome, Plugin, PluginObserver, PodInfo, Registry, ScheduleResult, Scheduler,
-    SchedulerOptions, Snapshot, Status,
+    CycleState, FakeClock, Features, FilterPlugin, Framework, Handle, HostSelection,
+    KubernetesVersion, NodeInfo, NodeSearch, Outcome, Plugin, PluginObserver, PodInfo, Registry,
+    ScheduleResult, Scheduler, SchedulerOptions, Snapshot, Status,
 };
 use serde_json::json;
 
@@ -121,8 +121,14 @@ fn setup(config_yaml: Option<&str>, batching: bool, node_count: usize) -> Setup 
     registry
         .register("Unsigned", |_, _| Ok(Arc::new(Unsigned) as Arc<dyn Plugin>))
         .expect("new plugin");
-    let mut fwk =
-        Framework::new(&config.profiles[0], &registry, &Handle::default()).expect("framework");
+    // kube-scheduler v1.36 signs no pod while DRAExtendedResource is on (its default):
+    // the batching tests turn it off, as `--feature-gates DRAExtendedResource=false`.
+    let handle = Handle {
+        features: Features::with_gates(KubernetesVersion::V1_36, ["DRAExtendedResource=false"])
+            .expect("gates"),
+        ..Handle::default()
+    };
+    let mut fwk = Framework::new(&config.profiles[0], &registry, &handle).expect("framework");
     let recorder = Arc::new(Recorder::default());
     fwk.set_plugin_observer(recorder.clone());
     let (snapshot, _) = Snapshot::new(nodes(node_count), []).expect("snapshot");
@@ -331,6 +337,26 @@ fn a_hinted_node_that_no_longer_fits_falls_back_to_the_full_search() {
         [format!("attempt:{}", attempt::HINT_NOT_USED)]
     );
     assert_eq!(s.sched.batched_pods(0), 0);
+}
+
+#[test]
+fn no_pod_is_signed_with_dra_extended_resource_on() {
+    let config = KubeSchedulerConfiguration::from_yaml_str(NO_SPREAD_DEFAULTS, "config.yaml")
+        .expect("config")
+        .config;
+    let registry = kubesched_plugins::in_tree_registry();
+    for (version, signed) in [
+        (KubernetesVersion::V1_35, true),
+        (KubernetesVersion::V1_36, false),
+    ] {
+        let handle = Handle {
+            features: Features::new(version),
+            ..Handle::default()
+        };
+        let fwk = Framework::new(&config.profiles[0], &registry, &handle).expect("framework");
+        let signature = fwk.sign_pod(&CycleState::new(), &pod(0, "500m", true));
+        assert_eq!(signature.is_some(), signed, "{version:?}");
+    }
 }
 
 #[test]
