@@ -42,8 +42,6 @@ pub struct BalancedAllocation {
     kinds: Vec<ResourceKind>,
     /// v1.36's score: the balance the pod adds, not the balance with it.
     weighs_change: bool,
-    /// DRAExtendedResource is on (the plugin then signs no pod).
-    extended_resource_gate: bool,
 }
 
 /// The pod's actual request per configured resource, computed once in PreScore.
@@ -61,7 +59,6 @@ impl BalancedAllocation {
             kinds: ResourceKind::of(&args.resources),
             resources: args.resources,
             weighs_change: features.balanced_allocation_weighs_change(),
-            extended_resource_gate: features.dra_extended_resource(),
         }
     }
 
@@ -127,18 +124,12 @@ impl Plugin for BalancedAllocation {
     fn name(&self) -> &str {
         NAME
     }
-    // kube-scheduler: the requests with overheads; no pod is signed with
-    // DRAExtendedResource on.
+    // kube-scheduler v1.36.1: the requests with overheads, DRAExtendedResource or not.
     fn sign_pod(
         &self,
         pod: &PodInfo,
     ) -> Result<Vec<kubesched_framework::signature::SignFragment>, kubesched_framework::Status>
     {
-        if self.extended_resource_gate {
-            return Err(kubesched_framework::signature::unsignable(
-                "signature disabled when dra extended resources enabled",
-            ));
-        }
         Ok(vec![kubesched_framework::signature::resources_fragment(
             pod,
         )])

@@ -5,7 +5,7 @@
 //!
 //! With DRAExtendedResource, an extended resource the node does not advertise
 //! (allocatable 0 or absent) is left to DynamicResources when a DeviceClass backs it
-//! (kube-scheduler's `shouldDelegateResourceToDRA`), and the plugin does not sign pods.
+//! (kube-scheduler's `shouldDelegateResourceToDRA`).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -114,7 +114,7 @@ pub struct NodeResourcesFit {
     strategy: Strategy,
     /// With DRAExtendedResource: the DRA objects whose classes back extended resources.
     extended_resources: Option<Arc<kubesched_framework::DraState>>,
-    /// DRAExtendedResource is on.
+    /// DRAExtendedResource is on (a class event may make a pod fit).
     extended_resource_gate: bool,
 }
 
@@ -409,18 +409,14 @@ impl Plugin for NodeResourcesFit {
     fn name(&self) -> &str {
         NAME
     }
-    // kube-scheduler: the requests with overheads; no pod is signed with
-    // DRAExtendedResource on (whether a node fits then depends on device classes).
+    // kube-scheduler v1.36.1: the requests with overheads, DRAExtendedResource or not
+    // (later kube-scheduler sources refuse every pod with the gate on; the v1.36.1
+    // binary still batches them).
     fn sign_pod(
         &self,
         pod: &PodInfo,
     ) -> Result<Vec<kubesched_framework::signature::SignFragment>, kubesched_framework::Status>
     {
-        if self.extended_resource_gate {
-            return Err(kubesched_framework::signature::unsignable(
-                "signature disabled when dra extended resources enabled",
-            ));
-        }
         Ok(vec![kubesched_framework::signature::resources_fragment(
             pod,
         )])
