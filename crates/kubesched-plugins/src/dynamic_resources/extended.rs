@@ -484,3 +484,123 @@ pub fn delete_claim(writer: &dyn ClusterWriter, claim: &ResourceClaim) -> Result
         .delete_resource_claim(ns, name)
         .map_err(|e| e.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::Pod;
+    use k8s_openapi::api::resource::v1::DeviceClass;
+    use serde_json::json;
+
+    fn catalog() -> DraCatalog {
+        let class: DeviceClass = serde_json::from_value(json!({
+            "metadata": {"name": "gpu-class"},
+            "spec": {"extendedResourceName": "example.com/gpu"},
+        }))
+        .expect("class");
+        DraCatalog::new([Arc::new(class)], [], [])
+    }
+
+    fn container(name: &str, gpus: u32, sidecar: bool) -> serde_json::Value {
+        let mut c = json!({"name": name, "image": "x", "resources": {"requests": {
+            "cpu": "1", "example.com/gpu": gpus.to_string()}}});
+        if sidecar {
+            c["restartPolicy"] = json!("Always");
+        }
+        c
+    }
+
+    fn pod(spec: serde_json::Value) -> PodInfo {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "p", "namespace": "default", "uid": "u"},
+            "spec": spec,
+        }))
+        .expect("pod");
+        PodInfo::new(Arc::new(pod)).expect("info")
+    }
+
+    fn summary(pod: &PodInfo) -> (Vec<(String, i64)>, Vec<(String, String)>) {
+        let (requests, mappings) =
+            requests_and_mappings(pod, &catalog(), &["example.com/gpu".to_owned()]);
+        (
+            requests
+                .iter()
+                .map(|r| {
+                    (
+                        r.name.clone(),
+                        r.exactly.as_ref().and_then(|e| e.count).unwrap_or(0),
+                    )
+                })
+                .collect(),
+            mappings
+                .into_iter()
+                .map(|m| (m.container, m.request))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn one_request_per_container_named_by_indices() {
+        let p = pod(json!({"containers": [container("a", 1, false), container("b", 2, false)]}));
+        assert_eq!(
+            summary(&p),
+            (
+                vec![
+                    ("container-0-request-1".into(), 1),
+                    ("container-1-request-1".into(), 2)
+                ],
+                vec![
+                    ("a".into(), "container-0-request-1".into()),
+                    ("b".into(), "container-1-request-1".into())
+                ]
+            )
+        );
+    }
+
+    #[test]
+    fn init_containers_reuse_later_requests_and_share_the_largest() {
+        // Two plain init containers (3 and 1 devices) before a sidecar (1) and a
+        // container (1): the first reuses both long-lived requests and needs one more,
+        // the second is served by the sidecar's; one request, the largest, serves the
+        // init containers.
+        let p = pod(json!({
+            "initContainers": [container("i0", 3, false), container("i1", 1, false), container("s", 1, true)],
+            "containers": [container("c", 1, false)],
+        }));
+        assert_eq!(
+            summary(&p),
+            (
+                vec![
+                    ("container-0-request-1".into(), 1),
+                    ("container-2-request-1".into(), 1),
+                    ("container-3-request-1".into(), 1)
+                ],
+                vec![
+                    ("s".into(), "container-2-request-1".into()),
+                    ("c".into(), "container-3-request-1".into()),
+                    ("i0".into(), "container-2-request-1".into()),
+                    ("i0".into(), "container-3-request-1".into()),
+                    ("i0".into(), "container-0-request-1".into()),
+                    ("i1".into(), "container-2-request-1".into()),
+                ]
+            )
+        );
+    }
+
+    #[test]
+    fn the_implicit_and_the_explicit_name_resolve_to_the_class() {
+        let c = catalog();
+        for name in [
+            "example.com/gpu",
+            "deviceclass.resource.kubernetes.io/gpu-class",
+        ] {
+            assert!(is_dra_extended_resource_name(name));
+            assert_eq!(
+                c.class_for_extended_resource(name)
+                    .and_then(|c| c.metadata.name.as_deref()),
+                Some("gpu-class")
+            );
+        }
+        assert!(c.class_for_extended_resource("example.com/tpu").is_none());
+    }
+}
