@@ -519,7 +519,10 @@ mod tests {
         PodInfo::new(Arc::new(pod)).expect("info")
     }
 
-    fn summary(pod: &PodInfo) -> (Vec<(String, i64)>, Vec<(String, String)>) {
+    /// The requests (name, count) and the mappings (container, request).
+    type Summary = (Vec<(String, i64)>, Vec<(String, String)>);
+
+    fn summary(pod: &PodInfo) -> Summary {
         let (requests, mappings) =
             requests_and_mappings(pod, &catalog(), &["example.com/gpu".to_owned()]);
         (
