@@ -84,9 +84,9 @@ fn bad_versions_and_gates_are_one_line_errors() {
             "bench",
             &file,
             "--feature-gates",
-            "DRAExtendedResource=true",
+            "StorageCapacityScoring=true",
         ]),
-        "--feature-gates: feature gate DRAExtendedResource=true: kubesched implements only DRAExtendedResource=false (extended resources backed by DRA device classes)",
+        "--feature-gates: feature gate StorageCapacityScoring=true: kubesched implements only StorageCapacityScoring=false (VolumeBinding's score and its shape argument)",
     );
     let o = kubesched(&["simulate", &file, "--compare-versions", "1.35"]);
     assert_eq!(o.status.code(), Some(2));

@@ -153,7 +153,59 @@ pub struct DraCatalog {
     /// (driver, pool) → indexes of the pool's slices (every generation), ascending.
     pool_slices: HashMap<(String, String), Vec<usize>>,
     templates: HashMap<String, Arc<ResourceClaimTemplate>>,
+    /// Extended resource name → the name of the class that backs it (DRAExtendedResource).
+    extended_resources: HashMap<String, String>,
     generation: u64,
+}
+
+/// The prefix of a class's implicit extended resource name,
+/// `deviceclass.resource.kubernetes.io/<class>`.
+pub const DEVICE_CLASS_RESOURCE_PREFIX: &str = "deviceclass.resource.kubernetes.io/";
+
+/// The annotation that marks the claim kube-scheduler creates for a pod's extended
+/// resources backed by DRA.
+pub const EXTENDED_RESOURCE_CLAIM_ANNOTATION: &str =
+    "resource.kubernetes.io/extended-resource-claim";
+
+/// kube-scheduler's resolver of extended resources (its `ExtendedResourceCache`): each
+/// class backs its implicit name; an explicit `spec.extendedResourceName` goes to the
+/// newest class that names it, the alphabetically first on a tie.
+fn extended_resources(classes: &HashMap<String, Arc<DeviceClass>>) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    let mut explicit: HashMap<&str, &Arc<DeviceClass>> = HashMap::new();
+    for (name, class) in classes {
+        out.insert(
+            format!("{DEVICE_CLASS_RESOURCE_PREFIX}{name}"),
+            name.clone(),
+        );
+        let Some(resource) = class
+            .spec
+            .as_ref()
+            .and_then(|s| s.extended_resource_name.as_deref())
+        else {
+            continue;
+        };
+        let better = match explicit.get(resource) {
+            None => true,
+            Some(other) => {
+                let created = |c: &DeviceClass| c.metadata.creation_timestamp.as_ref().map(|t| t.0);
+                match created(class).cmp(&created(other)) {
+                    std::cmp::Ordering::Equal => class.metadata.name < other.metadata.name,
+                    o => o == std::cmp::Ordering::Greater,
+                }
+            }
+        };
+        if better {
+            explicit.insert(resource, class);
+        }
+    }
+    for (resource, class) in explicit {
+        out.insert(
+            resource.to_owned(),
+            class.metadata.name.clone().unwrap_or_default(),
+        );
+    }
+    out
 }
 
 static GENERATIONS: AtomicU64 = AtomicU64::new(1);
@@ -182,6 +234,7 @@ impl DraCatalog {
             generation: GENERATIONS.fetch_add(1, Ordering::Relaxed),
             ..DraCatalog::default()
         };
+        catalog.extended_resources = extended_resources(&catalog.classes);
         for (i, slice) in catalog.slices.iter().enumerate() {
             match slice.spec.node_name.as_deref().filter(|n| !n.is_empty()) {
                 Some(node) => catalog
@@ -206,6 +259,13 @@ impl DraCatalog {
                 .push(i);
         }
         catalog
+    }
+
+    /// The class that backs the extended resource `name` (its implicit
+    /// `deviceclass.resource.kubernetes.io/<class>` name or its
+    /// `spec.extendedResourceName`), if any.
+    pub fn class_for_extended_resource(&self, name: &str) -> Option<&Arc<DeviceClass>> {
+        self.classes.get(self.extended_resources.get(name)?)
     }
 
     /// The slices that define shared counters (`spec.sharedCounters`), as indexes into
@@ -394,6 +454,36 @@ impl DraState {
         self.read()
             .by_key
             .get(&format!("{namespace}/{name}"))
+            .cloned()
+    }
+
+    /// The claim kube-scheduler made for the extended resources of the pod
+    /// `namespace/name` with `uid` (annotated as such, the pod its controller), if any.
+    pub fn extended_resource_claim(
+        &self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+    ) -> Option<Arc<ResourceClaim>> {
+        let claims = self.read();
+        claims
+            .by_key
+            .values()
+            .filter(|c| c.metadata.namespace.as_deref().unwrap_or("default") == namespace)
+            .filter(|c| {
+                c.metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION))
+                    .is_some_and(|v| v == "true")
+            })
+            .find(|c| {
+                c.metadata
+                    .owner_references
+                    .iter()
+                    .flatten()
+                    .any(|o| o.name == name && o.controller == Some(true) && o.uid == uid)
+            })
             .cloned()
     }
 

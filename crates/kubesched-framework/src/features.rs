@@ -185,7 +185,7 @@ pub const GATES: &[Gate] = &[
     Gate {
         name: "DRAExtendedResource",
         defaults: [false, true],
-        support: Support::Only(false),
+        support: Support::Both,
         what: "extended resources backed by DRA device classes",
     },
     Gate {
@@ -376,6 +376,12 @@ impl Features {
         self.enabled("DRADeviceBindingConditions")
     }
 
+    /// Whether extended resources that a DeviceClass names are allocated through DRA on
+    /// the nodes that do not advertise them.
+    pub fn dra_extended_resource(&self) -> bool {
+        self.enabled("DRAExtendedResource")
+    }
+
     /// `kube-scheduler v1.36.1 behaviour`, with the gates set explicitly.
     pub fn describe(&self) -> String {
         let mut s = format!("kube-scheduler {} behaviour", self.version.release());
@@ -504,10 +510,10 @@ mod tests {
         assert!(e.contains("missing bool value"), "{e}");
         let e = Features::with_gates(KubernetesVersion::V1_36, ["ImageVolume=yes"]).unwrap_err();
         assert!(e.contains("invalid value \"yes\""), "{e}");
-        let e = Features::with_gates(KubernetesVersion::V1_35, ["DRAExtendedResource=true"]);
+        let e = Features::with_gates(KubernetesVersion::V1_35, ["StorageCapacityScoring=true"]);
         assert!(
             e.unwrap_err()
-                .contains("implements only DRAExtendedResource=false")
+                .contains("implements only StorageCapacityScoring=false")
         );
         let f = Features::with_gates(KubernetesVersion::V1_35, ["NodeDeclaredFeatures=true"]);
         assert!(f.unwrap().enabled("NodeDeclaredFeatures"));

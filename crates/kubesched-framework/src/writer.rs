@@ -1,7 +1,8 @@
 //! [`ClusterWriter`]: the API writes that VolumeBinding's and DynamicResources' PreBind
 //! and Unreserve make in kube-scheduler (a PV's `claimRef`, a claim's
 //! `volume.kubernetes.io/selected-node`, a ResourceClaim's finalizer, allocation and
-//! `reservedFor`), and the wait for the PV controller to finish binding.
+//! `reservedFor`, the claim of a pod's extended resources and the pod's
+//! `extendedResourceClaimStatus`), and the wait for the PV controller to finish binding.
 //!
 //! The runtime implements it through the API server, with the optimistic-concurrency
 //! preconditions kube-scheduler's updates carry (each object is sent with the
@@ -109,4 +110,19 @@ pub trait ClusterWriter: Send + Sync {
         name: &str,
         patch: &serde_json::Value,
     ) -> Result<ResourceClaim, WriteError>;
+
+    /// Creates a ResourceClaim (its `generateName` gives the name); returns the API
+    /// server's object.
+    fn create_resource_claim(&self, claim: &ResourceClaim) -> Result<ResourceClaim, WriteError>;
+
+    /// Deletes a ResourceClaim.
+    fn delete_resource_claim(&self, namespace: &str, name: &str) -> Result<(), WriteError>;
+
+    /// Applies a strategic merge patch to a pod's status.
+    fn patch_pod_status(
+        &self,
+        namespace: &str,
+        name: &str,
+        patch: &serde_json::Value,
+    ) -> Result<(), WriteError>;
 }

@@ -9,9 +9,9 @@
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::resource::v1::ResourceClaim;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kubesched_framework::{BindingCheck, BindingView, ClusterWriter, PodInfo, WriteError};
 
 use crate::runtime::{Shared, lock};
@@ -164,5 +164,38 @@ impl ClusterWriter for ApiWriter {
             tracing::warn!(claim = %format!("{namespace}/{name}"), error = %e, "cannot take the pod out of the claim's reservedFor");
         }
         r
+    }
+
+    fn create_resource_claim(&self, claim: &ResourceClaim) -> Result<ResourceClaim, WriteError> {
+        let api: Api<ResourceClaim> =
+            Api::namespaced(self.client.clone(), namespace(&claim.metadata));
+        self.rt
+            .block_on(api.create(&PostParams::default(), claim))
+            .map_err(write_error)
+    }
+
+    fn delete_resource_claim(&self, namespace: &str, name: &str) -> Result<(), WriteError> {
+        let api: Api<ResourceClaim> = Api::namespaced(self.client.clone(), namespace);
+        self.rt
+            .block_on(api.delete(name, &DeleteParams::default()))
+            .map(|_| ())
+            .map_err(write_error)
+    }
+
+    fn patch_pod_status(
+        &self,
+        namespace: &str,
+        name: &str,
+        patch: &serde_json::Value,
+    ) -> Result<(), WriteError> {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+        self.rt
+            .block_on(api.patch_status(
+                name,
+                &PatchParams::default(),
+                &Patch::Strategic(patch.clone()),
+            ))
+            .map(|_| ())
+            .map_err(write_error)
     }
 }

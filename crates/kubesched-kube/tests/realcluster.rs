@@ -3,7 +3,10 @@
 //! scenarios run one after the other on it, each cleaning up the nodes and pods it
 //! made. A scenario that fails does not stop the others; the test fails with every
 //! failure. Without the control plane the test fails: it never passes silently.
+//! `KUBESCHED_REALCLUSTER_ONLY=text` runs only the scenarios whose name contains it.
 
+#[path = "realcluster_scenarios/extended.rs"]
+mod extended_scenarios;
 #[path = "realcluster_scenarios/storage.rs"]
 mod storage_scenarios;
 mod support;
@@ -75,9 +78,18 @@ fn against_a_real_api_server() {
         ("the API server's version picks the behaviour", |c| {
             Box::pin(server_version(c))
         }),
+        (
+            "extended resources backed by DRA, as the real kube-scheduler",
+            |c| Box::pin(extended_scenarios::extended_resources(c)),
+        ),
     ];
+    // KUBESCHED_REALCLUSTER_ONLY=text runs only the scenarios whose name contains it.
+    let only = std::env::var("KUBESCHED_REALCLUSTER_ONLY").unwrap_or_default();
     let mut failed = Vec::new();
     for (name, scenario) in scenarios {
+        if !name.contains(only.as_str()) {
+            continue;
+        }
         let start = Instant::now();
         let r = std::panic::catch_unwind(AssertUnwindSafe(|| rt.block_on(scenario(&mut cluster))));
         rt.block_on(reset(&cluster));

@@ -124,8 +124,7 @@ impl Plugin for BalancedAllocation {
     fn name(&self) -> &str {
         NAME
     }
-    // kube-scheduler: the requests with overheads (unsignable with DRAExtendedResource,
-    // which kubesched does not implement).
+    // kube-scheduler v1.36.1: the requests with overheads, DRAExtendedResource or not.
     fn sign_pod(
         &self,
         pod: &PodInfo,

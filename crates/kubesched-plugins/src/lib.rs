@@ -139,11 +139,11 @@ pub fn in_tree_registry() -> Registry {
             args,
         )?)))
     });
-    add(node_resources_fit::NAME, |args, _| {
-        Ok(Arc::new(NodeResourcesFit::new(decode_in_tree_args(
-            node_resources_fit::NAME,
-            args,
-        )?)))
+    add(node_resources_fit::NAME, |args, handle| {
+        Ok(Arc::new(
+            NodeResourcesFit::new(decode_in_tree_args(node_resources_fit::NAME, args)?)
+                .with_handle(handle),
+        ))
     });
     add(node_affinity::NAME, |args, _| {
         Ok(Arc::new(NodeAffinity::new(decode_in_tree_args(

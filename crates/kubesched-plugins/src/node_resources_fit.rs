@@ -2,8 +2,13 @@
 //! short resources are reported, in the order pods, cpu, memory, ephemeral-storage,
 //! then extended resources); Score ranks nodes by one of three strategies:
 //! LeastAllocated (the default), MostAllocated, or RequestedToCapacityRatio.
+//!
+//! With DRAExtendedResource, an extended resource the node does not advertise
+//! (allocatable 0 or absent) is left to DynamicResources when a DeviceClass backs it
+//! (kube-scheduler's `shouldDelegateResourceToDRA`).
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use kubesched_config::args::{
     NodeResourcesFitArgs, ResourceSpec, ScoringStrategyType, UtilizationShapePoint,
@@ -107,6 +112,10 @@ pub struct NodeResourcesFit {
     resources: Vec<ResourceSpec>,
     kinds: Vec<ResourceKind>,
     strategy: Strategy,
+    /// With DRAExtendedResource: the DRA objects whose classes back extended resources.
+    extended_resources: Option<Arc<kubesched_framework::DraState>>,
+    /// DRAExtendedResource is on (a class event may make a pod fit).
+    extended_resource_gate: bool,
 }
 
 /// The pod's request per scored resource, computed once in PreScore.
@@ -134,7 +143,32 @@ impl NodeResourcesFit {
             kinds: ResourceKind::of(&s.resources),
             resources: s.resources,
             strategy,
+            extended_resources: None,
+            extended_resource_gate: false,
         }
+    }
+
+    /// The plugin with the gates of `handle`: with DRAExtendedResource, extended
+    /// resources backed by the handle's device classes are left to DynamicResources on
+    /// nodes that do not advertise them.
+    pub fn with_handle(mut self, handle: &kubesched_framework::Handle) -> NodeResourcesFit {
+        self.extended_resource_gate = handle.features.dra_extended_resource();
+        self.extended_resources = if self.extended_resource_gate {
+            handle.dra.clone()
+        } else {
+            None
+        };
+        self
+    }
+
+    /// Whether the extended resource `name` is DynamicResources' to check on a node
+    /// with `allocatable` of it.
+    fn delegates_to_dra(&self, name: &str, allocatable: i64) -> bool {
+        allocatable <= 0
+            && self
+                .extended_resources
+                .as_ref()
+                .is_some_and(|dra| dra.catalog().class_for_extended_resource(name).is_some())
     }
 
     /// `true` when `insufficient_resources` is sure to be empty, `false` when it might
@@ -214,6 +248,9 @@ impl NodeResourcesFit {
                 {
                     continue;
                 }
+            }
+            if self.delegates_to_dra(name, alloc.scalar(name)) {
+                continue;
             }
             if want > alloc.scalar(name) - used.scalar(name) {
                 out.push(InsufficientResource {
@@ -372,8 +409,9 @@ impl Plugin for NodeResourcesFit {
     fn name(&self) -> &str {
         NAME
     }
-    // kube-scheduler: the requests with overheads (unsignable with DRAExtendedResource,
-    // which kubesched does not implement).
+    // kube-scheduler v1.36.1: the requests with overheads, DRAExtendedResource or not
+    // (later kube-scheduler sources refuse every pod with the gate on; the v1.36.1
+    // binary still batches them).
     fn sign_pod(
         &self,
         pod: &PodInfo,
@@ -384,7 +422,16 @@ impl Plugin for NodeResourcesFit {
         )])
     }
     fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
-        crate::events::node_resources_fit()
+        let mut events = crate::events::node_resources_fit();
+        if self.extended_resource_gate {
+            // A class that comes to back an extended resource may make the pod fit.
+            events.push(kubesched_framework::ClusterEvent::new(
+                kubesched_framework::events::EventResource::DeviceClass,
+                kubesched_framework::events::ActionType::ADD
+                    | kubesched_framework::events::ActionType::UPDATE,
+            ));
+        }
+        events
     }
     kubesched_framework::extension_points!(Filter, PreScore, Score);
 }

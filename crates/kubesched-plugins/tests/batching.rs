@@ -13,9 +13,9 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kubesched_config::KubeSchedulerConfiguration;
 use kubesched_framework::batch::{attempt, flush};
 use kubesched_framework::{
-    CycleState, FakeClock, FilterPlugin, Framework, Handle, HostSelection, NodeInfo, NodeSearch,
-    Outcome, Plugin, PluginObserver, PodInfo, Registry, ScheduleResult, Scheduler,
-    SchedulerOptions, Snapshot, Status,
+    CycleState, FakeClock, Features, FilterPlugin, Framework, Handle, HostSelection,
+    KubernetesVersion, NodeInfo, NodeSearch, Outcome, Plugin, PluginObserver, PodInfo, Registry,
+    ScheduleResult, Scheduler, SchedulerOptions, Snapshot, Status,
 };
 use serde_json::json;
 
@@ -331,6 +331,27 @@ fn a_hinted_node_that_no_longer_fits_falls_back_to_the_full_search() {
         [format!("attempt:{}", attempt::HINT_NOT_USED)]
     );
     assert_eq!(s.sched.batched_pods(0), 0);
+}
+
+/// The real kube-scheduler v1.36.1 batches pods with DRAExtendedResource on (its
+/// default): `OpportunisticBatch set batch information` for plain cpu pods under a
+/// profile without default spreading, with the gate on as with it off (later sources
+/// refuse to sign every pod with the gate on; v1.36.1 does not).
+#[test]
+fn pods_are_signed_with_dra_extended_resource_on_or_off() {
+    let config = KubeSchedulerConfiguration::from_yaml_str(NO_SPREAD_DEFAULTS, "config.yaml")
+        .expect("config")
+        .config;
+    let registry = kubesched_plugins::in_tree_registry();
+    for gate in ["DRAExtendedResource=true", "DRAExtendedResource=false"] {
+        let handle = Handle {
+            features: Features::with_gates(KubernetesVersion::V1_36, [gate]).expect("gates"),
+            ..Handle::default()
+        };
+        let fwk = Framework::new(&config.profiles[0], &registry, &handle).expect("framework");
+        let signature = fwk.sign_pod(&CycleState::new(), &pod(0, "500m", true));
+        assert!(signature.is_some(), "{gate}");
+    }
 }
 
 #[test]

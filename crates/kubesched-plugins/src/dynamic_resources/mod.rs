@@ -32,6 +32,9 @@
 //! - When the cycle is explained (`CycleState::explain`), Filter's rejections carry
 //!   notes naming the claim and request that did not fit ([`allocator::explain_unfit`]).
 //!
+//! - With DRAExtendedResource, the pod's extended resources that a DeviceClass backs
+//!   are allocated through one more claim, created in PreBind ([`extended`]).
+//!
 //! The objects come from the framework [`Handle`]'s `dra`; without one, or when the
 //! runtime cannot list `resource.k8s.io` (not served, or forbidden), a pod with claims
 //! is rejected with a message that says so, never passed silently.
@@ -42,6 +45,7 @@ pub mod capacity;
 pub mod cel;
 pub mod claims;
 pub mod counters;
+pub mod extended;
 pub mod pools;
 pub mod scoring;
 
@@ -84,6 +88,8 @@ pub struct DynamicResources {
     features: allocator::AllocatorFeatures,
     /// Compiled selectors by expression.
     selectors: Mutex<HashMap<String, Result<Selector, String>>>,
+    /// DRAExtendedResource is on.
+    extended_resource: bool,
 }
 
 /// What the allocator reads of one catalog, built once per catalog: per slice, per
@@ -115,6 +121,7 @@ impl DynamicResources {
             dra: handle.dra.clone(),
             writer: handle.writer.clone(),
             features: allocator::AllocatorFeatures::of(&handle.features),
+            extended_resource: handle.features.dra_extended_resource(),
             ..DynamicResources::default()
         }
     }
@@ -216,6 +223,15 @@ struct PodClaims {
     reserved: Mutex<Vec<Option<AllocationResult>>>,
     /// Indices of allocated claims that Filter found unavailable on some node.
     unavailable: Mutex<std::collections::BTreeSet<usize>>,
+    /// The pod's extended resources backed by DRA (DRAExtendedResource).
+    extended: Option<extended::ExtendedResources>,
+    /// Per node where Filter allocated it: the extended resource claim (its allocation
+    /// is the last of the node's allocations).
+    node_extended: Mutex<HashMap<String, Arc<extended::NodeClaim>>>,
+    /// Reserve's extended resource claim and its allocation.
+    reserved_extended: Mutex<Option<(Arc<extended::NodeClaim>, AllocationResult)>>,
+    /// The extended resource claim as PreBind created and wrote it.
+    written_extended: Mutex<Option<Arc<ResourceClaim>>>,
 }
 
 fn unschedulable(message: impl Into<kubesched_framework::Reason>) -> Status {
@@ -259,9 +275,18 @@ impl PreFilterPlugin for DynamicResources {
     ) -> (Option<PreFilterResult>, Status) {
         state.delete::<CycleData>();
         state.write(PreFilterRan);
-        let Some(first) = pod.spec().resource_claims.iter().flatten().next() else {
-            return (None, Status::skip());
+        let extended = match &self.dra {
+            Some(dra) if self.extended_resource && dra.unavailable().is_none() => {
+                extended::ExtendedResources::of(pod, &dra.catalog(), || {
+                    dra.extended_resource_claim(pod.namespace(), pod.name(), pod.uid())
+                })
+            }
+            _ => None,
         };
+        let first = pod.spec().resource_claims.iter().flatten().next();
+        if first.is_none() && extended.is_none() {
+            return (None, Status::skip());
+        }
         let reason = match &self.dra {
             None => Some(
                 "no ResourceClaims, DeviceClasses or ResourceSlices are available to this scheduler"
@@ -269,23 +294,26 @@ impl PreFilterPlugin for DynamicResources {
             ),
             Some(dra) => dra.unavailable(),
         };
-        let (Some(dra), None) = (&self.dra, reason.as_ref()) else {
+        if let (Some(first), Some(reason)) = (first, reason) {
             return (
                 None,
                 unschedulable(format!(
                     "pod {} uses resource claim {:?}: {}",
                     pod.key(),
                     first.name,
-                    reason.unwrap_or_default()
+                    reason
                 )),
             );
+        }
+        let Some(dra) = &self.dra else {
+            return (None, Status::skip());
         };
         let catalog = dra.catalog();
         let claims = match claims::pod_claims(dra, pod) {
             Ok(c) => c,
             Err(reason) => return (None, unschedulable(reason)),
         };
-        if claims.is_empty() {
+        if claims.is_empty() && extended.is_none() {
             return (None, Status::skip());
         }
         let mut available_on = Vec::with_capacity(claims.len());
@@ -324,13 +352,14 @@ impl PreFilterPlugin for DynamicResources {
                 }
             }
         }
-        let allocated = if to_allocate.is_empty() {
+        let allocating = !to_allocate.is_empty() || extended.is_some();
+        let allocated = if !allocating {
             AllocatedDevices::default()
         } else {
             dra.allocated_state(self.features.consumable_capacity)
         };
         let n = claims.len();
-        let tables = if to_allocate.is_empty() {
+        let tables = if !allocating {
             Arc::new(DeviceTables {
                 generation: 0,
                 values: Vec::new(),
@@ -352,6 +381,10 @@ impl PreFilterPlugin for DynamicResources {
             node_allocations: Mutex::new(HashMap::new()),
             reserved: Mutex::new(vec![None; n]),
             unavailable: Mutex::new(std::collections::BTreeSet::new()),
+            extended,
+            node_extended: Mutex::new(HashMap::new()),
+            reserved_extended: Mutex::new(None),
+            written_extended: Mutex::new(None),
         })));
         (None, Status::success())
     }
@@ -368,13 +401,24 @@ fn pre_filter_state_missing(state: &CycleState) -> Option<Status> {
 }
 
 impl FilterPlugin for DynamicResources {
-    fn filter(&self, state: &CycleState, _: &PodInfo, node: &NodeInfo) -> Status {
+    fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
         if let Some(missing) = pre_filter_state_missing(state) {
             return missing;
         }
         let Some(CycleData(data)) = state.read::<CycleData>() else {
             return Status::success();
         };
+        let node_claim = match self.filter_extended(data, pod, node) {
+            Ok(c) => c,
+            Err(status) => return status,
+        };
+        if node_claim.is_none() && data.claims.is_empty() {
+            // Extended resources the node advertises: NodeResourcesFit's to check.
+            return Status::success();
+        }
+        let to_allocate = node_claim
+            .as_ref()
+            .map_or(&data.to_allocate[..], |c| &c.to_allocate[..]);
         // As kube-scheduler: the claims to allocate are tried first (their failure is the
         // node's reason even when an allocated claim is not available there either); an
         // unavailable allocated claim is remembered for PostFilter only when they fit.
@@ -386,15 +430,9 @@ impl FilterPlugin for DynamicResources {
             .map(|(i, _)| i)
             .collect();
         let mut allocated = None;
-        if !data.to_allocate.is_empty() {
+        if !to_allocate.is_empty() {
             let devices = self.devices(&data.tables);
-            match allocator::allocate(
-                &data.catalog,
-                &devices,
-                &data.allocated,
-                &data.to_allocate,
-                node,
-            ) {
+            match allocator::allocate(&data.catalog, &devices, &data.allocated, to_allocate, node) {
                 Err(error) => return Status::new(Code::Error, error),
                 Ok(Allocation::Unfit(reason)) => {
                     let status =
@@ -406,7 +444,7 @@ impl FilterPlugin for DynamicResources {
                         &data.catalog,
                         &devices,
                         &data.allocated,
-                        &data.to_allocate,
+                        to_allocate,
                         node,
                     ));
                 }
@@ -432,6 +470,12 @@ impl FilterPlugin for DynamicResources {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .insert(node.name().to_owned(), results);
+            if let Some(c) = node_claim {
+                data.node_extended
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(node.name().to_owned(), c);
+            }
         }
         Status::success()
     }
@@ -479,14 +523,14 @@ fn split_key(claim: &ResourceClaim) -> (String, String) {
 }
 
 impl ReservePlugin for DynamicResources {
-    fn reserve(&self, state: &mut CycleState, _: &PodInfo, node: &str) -> Status {
+    fn reserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
         if let Some(missing) = pre_filter_state_missing(state) {
             return missing;
         }
         let (Some(CycleData(data)), Some(dra)) = (state.read::<CycleData>(), &self.dra) else {
             return Status::success();
         };
-        if data.to_allocate.is_empty() {
+        if data.to_allocate.is_empty() && data.extended.is_none() {
             return Status::success();
         }
         let allocations = data
@@ -494,6 +538,10 @@ impl ReservePlugin for DynamicResources {
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         let Some(results) = allocations.get(node) else {
+            if data.to_allocate.is_empty() {
+                // Extended resources the node gives itself: nothing to allocate.
+                return Status::success();
+            }
             return Status::new(
                 Code::Error,
                 format!("claims were not allocated for node {node}"),
@@ -510,6 +558,23 @@ impl ReservePlugin for DynamicResources {
             dra.signal_pending_allocation(&ns, &name, allocation.clone());
             reserved[*index] = Some(allocation.clone());
         }
+        let node_claim = data
+            .node_extended
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(node)
+            .cloned();
+        if let (Some(c), Some(allocation)) = (node_claim, results.get(data.to_allocate.len())) {
+            dra.signal_pending_allocation(
+                pod.namespace(),
+                &extended::pending_name(pod),
+                allocation.clone(),
+            );
+            *data
+                .reserved_extended
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = Some((c, allocation.clone()));
+        }
         Status::success()
     }
 
@@ -525,9 +590,28 @@ impl ReservePlugin for DynamicResources {
                 reserved[*index] = None;
             }
         }
+        if data
+            .reserved_extended
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .is_some()
+        {
+            dra.remove_pending_allocation(pod.namespace(), &extended::pending_name(pod));
+        }
         let Some(writer) = &self.writer else {
             return;
         };
+        let created = data
+            .written_extended
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(claim) = created {
+            // The claim PreBind created is deleted, as kube-scheduler's Unreserve does;
+            // a failure is logged by the writer and the claim found on the next try.
+            let _ = extended::delete_claim(writer.as_ref(), &claim);
+        }
         // What PreBind wrote: the pod leaves `reservedFor` (a strategic merge patch, so
         // that the latest claim is not needed; the claim's UID as a precondition). The
         // allocation stays, as kube-scheduler leaves it (a claim reserved for nobody is
@@ -682,9 +766,22 @@ impl PreBindPlugin for DynamicResources {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
+        let reserved_extended = data
+            .reserved_extended
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         let Some(writer) = &self.writer else {
             // A simulation: the decision is assumed, as if the API server took it.
             assume_bound(dra, data, &reserved, pod);
+            if let Some((c, allocation)) = reserved_extended {
+                dra.assume_claim(Arc::new(extended::simulated_claim(
+                    c.claim(),
+                    &allocation,
+                    pod,
+                )));
+                dra.remove_pending_allocation(pod.namespace(), &extended::pending_name(pod));
+            }
             return Status::success();
         };
         for (index, claim) in data.claims.iter().enumerate() {
@@ -708,12 +805,33 @@ impl PreBindPlugin for DynamicResources {
                 Err(message) => return Status::error(message),
             }
         }
+        if let Some((c, allocation)) = reserved_extended {
+            let result =
+                extended::create_and_bind(writer.as_ref(), &c, &allocation, pod, |claim| {
+                    *data
+                        .written_extended
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(claim.clone()));
+                });
+            if let Ok(written) = &result {
+                dra.assume_claim(Arc::new(written.clone()));
+            }
+            dra.remove_pending_allocation(pod.namespace(), &extended::pending_name(pod));
+            if let Err(message) = result {
+                return Status::error(message);
+            }
+        }
         if !self.features.binding_conditions {
             return Status::success();
         }
         // DRADeviceBindingConditions: wait for the drivers to report the devices ready.
         let waiting: Vec<(String, String)> = {
             let written = data.written.lock().unwrap_or_else(|e| e.into_inner());
+            let created = data
+                .written_extended
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
             data.claims
                 .iter()
                 .enumerate()
@@ -721,6 +839,11 @@ impl PreBindPlugin for DynamicResources {
                     binding::has_binding_conditions(written[*i].as_deref().unwrap_or(c))
                 })
                 .map(|(_, c)| split_key(c))
+                .chain(
+                    created
+                        .filter(|c| binding::has_binding_conditions(c))
+                        .map(|c| split_key(&c)),
+                )
                 .collect()
         };
         if waiting.is_empty() {
@@ -787,7 +910,7 @@ impl PostFilterPlugin for DynamicResources {
             return (None, missing);
         }
         let data = match state.read::<CycleData>() {
-            Some(CycleData(data)) if !data.claims.is_empty() => data,
+            Some(CycleData(data)) if !data.claims.is_empty() || data.extended.is_some() => data,
             _ => {
                 return (
                     None,
@@ -833,9 +956,51 @@ impl PostFilterPlugin for DynamicResources {
                 ),
             );
         }
+        if let Some(claim) = data.extended.as_ref().and_then(|e| e.existing.as_ref()) {
+            // The pod's extended resource claim from an earlier attempt: deleted, so that
+            // the next attempt starts anew (in a simulation nothing moves).
+            if let Some(writer) = &self.writer
+                && let Err(e) = extended::delete_claim(writer.as_ref(), claim)
+            {
+                return (None, Status::error(e));
+            }
+            return (
+                None,
+                Status::new(Code::Unschedulable, "deletion of ResourceClaim completed"),
+            );
+        }
         (
             None,
             Status::new(Code::Unschedulable, "still not schedulable"),
         )
+    }
+}
+
+impl DynamicResources {
+    /// Filter's part for the pod's extended resources on `node`: the claim to allocate
+    /// there, if the node needs one, or the node's rejection.
+    fn filter_extended(
+        &self,
+        data: &PodClaims,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> Result<Option<Arc<extended::NodeClaim>>, Status> {
+        let Some(ext) = &data.extended else {
+            return Ok(None);
+        };
+        if ext.stale() {
+            return Err(unschedulable(extended::STALE_CLAIM));
+        }
+        match ext.needs(&data.catalog, node) {
+            extended::NodeNeeds::CannotFit => Err(unschedulable(extended::CANNOT_FIT)),
+            extended::NodeNeeds::Nothing => Ok(None),
+            extended::NodeNeeds::Claim(_) if ext.existing_allocated() => Ok(None),
+            extended::NodeNeeds::Claim(resources) => ext
+                .node_claim(pod, &data.catalog, &data.to_allocate, resources, &|e| {
+                    self.compile(e)
+                })
+                .map(Some)
+                .map_err(|e| Status::new(Code::Error, e)),
+        }
     }
 }
