@@ -347,6 +347,12 @@ impl Features {
         self.version >= KubernetesVersion::V1_36
     }
 
+    /// Whether DynamicResources' Score counts the pod's already allocated claims (v1.36)
+    /// rather than failing on them (v1.35, kubernetes issue #133836).
+    pub fn dra_score_counts_allocated_claims(&self) -> bool {
+        self.version >= KubernetesVersion::V1_36
+    }
+
     /// Whether ImageLocality counts the images of the pod's image volumes (v1.36, with
     /// ImageVolume on).
     pub fn image_locality_counts_image_volumes(&self) -> bool {

@@ -117,12 +117,12 @@ fn conformance_cases_agree_with_kube_scheduler() {
         ("cases-default", false, 41, v1_35),
         ("cases-preemption", true, 28, v1_35),
         ("cases-volumes", false, 38, v1_35),
-        ("cases-dra", false, 22, v1_35),
+        ("cases-dra", false, 24, v1_35),
         ("v1.36/cases", false, 81, v1_36),
         ("v1.36/cases-default", false, 41, v1_36),
         ("v1.36/cases-preemption", true, 28, v1_36),
         ("v1.36/cases-volumes", false, 38, v1_36),
-        ("v1.36/cases-dra", false, 22, v1_36),
+        ("v1.36/cases-dra", false, 24, v1_36),
     ] {
         let dir = repo_root().join("conformance").join(folder);
         let mut cases: Vec<PathBuf> = std::fs::read_dir(&dir)

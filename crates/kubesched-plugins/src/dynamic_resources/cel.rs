@@ -64,6 +64,8 @@ pub type DeviceKey = (usize, usize);
 #[derive(Clone)]
 pub struct Selector {
     program: Arc<Program>,
+    /// The domains the expression names as `attributes["D"]` or `capacity["D"]`.
+    domains: Arc<[(&'static str, String)]>,
     results: Arc<RwLock<HashMap<DeviceKey, Result<bool, String>>>>,
 }
 
@@ -95,8 +97,40 @@ pub fn compile(expression: &str) -> Result<Selector, String> {
     }
     Ok(Selector {
         program: Arc::new(program),
+        domains: named_domains(expression).into(),
         results: Arc::default(),
     })
+}
+
+/// The `(field, domain)` pairs an expression indexes with a string literal, as in
+/// `device.attributes["gpu.example.com"]`. Kubernetes' `device.attributes` and
+/// `device.capacity` give an empty map for a domain the device has nothing in (the
+/// error is then the missing name, not the domain), which a plain CEL map does not:
+/// [`DeviceValue::with_domains`] adds those empty maps.
+fn named_domains(expression: &str) -> Vec<(&'static str, String)> {
+    let mut found = Vec::new();
+    for field in ["attributes", "capacity"] {
+        let mut rest = expression;
+        while let Some(at) = rest.find(field) {
+            rest = &rest[at + field.len()..];
+            let tail = rest.trim_start();
+            let Some(tail) = tail.strip_prefix('[') else {
+                continue;
+            };
+            let tail = tail.trim_start();
+            let Some(quote) = tail.chars().next().filter(|c| *c == '"' || *c == '\'') else {
+                continue;
+            };
+            let literal = &tail[1..];
+            if let Some(end) = literal.find(quote) {
+                let domain = literal[..end].to_owned();
+                if !found.iter().any(|(f, d)| *f == field && *d == domain) {
+                    found.push((field, domain));
+                }
+            }
+        }
+    }
+    found
 }
 
 /// A device as a selector sees it, built once per device.
@@ -145,6 +179,37 @@ impl DeviceValue {
             Value::Bool(device.allow_multiple_allocations.unwrap_or(false)),
         );
         DeviceValue(Value::Map(Map::from(fields)))
+    }
+}
+
+impl DeviceValue {
+    /// The device with an empty map for each of `domains` it has nothing in, or `None`
+    /// when it lacks none (the usual case: no copy).
+    fn with_domains(&self, domains: &[(&'static str, String)]) -> Option<DeviceValue> {
+        let Value::Map(fields) = &self.0 else {
+            return None;
+        };
+        let lacks = |field: &str, domain: &str| match fields.map.get(&Key::from(field)) {
+            Some(Value::Map(m)) => !m.map.contains_key(&Key::from(domain.to_owned())),
+            _ => false,
+        };
+        if !domains.iter().any(|(f, d)| lacks(f, d)) {
+            return None;
+        }
+        let mut completed: HashMap<Key, Value> = (*fields.map).clone();
+        for (field, domain) in domains {
+            if let Some(Value::Map(m)) = completed.get(&Key::from(*field))
+                && !m.map.contains_key(&Key::from(domain.clone()))
+            {
+                let mut inner: HashMap<Key, Value> = (*m.map).clone();
+                inner.insert(
+                    Key::from(domain.clone()),
+                    Value::Map(Map::from(HashMap::<Key, Value>::new())),
+                );
+                completed.insert(Key::from(*field), Value::Map(Map::from(inner)));
+            }
+        }
+        Some(DeviceValue(Value::Map(Map::from(completed))))
     }
 }
 
@@ -200,7 +265,11 @@ impl Selector {
     /// type mismatch, a result that is not a bool).
     pub fn matches(&self, context: &Context<'_, '_>, device: &DeviceValue) -> Result<bool, String> {
         let mut scope = context.new_inner_scope();
-        scope.add_variable_from_value(DEVICE, device.0.clone());
+        let value = match device.with_domains(&self.domains) {
+            Some(completed) => completed.0,
+            None => device.0.clone(),
+        };
+        scope.add_variable_from_value(DEVICE, value);
         match self.program.execute(&scope) {
             Ok(Value::Bool(b)) => Ok(b),
             Ok(other) => Err(format!("expression returned {other:?}, expected a bool")),
@@ -476,6 +545,30 @@ mod tests {
             let mut c = Context::with_env(Arc::new(env()));
             assert!(c.add_function(f, |a: i64| a).is_ok(), "{f}");
         }
+    }
+
+    #[test]
+    fn a_domain_the_device_lacks_is_an_empty_map() {
+        let d = gpu("h100", "80Gi");
+        assert_eq!(
+            eval(r#"device.attributes["nic.example.com"].speed == 1"#, &d),
+            Err("no such key: speed".to_owned())
+        );
+        assert_eq!(
+            eval(r#"!("speed" in device.attributes['nic.example.com'])"#, &d),
+            Ok(true)
+        );
+        assert_eq!(
+            eval(r#"size(device.capacity["nic.example.com"]) == 0"#, &d),
+            Ok(true)
+        );
+        assert_eq!(
+            named_domains(r#"device.attributes[ "a.io" ].x && device.capacity['b.io'].y"#),
+            vec![
+                ("attributes", "a.io".to_owned()),
+                ("capacity", "b.io".to_owned())
+            ]
+        );
     }
 
     #[test]

@@ -90,6 +90,8 @@ pub struct DynamicResources {
     selectors: Mutex<HashMap<String, Result<Selector, String>>>,
     /// DRAExtendedResource is on.
     extended_resource: bool,
+    /// Score counts the pod's allocated claims too (v1.36); v1.35 fails on them.
+    scores_allocated_claims: bool,
 }
 
 /// What the allocator reads of one catalog, built once per catalog: per slice, per
@@ -122,6 +124,7 @@ impl DynamicResources {
             writer: handle.writer.clone(),
             features: allocator::AllocatorFeatures::of(&handle.features),
             extended_resource: handle.features.dra_extended_resource(),
+            scores_allocated_claims: handle.features.dra_score_counts_allocated_claims(),
             ..DynamicResources::default()
         }
     }
@@ -496,7 +499,19 @@ impl ScorePlugin for DynamicResources {
         let Some(results) = allocations.get(node.name()) else {
             return Ok(0);
         };
-        Ok(scoring::score(&data.to_allocate, results))
+        let mut score = scoring::score(&data.to_allocate, results);
+        if self.scores_allocated_claims {
+            score += data
+                .claims
+                .iter()
+                .map(|c| scoring::allocated_claim_score(c))
+                .sum::<i64>();
+        } else if let Some(error) =
+            scoring::claims_beyond_allocations(data.claims.len(), results.len())
+        {
+            return Err(Status::error(error));
+        }
+        Ok(score)
     }
 
     fn score_extensions(&self) -> Option<&dyn ScoreExtensions> {
