@@ -183,6 +183,7 @@ fn the_demo_lists_its_pods_and_opens_a_heat_map() {
         &[Variant {
             name: "scenario".into(),
             scenario,
+            features: None,
         }],
         &Options::default(),
     )
