@@ -42,7 +42,7 @@ pub fn run(
     registry: &Registry,
 ) -> Result<(), String> {
     let (features, version_note) = versions.features(None)?;
-    eprintln!("{version_note}");
+    say_note!("{version_note}");
     let start = Instant::now();
     let text = std::fs::read_to_string(file).map_err(|e| format!("{file}: cannot read: {e}"))?;
     let scenario = scenario::load(&[Source {

@@ -50,7 +50,7 @@ pub fn run(args: &CapacityArgs, registry: &Registry) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(message) => {
-            eprintln!("kubesched: error: {message}");
+            say_error!("{message}");
             ExitCode::from(2)
         }
     }
@@ -60,7 +60,7 @@ fn answer(args: &CapacityArgs, registry: &Registry) -> Result<String, String> {
     let pod_source = read_files(std::slice::from_ref(&args.pod_file))?.remove(0);
     let (pod, warnings) = template_pod(&pod_source).map_err(|e| e.to_string())?;
     for w in &warnings {
-        eprintln!("kubesched: warning: {w}");
+        say_warning!("{w}");
     }
     let (scenario, _, server) = load_scenario(&args.files, &args.whatif)?;
     let (features, version_note) = args.versions.features(server.as_ref())?;
@@ -80,9 +80,9 @@ fn answer(args: &CapacityArgs, registry: &Registry) -> Result<String, String> {
     )
     .map_err(|e| e.to_string())?;
     for w in &answer.warnings {
-        eprintln!("kubesched: warning: {w}");
+        say_warning!("{w}");
     }
-    eprintln!("{version_note}");
+    say_note!("{version_note}");
     if let Some(path) = &args.html {
         let title = if args.files.is_empty() {
             "the cluster".to_string()
@@ -91,7 +91,7 @@ fn answer(args: &CapacityArgs, registry: &Registry) -> Result<String, String> {
         };
         let page = kubesched_report::capacity::render(&title, &answer, &scenario.nodes);
         std::fs::write(path, page).map_err(|e| format!("--html {path}: cannot write: {e}"))?;
-        eprintln!("kubesched: wrote {path}");
+        say!("wrote {path}");
     }
     Ok(match args.format {
         crate::Format::Jsonl => format!("{}\n", answer.json()),

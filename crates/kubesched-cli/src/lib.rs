@@ -124,6 +124,9 @@ enum Commands {
     Run(kubesched_kube::cli::RunArgs),
 }
 
+#[macro_use]
+mod say;
+
 mod bench;
 mod capacity;
 mod report;
@@ -235,6 +238,7 @@ impl Command {
         T: Into<std::ffi::OsString> + Clone,
     {
         let mut command = Cli::command();
+        say::set_program(self.name.as_deref().unwrap_or("kubesched"));
         if let Some(name) = &self.name {
             command = command.name(name.clone()).bin_name(name.clone());
         }
@@ -275,9 +279,9 @@ impl Command {
     }
 }
 
-/// Prints `message` as kubesched's one error line; exit status 2.
+/// Prints `message` as the command's one error line; exit status 2.
 fn fail(message: &str) -> ExitCode {
-    eprintln!("kubesched: error: {message}");
+    say_error!("{message}");
     ExitCode::from(2)
 }
 
@@ -287,7 +291,9 @@ fn fail(message: &str) -> ExitCode {
 fn dispatch(command: Commands, plugins: Registry, registry: &Registry) -> ExitCode {
     match command {
         #[cfg(feature = "cluster")]
-        Commands::Run(args) => kubesched_kube::cli::run_with_plugins(args, plugins),
+        Commands::Run(args) => {
+            kubesched_kube::cli::run_with_plugins(&say::program(), args, plugins)
+        }
         Commands::Capacity(args) => capacity::run(&args, registry),
         Commands::Rollout(args) => rollout::run(&args, registry),
         Commands::Report(args) => report::run(&args, registry),

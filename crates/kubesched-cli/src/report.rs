@@ -75,7 +75,7 @@ pub fn run(args: &ReportArgs, registry: &Registry) -> ExitCode {
     match write(args, registry) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
-            eprintln!("kubesched: error: {message}");
+            say_error!("{message}");
             ExitCode::from(2)
         }
     }
@@ -129,10 +129,7 @@ fn write(args: &ReportArgs, registry: &Registry) -> Result<(), String> {
                 features: Some(features),
             });
         }
-        version_note = format!(
-            "kubesched: note: {} (--compare-versions)",
-            notes.join(" vs ")
-        );
+        version_note = format!("{} (--compare-versions)", notes.join(" vs "));
     } else if args.configs.is_empty() {
         let name = match &scenario.config {
             Some(_) => "the scenario's configuration".to_string(),
@@ -178,7 +175,7 @@ fn write(args: &ReportArgs, registry: &Registry) -> Result<(), String> {
             let (pod, warnings) =
                 template_pod(&source).map_err(|e| format!("--reference-pod {e}"))?;
             for w in warnings {
-                eprintln!("kubesched: warning: {w}");
+                say_warning!("{w}");
             }
             Some((pod, format!("--reference-pod {file}")))
         }
@@ -203,10 +200,10 @@ fn write(args: &ReportArgs, registry: &Registry) -> Result<(), String> {
     .map_err(|e| e.to_string())?;
     for run in &report.runs {
         for w in &run.warnings {
-            eprintln!("kubesched: warning: {w}");
+            say_warning!("{w}");
         }
     }
-    eprintln!("{version_note}");
+    say_note!("{version_note}");
     let text = match args.format {
         ReportFormat::Html => kubesched_report::html::render(&report),
         ReportFormat::Jsonl => kubesched_report::jsonl::figures_jsonl(&report),
@@ -215,8 +212,8 @@ fn write(args: &ReportArgs, registry: &Registry) -> Result<(), String> {
         None | Some("-") => crate::print_out(&text),
         Some(path) => {
             std::fs::write(path, &text).map_err(|e| format!("-o {path}: cannot write: {e}"))?;
-            eprintln!(
-                "kubesched: wrote {path} ({} KiB; {} of {} attempts with per-node detail)",
+            say!(
+                "wrote {path} ({} KiB; {} of {} attempts with per-node detail)",
                 text.len().div_ceil(1024),
                 report.detailed.0,
                 report.detailed.1

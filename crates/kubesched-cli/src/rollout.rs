@@ -47,7 +47,7 @@ pub fn run(args: &RolloutArgs, registry: &Registry) -> ExitCode {
             }
         }
         Err(message) => {
-            eprintln!("kubesched: error: {message}");
+            say_error!("{message}");
             ExitCode::from(2)
         }
     }
@@ -70,9 +70,9 @@ fn answer(args: &RolloutArgs, registry: &Registry) -> Result<(String, bool), Str
     )
     .map_err(|e| e.to_string())?;
     for w in &answer.warnings {
-        eprintln!("kubesched: warning: {w}");
+        say_warning!("{w}");
     }
-    eprintln!("{version_note}");
+    say_note!("{version_note}");
     if let Some(path) = &args.html {
         let title = if args.files.is_empty() {
             "the cluster".to_string()
@@ -81,7 +81,7 @@ fn answer(args: &RolloutArgs, registry: &Registry) -> Result<(String, bool), Str
         };
         let page = kubesched_report::rollout::render(&title, &answer);
         std::fs::write(path, page).map_err(|e| format!("--html {path}: cannot write: {e}"))?;
-        eprintln!("kubesched: wrote {path}");
+        say!("wrote {path}");
     }
     let complete = answer.ending == Ending::Complete;
     Ok(match args.format {

@@ -97,17 +97,17 @@ pub fn run(req: &Request, registry: &Registry) -> Result<(), String> {
     // The explained pod's plugins say which claim or volume stopped each node.
     prepared.scheduler.set_explained_pod(explain.clone());
     for w in &prepared.warnings {
-        eprintln!("kubesched: warning: {w}");
+        say_warning!("{w}");
     }
     // After the configuration is built, so that a bad one is still an error.
     if pending.is_empty() {
-        eprintln!(
-            "kubesched: note: no pending pods in {}: nothing to schedule",
+        say_note!(
+            "no pending pods in {}: nothing to schedule",
             input_name(req.files, req.whatif)
         );
         return Ok(());
     }
-    eprintln!("{version_note}");
+    say_note!("{version_note}");
     let config_source = prepared.config_source.clone();
     let mut writing = Duration::ZERO;
     let mut timed = |f: &mut dyn FnMut() -> std::io::Result<()>| {
@@ -168,8 +168,8 @@ pub fn run(req: &Request, registry: &Registry) -> Result<(), String> {
     };
     if req.timing {
         let total = start.elapsed();
-        eprintln!(
-            "kubesched: {} node(s), {} pod attempt(s); load {:.3}s, schedule {:.3}s, write output {:.3}s (config: {})",
+        say!(
+            "{} node(s), {} pod attempt(s); load {:.3}s, schedule {:.3}s, write output {:.3}s (config: {})",
             scenario.nodes.len(),
             attempts,
             loaded.as_secs_f64(),

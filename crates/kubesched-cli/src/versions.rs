@@ -47,7 +47,7 @@ impl VersionArgs {
             (None, None) => (KubernetesVersion::LATEST, "the default".to_string()),
         };
         let features = self.with_version(version)?;
-        let note = format!("kubesched: note: {} ({why})", features.describe());
+        let note = format!("{} ({why})", features.describe());
         Ok((features, note))
     }
 

@@ -111,8 +111,8 @@ pub fn load_scenario(
             beside.insert(0, my_scheduler);
         }
         if !show {
-            eprintln!(
-                "kubesched: note: {}: the \"multiple schedulers\" lesson: a tainted control plane, two workers, the lesson's pods; kube-scheduler's default configuration as default-scheduler and the lesson's my-scheduler beside it (--show-scenario prints them)",
+            say_note!(
+                "{}: the \"multiple schedulers\" lesson: a tainted control plane, two workers, the lesson's pods; kube-scheduler's default configuration as default-scheduler and the lesson's my-scheduler beside it (--show-scenario prints them)",
                 kubesched_sim::DEMO_NAME
             );
         }
@@ -124,7 +124,7 @@ pub fn load_scenario(
     let mut scenario =
         whatif::with_additions(&sources, &additions, args.max_pods).map_err(|e| e.to_string())?;
     for w in &scenario.warnings {
-        eprintln!("kubesched: warning: {w}");
+        say_warning!("{w}");
     }
     let mut config_line = None;
     if let (Some(file), Some(source)) = (config, config_files.first()) {
@@ -166,7 +166,7 @@ pub fn load_scenario(
         ));
     }
     if let Some(line) = &config_line {
-        eprintln!("kubesched: note: {line}");
+        say_note!("{line}");
     }
     Ok((scenario, config_line, server))
 }
@@ -181,12 +181,12 @@ fn read_cluster(args: &ScenarioArgs) -> Result<(Source, Option<ServerBehaviour>)
     };
     let (name, dump, version) =
         connect_dump_and_version(&options).map_err(|e| format!("--from-cluster: {e}"))?;
-    eprintln!("kubesched: note: read {name}: {}", dump.summary());
+    say_note!("read {name}: {}", dump.summary());
     for w in &dump.warnings {
-        eprintln!("kubesched: warning: --from-cluster: {w}");
+        say_warning!("--from-cluster: {w}");
     }
     let version = version
-        .map_err(|e| eprintln!("kubesched: warning: --from-cluster: {e}; the newest version's behaviour is used unless --kubernetes-version says otherwise"))
+        .map_err(|e| say_warning!("--from-cluster: {e}; the newest version's behaviour is used unless --kubernetes-version says otherwise"))
         .ok()
         .map(|v| ServerBehaviour {
             version: v.behaviour,

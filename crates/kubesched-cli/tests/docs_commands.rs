@@ -174,6 +174,16 @@ const SKIPS: &[(&str, &str, &str)] = &[
         "my-scheduler ",
         "the out-of-tree example's own binary: examples/out-of-tree-plugin/tests/commands.rs runs these",
     ),
+    (
+        "docs/writing-a-plugin.md",
+        "cargo build --features runtime",
+        "builds the out-of-tree example in its own directory, as .ci/run does",
+    ),
+    (
+        "docs/writing-a-plugin.md",
+        "target/debug/my-scheduler run ",
+        "runs against a cluster (examples/out-of-tree-plugin/tests/run.rs runs it against a real API server)",
+    ),
 ];
 
 /// Commands whose output the docs show are measurements (times, memory): they must

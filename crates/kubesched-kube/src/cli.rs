@@ -177,11 +177,12 @@ async fn run_async(args: RunArgs, plugins: Registry) -> Result<(), Failure> {
 /// running (including a lost lease, after which a restart rejoins the election, as
 /// kube-scheduler does).
 pub fn run(args: RunArgs) -> ExitCode {
-    run_with_plugins(args, Registry::new())
+    run_with_plugins("kubesched", args, Registry::new())
 }
 
-/// As [`run`], with out-of-tree `plugins` beside the in-tree ones.
-pub fn run_with_plugins(args: RunArgs, plugins: Registry) -> ExitCode {
+/// As [`run`], with out-of-tree `plugins` beside the in-tree ones, for a command named
+/// `program` (the name its error lines start with).
+pub fn run_with_plugins(program: &str, args: RunArgs, plugins: Registry) -> ExitCode {
     init_logging(args.verbosity);
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -189,18 +190,18 @@ pub fn run_with_plugins(args: RunArgs, plugins: Registry) -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("kubesched: error: cannot start the async runtime: {e}");
+            eprintln!("{program}: error: cannot start the async runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
     match rt.block_on(run_async(args, plugins)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Usage(e)) => {
-            eprintln!("kubesched: error: {e}");
+            eprintln!("{program}: error: {e}");
             ExitCode::from(2)
         }
         Err(Failure::Runtime(e)) => {
-            eprintln!("kubesched: error: {e}");
+            eprintln!("{program}: error: {e}");
             ExitCode::FAILURE
         }
     }

@@ -127,6 +127,7 @@ fn a_bad_plugin_arg_is_one_error_line() {
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
     assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("my-scheduler: error: "), "{err}");
     assert!(
         err.contains("profile \"my-scheduler\": initializing plugin \"PreferSsd\": ssdScore: must be between 0 and 100, got 800"),
         "{err}"
@@ -159,7 +160,7 @@ fn from_cluster_without_the_runtime_says_which_feature_it_needs() {
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(
         stderr(&o),
-        "kubesched: error: --from-cluster: this command was built without the `cluster` feature (kubesched-cli's default, or the `runtime` feature of the kubesched crate), which reads live clusters\n"
+        "my-scheduler: error: --from-cluster: this command was built without the `cluster` feature (kubesched-cli's default, or the `runtime` feature of the kubesched crate), which reads live clusters\n"
     );
 }
 
