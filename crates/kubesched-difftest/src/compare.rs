@@ -109,6 +109,45 @@ impl Pair {
     }
 }
 
+/// How a disagreement stood up when both programs ran the same file again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rerun {
+    /// Both printed the same lines again: the disagreement stands.
+    Stands,
+    /// kubesched printed other lines on a rerun: kubesched is not deterministic, a bug.
+    KubeschedUnstable,
+    /// The oracle printed other lines on a rerun, and they agree with kubesched's, which
+    /// did not change: kube-scheduler's code raced inside the oracle (its informers
+    /// under load), not a rule kubesched misses.
+    OracleUnstable,
+}
+
+/// How many times [`Pair::rerun`] runs both programs again.
+pub const RERUNS: usize = 2;
+
+impl Pair {
+    /// Runs both programs over `file` again, up to [`RERUNS`] times, after they printed
+    /// `expected` (the oracle) and `actual` (kubesched) and disagreed.
+    pub fn rerun(
+        &self,
+        file: &Path,
+        preemption: bool,
+        expected: &Output,
+        actual: &Output,
+    ) -> Rerun {
+        for _ in 0..RERUNS {
+            if self.kubesched(file, preemption) != *actual {
+                return Rerun::KubeschedUnstable;
+            }
+            let again = self.oracle(file, preemption);
+            if again != *expected && matches!(verdict(&again, actual), Verdict::Agree) {
+                return Rerun::OracleUnstable;
+            }
+        }
+        Rerun::Stands
+    }
+}
+
 /// Compares the oracle's output (expected) with kubesched's (actual).
 pub fn verdict(expected: &Output, actual: &Output) -> Verdict {
     match (expected, actual) {
@@ -199,6 +238,51 @@ mod tests {
                 .unwrap()
                 .contains("unexpected extra line")
         );
+    }
+
+    /// A script in `dir` printing `first` on its first run and `later` on the others
+    /// (a counter file beside it), as a program whose lines may change between runs.
+    #[cfg(unix)]
+    fn script(dir: &Path, name: &str, first: &str, later: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.join(name);
+        let runs = dir.join(format!("{name}.runs"));
+        let text = format!(
+            "#!/bin/sh\nif [ -e '{runs}' ]; then echo '{later}'; else touch '{runs}'; echo '{first}'; fi\n",
+            runs = runs.display()
+        );
+        std::fs::write(&path, text).expect("write script");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        path
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_rerun_tells_an_unstable_program_from_a_rule() {
+        let a = r#"{"pod":"default/p","node":"a"}"#;
+        let b = r#"{"pod":"default/p","node":"b"}"#;
+        let base = std::env::temp_dir().join(format!("difftest-rerun-{}", std::process::id()));
+        let case = |name: &str, oracle: (&str, &str), kubesched: (&str, &str)| {
+            let dir = base.join(name);
+            std::fs::create_dir_all(&dir).expect("dir");
+            let pair = Pair {
+                version: "1.35".into(),
+                kubesched: script(&dir, "kubesched", kubesched.0, kubesched.1),
+                oracle: script(&dir, "oracle", oracle.0, oracle.1),
+            };
+            let file = dir.join("scenario.yaml");
+            let expected = pair.oracle(&file, false);
+            let actual = pair.kubesched(&file, false);
+            assert!(matches!(verdict(&expected, &actual), Verdict::Disagree(_)));
+            pair.rerun(&file, false, &expected, &actual)
+        };
+        // The oracle's first run raced; run again it agrees with kubesched.
+        assert_eq!(case("oracle", (a, b), (b, b)), Rerun::OracleUnstable);
+        // kubesched changed its answer: never excused.
+        assert_eq!(case("kubesched", (a, a), (b, a)), Rerun::KubeschedUnstable);
+        // Both stable: a rule kubesched misses.
+        assert_eq!(case("stands", (a, a), (b, b)), Rerun::Stands);
+        let _ = std::fs::remove_dir_all(&base);
     }
 
     #[test]

@@ -130,12 +130,13 @@ fn main() -> ExitCode {
         }
     };
     println!(
-        "kubesched-difftest: {} comparisons in {:.0?}: {} agreed, {} refused by both, {} disagreed",
+        "kubesched-difftest: {} comparisons in {:.0?}: {} agreed, {} refused by both, {} disagreed, {} unstable oracle run(s)",
         summary.comparisons,
         start.elapsed(),
         summary.agreed,
         summary.both_refused,
-        summary.findings.len()
+        summary.findings.len(),
+        summary.oracle_unstable
     );
     for f in &summary.findings {
         println!(
