@@ -30,6 +30,15 @@ fn lines(stdout: &[u8]) -> Vec<Value> {
         .collect()
 }
 
+/// Fails with the command's standard error unless it exited 0.
+fn assert_ok(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Each pod's node after its last attempt (`None`: pending), in first-attempt order,
 /// from `simulate --format jsonl` with `flags` (a configuration or a version).
 fn placements(flags: &[&str]) -> Vec<(String, Option<String>)> {
@@ -37,11 +46,7 @@ fn placements(flags: &[&str]) -> Vec<(String, Option<String>)> {
     let mut args = vec!["simulate", &path, "--format", "jsonl", "--detail", "none"];
     args.extend_from_slice(flags);
     let out = kubesched(&args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let mut order: Vec<(String, Option<String>)> = Vec::new();
     for l in lines(&out.stdout) {
         let pod = l["pod"].as_str().unwrap().to_string();
@@ -146,8 +151,11 @@ fn check_run(run: &Value, placed: &[(String, Option<String>)], label: &str) {
     assert_eq!(figure(run, "memory"), memory, "{label}: memory");
 }
 
+/// A pod placed differently: its name and its node in each run (`None`: pending).
+type Difference = (String, Vec<Option<String>>);
+
 /// The `"kind": "difference"` lines: each pod with its node per run.
-fn differences(report: &[Value]) -> Vec<(String, Vec<Option<String>>)> {
+fn differences(report: &[Value]) -> Vec<Difference> {
     report
         .iter()
         .filter(|l| l["kind"] == "difference")
@@ -163,11 +171,45 @@ fn differences(report: &[Value]) -> Vec<(String, Vec<Option<String>>)> {
         .collect()
 }
 
+/// Runs `report SCENARIO FLAGS --format jsonl` and checks it against `simulate` with
+/// each run's own flags (`per_run`, in the report's order): every `run` line's figures
+/// (with [`check_run`]) and the `difference` lines. Returns the run lines and the pods
+/// placed differently.
+fn compared_with_simulate(flags: &[&str], per_run: &[&[&str]; 2]) -> (Vec<Value>, Vec<Difference>) {
+    let path = scenario_path();
+    let mut args = vec!["report", &path];
+    args.extend_from_slice(flags);
+    args.extend(["--format", "jsonl"]);
+    let out = kubesched(&args);
+    assert_ok(&out);
+    let report = lines(&out.stdout);
+    let runs: Vec<Value> = report
+        .iter()
+        .filter(|l| l["kind"] == "run")
+        .cloned()
+        .collect();
+    assert_eq!(runs.len(), 2, "{report:?}");
+    let finals: Vec<_> = per_run
+        .iter()
+        .zip(&runs)
+        .enumerate()
+        .map(|(i, (flags, run))| {
+            let placed = placements(flags);
+            assert_eq!(run["index"], i);
+            check_run(run, &placed, &flags.join(" "));
+            placed
+        })
+        .collect();
+    let got = differences(&report);
+    assert_eq!(got, placed_differently(&finals[0], &finals[1]));
+    (runs, got)
+}
+
 /// The pods whose final node differs between two runs' placements.
 fn placed_differently(
     a: &[(String, Option<String>)],
     b: &[(String, Option<String>)],
-) -> Vec<(String, Vec<Option<String>>)> {
+) -> Vec<Difference> {
     assert_eq!(
         a.iter().map(|p| &p.0).collect::<Vec<_>>(),
         b.iter().map(|p| &p.0).collect::<Vec<_>>()
@@ -183,81 +225,42 @@ fn placed_differently(
 fn least_and_most_allocated_compared_agree_with_their_placements() {
     let least = data("report-least-allocated.yaml");
     let most = data("report-most-allocated.yaml");
-    let out = kubesched(&[
-        "report",
-        &scenario_path(),
-        "--config",
-        &least,
-        "--config",
-        &most,
-        "--format",
-        "jsonl",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let (runs, got) = compared_with_simulate(
+        &["--config", &least, "--config", &most],
+        &[&["--config", &least], &["--config", &most]],
     );
-    let report = lines(&out.stdout);
-    let runs: Vec<&Value> = report.iter().filter(|l| l["kind"] == "run").collect();
-    assert_eq!(runs.len(), 2);
-    let mut finals = Vec::new();
     for (i, config) in [&least, &most].into_iter().enumerate() {
-        let placed = placements(&["--config", config]);
-        let run = runs[i];
-        assert_eq!(run["index"], i);
         assert_eq!(
-            run["run"],
+            runs[i]["run"],
             ["report-least-allocated", "report-most-allocated"][i]
         );
-        assert_eq!(run["config"], config.as_str());
-        check_run(run, &placed, config);
-        finals.push(placed);
+        assert_eq!(runs[i]["config"], config.as_str());
     }
-    let got = differences(&report);
-    assert_eq!(got, placed_differently(&finals[0], &finals[1]));
     assert!(!got.is_empty());
     // Bin packing shows: MostAllocated puts the pods on fewer nodes and spreads the
     // memory utilisation wider.
     assert!(
         runs[1]["nodes_receiving"].as_u64() < runs[0]["nodes_receiving"].as_u64(),
-        "{report:?}"
+        "{runs:?}"
     );
-    assert!(figure(runs[1], "memory")[3] > figure(runs[0], "memory")[3]);
+    assert!(figure(&runs[1], "memory")[3] > figure(&runs[0], "memory")[3]);
 }
 
 /// v1.36 weighs NodeResourcesBalancedAllocation differently: on this scenario two pods
 /// change node (`simulate --compare-versions 1.35,1.36` lists them).
 #[test]
 fn two_kubernetes_versions_compared_agree_with_their_placements() {
-    let out = kubesched(&[
-        "report",
-        &scenario_path(),
-        "--compare-versions",
-        "1.35,1.36",
-        "--format",
-        "jsonl",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let (runs, got) = compared_with_simulate(
+        &["--compare-versions", "1.35,1.36"],
+        &[
+            &["--kubernetes-version", "1.35"],
+            &["--kubernetes-version", "1.36"],
+        ],
     );
-    let report = lines(&out.stdout);
-    let runs: Vec<&Value> = report.iter().filter(|l| l["kind"] == "run").collect();
-    assert_eq!(runs.len(), 2);
-    let mut finals = Vec::new();
     for (i, version) in ["1.35", "1.36"].into_iter().enumerate() {
-        let placed = placements(&["--kubernetes-version", version]);
-        let run = runs[i];
-        assert_eq!(run["index"], i);
-        assert_eq!(run["run"], format!("v{version}"));
-        assert_eq!(run["version"], version);
-        check_run(run, &placed, version);
-        finals.push(placed);
+        assert_eq!(runs[i]["run"], format!("v{version}"));
+        assert_eq!(runs[i]["version"], version);
     }
-    let got = differences(&report);
-    assert_eq!(got, placed_differently(&finals[0], &finals[1]));
     assert_eq!(
         got.iter().map(|d| d.0.as_str()).collect::<Vec<_>>(),
         ["team-a/web-013", "prod/cache-029"]
@@ -275,11 +278,7 @@ fn two_kubernetes_versions_compared_agree_with_their_placements() {
         "-o",
         page.to_str().unwrap(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains("2 Kubernetes versions compared"), "{html}");
     assert!(html.contains("kube-scheduler v1.35 vs v1.36 behaviour"));
@@ -306,11 +305,7 @@ fn the_page_compares_the_configurations_and_escapes_names() {
         "-o",
         page.to_str().unwrap(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains("Pods placed differently"));
     assert!(html.contains(&most));
@@ -329,11 +324,7 @@ fn the_page_compares_the_configurations_and_escapes_names() {
         "-o",
         page.to_str().unwrap(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(!html.contains("<img"), "a name became markup");
     assert!(html.contains("&#60;img src=x onerror=alert(1)&#62;.yaml"));
@@ -431,11 +422,7 @@ fn capacity_html_charts_the_answer_jsonl_gives() {
         "--html",
         page.to_str().unwrap(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
     let html = std::fs::read_to_string(&page).unwrap();
     let count = answer["count"].as_u64().unwrap();
