@@ -127,45 +127,44 @@ const CLOCK_TICKS: f64 = 100.0;
 
 impl ProcessMetrics {
     fn register(registry: &mut Registry) -> ProcessMetrics {
-        let p = ProcessMetrics {
-            cpu_seconds: Counter::default(),
-            resident_memory: Gauge::default(),
-            virtual_memory: Gauge::default(),
-            open_fds: Gauge::default(),
-            max_fds: Gauge::default(),
-            start_time: Gauge::default(),
-        };
-        registry.register(
-            "process_cpu_seconds",
-            "Total user and system CPU time spent in seconds",
-            p.cpu_seconds.clone(),
-        );
-        registry.register(
-            "process_resident_memory_bytes",
-            "Resident memory size in bytes",
-            p.resident_memory.clone(),
-        );
-        registry.register(
-            "process_virtual_memory_bytes",
-            "Virtual memory size in bytes",
-            p.virtual_memory.clone(),
-        );
-        registry.register(
-            "process_open_fds",
-            "Number of open file descriptors",
-            p.open_fds.clone(),
-        );
-        registry.register(
-            "process_max_fds",
-            "Maximum number of open file descriptors",
-            p.max_fds.clone(),
-        );
-        registry.register(
-            "process_start_time_seconds",
-            "Start time of the process since unix epoch in seconds",
-            p.start_time.clone(),
-        );
-        p
+        ProcessMetrics {
+            cpu_seconds: registered(
+                registry,
+                "process_cpu_seconds",
+                "Total user and system CPU time spent in seconds",
+                Counter::default(),
+            ),
+            resident_memory: registered(
+                registry,
+                "process_resident_memory_bytes",
+                "Resident memory size in bytes",
+                Gauge::default(),
+            ),
+            virtual_memory: registered(
+                registry,
+                "process_virtual_memory_bytes",
+                "Virtual memory size in bytes",
+                Gauge::default(),
+            ),
+            open_fds: registered(
+                registry,
+                "process_open_fds",
+                "Number of open file descriptors",
+                Gauge::default(),
+            ),
+            max_fds: registered(
+                registry,
+                "process_max_fds",
+                "Maximum number of open file descriptors",
+                Gauge::default(),
+            ),
+            start_time: registered(
+                registry,
+                "process_start_time_seconds",
+                "Start time of the process since unix epoch in seconds",
+                Gauge::default(),
+            ),
+        }
     }
 
     fn refresh(&self) {
@@ -251,166 +250,176 @@ impl AttemptResult {
     }
 }
 
+/// Registers `metric` under `name` with its `help` text, and gives it back (a handle to
+/// the same series) for the caller to keep.
+fn registered<M: prometheus_client::registry::Metric + Clone>(
+    registry: &mut Registry,
+    name: &str,
+    help: &str,
+    metric: M,
+) -> M {
+    registry.register(name, help, metric.clone());
+    metric
+}
+
 impl Metrics {
     /// Registers every metric.
     pub fn new() -> Metrics {
         let mut registry = Registry::default();
-        let schedule_attempts = Family::<Labels, Counter>::default();
-        registry.register(
+        let schedule_attempts = registered(
+            &mut registry,
             "scheduler_schedule_attempts",
             "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be scheduled, while 'error' means an internal scheduler problem",
-            schedule_attempts.clone(),
+            Family::<Labels, Counter>::default(),
         );
-        let attempt_duration = HistogramFamily::new_with_constructor(attempt_histogram);
-        registry.register(
+        let attempt_duration = registered(
+            &mut registry,
             "scheduler_scheduling_attempt_duration_seconds",
             "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
-            attempt_duration.clone(),
+            HistogramFamily::new_with_constructor(attempt_histogram),
         );
-        let algorithm_duration = attempt_histogram();
-        registry.register(
+        let algorithm_duration = registered(
+            &mut registry,
             "scheduler_scheduling_algorithm_duration_seconds",
             "Scheduling algorithm latency in seconds",
-            algorithm_duration.clone(),
+            attempt_histogram(),
         );
-        let pending_pods = Family::<Labels, Gauge>::default();
-        registry.register(
+        let pending_pods = registered(
+            &mut registry,
             "scheduler_pending_pods",
             "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods that the scheduler attempted to schedule and failed; 'gated' is the number of unschedulable pods that the scheduler never attempted to schedule because they are gated",
-            pending_pods.clone(),
+            Family::<Labels, Gauge>::default(),
         );
-        let extension_point_duration =
-            HistogramFamily::new_with_constructor(extension_point_histogram);
-        registry.register(
+        let extension_point_duration = registered(
+            &mut registry,
             "scheduler_framework_extension_point_duration_seconds",
             "Latency for running all plugins of a specific extension point",
-            extension_point_duration.clone(),
+            HistogramFamily::new_with_constructor(extension_point_histogram),
         );
-        let plugin_duration = HistogramFamily::new_with_constructor(plugin_histogram);
-        registry.register(
+        let plugin_duration = registered(
+            &mut registry,
             "scheduler_plugin_execution_duration_seconds",
             "Duration for running a plugin at a specific extension point",
-            plugin_duration.clone(),
+            HistogramFamily::new_with_constructor(plugin_histogram),
         );
-        let incoming_pods = Family::<Labels, Counter>::default();
-        registry.register(
+        let incoming_pods = registered(
+            &mut registry,
             "scheduler_queue_incoming_pods",
             "Number of pods added to scheduling queues by event and queue type",
-            incoming_pods.clone(),
+            Family::<Labels, Counter>::default(),
         );
-        let leader = Gauge::default();
-        registry.register(
+        let leader = registered(
+            &mut registry,
             "leader_election_master_status",
             "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master",
-            leader.clone(),
+            Gauge::default(),
         );
-        let rest_requests = Family::<Labels, Counter>::default();
-        registry.register(
+        let rest_requests = registered(
+            &mut registry,
             "rest_client_requests",
             "Number of HTTP requests, partitioned by status code, method, and host",
-            rest_requests.clone(),
+            Family::<Labels, Counter>::default(),
         );
-        let rest_duration = HistogramFamily::new_with_constructor(rest_client_histogram);
-        registry.register(
+        let rest_duration = registered(
+            &mut registry,
             "rest_client_request_duration_seconds",
             "Request latency in seconds. Broken down by verb, and host",
-            rest_duration.clone(),
+            HistogramFamily::new_with_constructor(rest_client_histogram),
         );
-        let rest_rate_limiter = HistogramFamily::new_with_constructor(rest_client_histogram);
-        registry.register(
+        let rest_rate_limiter = registered(
+            &mut registry,
             "rest_client_rate_limiter_duration_seconds",
             "Client side rate limiter latency in seconds. Broken down by verb, and host",
-            rest_rate_limiter.clone(),
+            HistogramFamily::new_with_constructor(rest_client_histogram),
         );
-        let pod_attempts = attempts_histogram();
-        registry.register(
+        let pod_attempts = registered(
+            &mut registry,
             "scheduler_pod_scheduling_attempts",
             "Number of attempts to successfully schedule a pod",
-            pod_attempts.clone(),
+            attempts_histogram(),
         );
-        let sli_duration = HistogramFamily::new_with_constructor(sli_histogram);
-        registry.register(
+        let sli_duration = registered(
+            &mut registry,
             "scheduler_pod_scheduling_sli_duration_seconds",
             "E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue and might involve multiple scheduling attempts",
-            sli_duration.clone(),
+            HistogramFamily::new_with_constructor(sli_histogram),
         );
-        let preemption_attempts = Counter::default();
-        registry.register(
+        let preemption_attempts = registered(
+            &mut registry,
             "scheduler_preemption_attempts",
             "Total preemption attempts in the cluster till now",
-            preemption_attempts.clone(),
+            Counter::default(),
         );
-        let preemption_victims = victims_histogram();
-        registry.register(
+        let preemption_victims = registered(
+            &mut registry,
             "scheduler_preemption_victims",
             "Number of selected preemption victims",
-            preemption_victims.clone(),
+            victims_histogram(),
         );
-        let cache_size = Family::<Labels, Gauge>::default();
-        registry.register(
+        let cache_size = registered(
+            &mut registry,
             "scheduler_cache_size",
             "Number of nodes, pods, and assumed (bound) pods in the scheduler cache",
-            cache_size.clone(),
+            Family::<Labels, Gauge>::default(),
         );
-        let goroutines = Family::<Labels, Gauge>::default();
-        registry.register(
+        let goroutines = registered(
+            &mut registry,
             "scheduler_goroutines",
             "Number of running goroutines split by the work they do such as binding (here: tasks)",
-            goroutines.clone(),
+            Family::<Labels, Gauge>::default(),
         );
         goroutines
             .get_or_create(&labels(&[("operation", "binding")]))
             .set(0);
-        let unschedulable_pods = Family::<Labels, Gauge>::default();
-        registry.register(
+        let unschedulable_pods = registered(
+            &mut registry,
             "scheduler_unschedulable_pods",
             "The number of unschedulable pods broken down by plugin name. A pod will increment the gauge for all plugins that caused it to not schedule and so this metric have meaning only when broken down by plugin",
-            unschedulable_pods.clone(),
+            Family::<Labels, Gauge>::default(),
         );
-        let plugin_evaluation = Family::<Labels, Counter>::default();
-        registry.register(
+        let plugin_evaluation = registered(
+            &mut registry,
             "scheduler_plugin_evaluation",
             "Number of attempts to schedule pods by each plugin and the extension point (available only in PreFilter, Filter, PreScore, and Score)",
-            plugin_evaluation.clone(),
+            Family::<Labels, Counter>::default(),
         );
         // kube-scheduler: ExponentialBuckets(0.0001, 2, 12), as the extension points.
-        let event_handling = HistogramFamily::new_with_constructor(extension_point_histogram);
-        registry.register(
+        let event_handling = registered(
+            &mut registry,
             "scheduler_event_handling_duration_seconds",
             "Event handling latency in seconds",
-            event_handling.clone(),
+            HistogramFamily::new_with_constructor(extension_point_histogram),
         );
-        let inflight_events = Family::<Labels, Gauge>::default();
-        registry.register(
+        let inflight_events = registered(
+            &mut registry,
             "scheduler_inflight_events",
             "Number of events currently tracked in the scheduling queue",
-            inflight_events.clone(),
+            Family::<Labels, Gauge>::default(),
         );
-        let batch_attempts = Family::<Labels, Counter>::default();
-        registry.register(
+        let batch_attempts = registered(
+            &mut registry,
             "scheduler_batch_attempts",
             "Counts of results when we attempt to use batching",
-            batch_attempts.clone(),
+            Family::<Labels, Counter>::default(),
         );
-        let batch_cache_flushed = Family::<Labels, Counter>::default();
-        registry.register(
+        let batch_cache_flushed = registered(
+            &mut registry,
             "scheduler_batch_cache_flushed",
             "Counts of cache flushes by reason",
-            batch_cache_flushed.clone(),
+            Family::<Labels, Counter>::default(),
         );
-        let get_node_hint_duration = HistogramFamily::new_with_constructor(batch_histogram);
-        registry.register(
+        let get_node_hint_duration = registered(
+            &mut registry,
             "scheduler_get_node_hint_duration_seconds",
             "Latency for getting a node hint",
-            get_node_hint_duration.clone(),
+            HistogramFamily::new_with_constructor(batch_histogram),
         );
-        let store_schedule_results_duration =
-            HistogramFamily::new_with_constructor(batch_histogram);
         // kube-scheduler v1.35's help text, truncated as it is there.
-        registry.register(
+        let store_schedule_results_duration = registered(
+            &mut registry,
             "scheduler_store_schedule_results_duration_seconds",
             "Latency for getting a no",
-            store_schedule_results_duration.clone(),
+            HistogramFamily::new_with_constructor(batch_histogram),
         );
         let process = ProcessMetrics::register(&mut registry);
         for q in ["active", "backoff", "unschedulable", "gated"] {
