@@ -1,0 +1,124 @@
+//! Bindings through the API server's `binding` subresource, and the bindings whose
+//! answer was lost with the connection.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, PostParams};
+use kubesched_framework::{PodBinder, PodInfo};
+
+use crate::outage::Outage;
+
+use super::lock;
+
+/// Binds through the API server's `binding` subresource, with the pod's UID as a
+/// precondition (the API server refuses the binding of a pod deleted and recreated
+/// under the same name since it was scheduled).
+pub struct ApiBinder {
+    client: kube::Client,
+    rt: tokio::runtime::Handle,
+    outage: Arc<Outage>,
+    unanswered: Arc<Unanswered>,
+}
+
+/// Bindings sent without an answer (the connection failed while they were in
+/// flight): the API server may have made them. When the watch shows such a pod bound
+/// to the node it was sent to, its Scheduled event is written then.
+#[derive(Default)]
+pub(crate) struct Unanswered(Mutex<HashMap<String, Vec<(String, String)>>>);
+
+impl Unanswered {
+    fn insert(&self, key: &str, uid: &str, node: &str) {
+        let mut m = lock(&self.0);
+        let sent = m.entry(key.to_string()).or_default();
+        let one = (uid.to_string(), node.to_string());
+        if !sent.contains(&one) {
+            sent.push(one);
+        }
+    }
+
+    fn forget(&self, key: &str) {
+        lock(&self.0).remove(key);
+    }
+
+    /// Whether a binding of the pod `key` with `uid` to `node` went unanswered (each
+    /// try of an outage may have gone to another node; all are forgotten now that the
+    /// pod is bound).
+    pub(super) fn take(&self, key: &str, uid: &str, node: &str) -> bool {
+        let mut m = lock(&self.0);
+        match m.remove(key) {
+            Some(sent) => sent.iter().any(|(u, n)| u == uid && n == node),
+            None => false,
+        }
+    }
+}
+
+impl ApiBinder {
+    /// A binder on `client`; `rt` runs the request (bind is called from a blocking
+    /// thread of the binding cycle).
+    pub fn new(client: kube::Client, rt: tokio::runtime::Handle) -> ApiBinder {
+        ApiBinder::with_outage(client, rt, Arc::new(Outage::new("writes")), Arc::default())
+    }
+
+    pub(crate) fn with_outage(
+        client: kube::Client,
+        rt: tokio::runtime::Handle,
+        outage: Arc<Outage>,
+        unanswered: Arc<Unanswered>,
+    ) -> ApiBinder {
+        ApiBinder {
+            client,
+            rt,
+            outage,
+            unanswered,
+        }
+    }
+}
+
+impl PodBinder for ApiBinder {
+    fn bind(&self, pod: &PodInfo, node: &str) -> Result<(), String> {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), pod.namespace());
+        let binding = Binding {
+            metadata: ObjectMeta {
+                name: Some(pod.name().to_string()),
+                namespace: Some(pod.namespace().to_string()),
+                uid: pod.pod().metadata.uid.clone(),
+                ..Default::default()
+            },
+            target: ObjectReference {
+                api_version: Some("v1".into()),
+                kind: Some("Node".into()),
+                name: Some(node.to_string()),
+                ..Default::default()
+            },
+        };
+        let r: Result<serde_json::Value, kube::Error> = self.rt.block_on(api.create_subresource(
+            "binding",
+            pod.name(),
+            &PostParams::default(),
+            &binding,
+        ));
+        match r {
+            Ok(_) => {
+                self.outage.succeeded("writes");
+                self.unanswered.forget(pod.key());
+                Ok(())
+            }
+            Err(kube::Error::Api(s)) if s.code < 500 => {
+                self.outage.succeeded("writes");
+                Err(s.message.clone())
+            }
+            Err(kube::Error::Api(s)) => {
+                self.outage.failed("writes", &s.message);
+                Err(s.message.clone())
+            }
+            Err(e) => {
+                self.outage.failed("writes", &e);
+                self.unanswered.insert(pod.key(), pod.uid(), node);
+                Err(e.to_string())
+            }
+        }
+    }
+}
