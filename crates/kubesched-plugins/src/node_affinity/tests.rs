@@ -1,6 +1,7 @@
 //! NodeAffinity's unit tests: Filter, PreFilter and Score against kube-scheduler's
 //! cases, the enforced `addedAffinity`, and name and value validation.
 
+use super::selector::{is_label_value, is_qualified_name};
 use super::*;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use serde_json::json;
