@@ -11,38 +11,13 @@ use super::allocator::ClaimToAllocate;
 /// (`FirstAvailableDeviceRequestMaxSize`).
 pub const FIRST_AVAILABLE_MAX_SIZE: i64 = 8;
 
-/// The raw score of a node from the allocations Filter found there.
+/// The raw score of a node from the allocations Filter found there, claim by claim.
 pub fn score(claims: &[ClaimToAllocate], allocations: &[AllocationResult]) -> i64 {
-    let mut score = 0;
-    for (claim, allocation) in claims.iter().zip(allocations) {
-        let results = allocation
-            .devices
-            .as_ref()
-            .and_then(|d| d.results.as_deref())
-            .unwrap_or_default();
-        for request in &claim.requests {
-            if !request.first_available {
-                continue;
-            }
-            let Some(parent) = request
-                .alternatives
-                .first()
-                .and_then(|a| a.parent.as_deref())
-            else {
-                continue;
-            };
-            let chosen = results.iter().find_map(|r| {
-                let (p, sub) = r.request.split_once('/')?;
-                (p == parent).then_some(sub)
-            });
-            if let Some(sub) = chosen
-                && let Some(index) = request.alternatives.iter().position(|a| a.name == sub)
-            {
-                score += FIRST_AVAILABLE_MAX_SIZE - index as i64;
-            }
-        }
-    }
-    score
+    claims
+        .iter()
+        .zip(allocations)
+        .map(|(claim, allocation)| claim_score(&claim.claim, allocation))
+        .sum()
 }
 
 /// What an already allocated claim adds in kube-scheduler v1.36, which scores every claim
@@ -50,9 +25,17 @@ pub fn score(claims: &[ClaimToAllocate], allocations: &[AllocationResult]) -> i6
 /// the same on every node. (v1.35 scores only the claims Filter allocates, and fails when
 /// the pod has others; see [`claims_beyond_allocations`].)
 pub fn allocated_claim_score(claim: &ResourceClaim) -> i64 {
-    let Some(allocation) = claim.status.as_ref().and_then(|s| s.allocation.as_ref()) else {
-        return 0;
-    };
+    claim
+        .status
+        .as_ref()
+        .and_then(|s| s.allocation.as_ref())
+        .map_or(0, |allocation| claim_score(claim, allocation))
+}
+
+/// kube-scheduler's score of one claim and its allocation (`computeScore`): every
+/// `firstAvailable` subrequest the allocation's results name (`request/subrequest`)
+/// earns 8 minus its index in the request's list.
+fn claim_score(claim: &ResourceClaim, allocation: &AllocationResult) -> i64 {
     let chosen: Vec<&str> = allocation
         .devices
         .as_ref()
@@ -62,17 +45,14 @@ pub fn allocated_claim_score(claim: &ResourceClaim) -> i64 {
         .map(|r| r.request.as_str())
         .filter(|r| r.contains('/'))
         .collect();
-    let mut score = 0;
     let requests = claim
         .spec
         .as_ref()
         .and_then(|s| s.devices.as_ref())
         .and_then(|d| d.requests.as_deref())
         .unwrap_or_default();
-    for request in requests {
-        if request.exactly.is_some() {
-            continue;
-        }
+    let mut score = 0;
+    for request in requests.iter().filter(|r| r.exactly.is_none()) {
         for (index, sub) in request.first_available.iter().flatten().enumerate() {
             let reference = format!("{}/{}", request.name, sub.name);
             if chosen.contains(&reference.as_str()) {
