@@ -48,6 +48,7 @@ pub mod counters;
 pub mod extended;
 pub mod pools;
 pub mod scoring;
+mod state;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -63,8 +64,9 @@ use kubesched_framework::{
 };
 
 use crate::node_affinity::NodeSelector;
-use allocator::{Allocation, ClaimToAllocate, Devices};
+use allocator::{Allocation, Devices};
 use cel::{DeviceValue, Selector};
+use state::{CycleData, PodClaims, PreFilterRan, pre_filter_state_missing};
 
 /// The plugin's name.
 pub const NAME: &str = "DynamicResources";
@@ -192,49 +194,6 @@ impl DynamicResources {
             features: self.features,
         }
     }
-}
-
-/// What PreFilter found, for the later extension points of the cycle.
-#[derive(Clone)]
-struct CycleData(Arc<PodClaims>);
-
-/// Written first thing by PreFilter (kube-scheduler writes its empty state there): without
-/// it, PostFilter knows PreFilter never ran and fails as kube-scheduler's state read does.
-#[derive(Clone)]
-struct PreFilterRan;
-
-struct PodClaims {
-    /// Every claim of the pod, in order.
-    claims: Vec<Arc<ResourceClaim>>,
-    /// The classes and slices the cycle allocates from, and their tables.
-    catalog: Arc<DraCatalog>,
-    tables: Arc<DeviceTables>,
-    /// The claims as PreBind wrote them to the API server, per claim index (what
-    /// Unreserve takes back).
-    written: Mutex<Vec<Option<Arc<ResourceClaim>>>>,
-    /// For allocated claims with a node selector: where they can be used.
-    available_on: Vec<Option<NodeSelector>>,
-    /// The claims to allocate, in order.
-    to_allocate: Vec<ClaimToAllocate>,
-    /// The index in `claims` of each claim to allocate.
-    to_allocate_index: Vec<usize>,
-    /// What other claims hold when the cycle started.
-    allocated: AllocatedDevices,
-    /// Filter's allocations per node, one per claim to allocate.
-    node_allocations: Mutex<HashMap<String, Vec<AllocationResult>>>,
-    /// Reserve's allocations, per claim index.
-    reserved: Mutex<Vec<Option<AllocationResult>>>,
-    /// Indices of allocated claims that Filter found unavailable on some node.
-    unavailable: Mutex<std::collections::BTreeSet<usize>>,
-    /// The pod's extended resources backed by DRA (DRAExtendedResource).
-    extended: Option<extended::ExtendedResources>,
-    /// Per node where Filter allocated it: the extended resource claim (its allocation
-    /// is the last of the node's allocations).
-    node_extended: Mutex<HashMap<String, Arc<extended::NodeClaim>>>,
-    /// Reserve's extended resource claim and its allocation.
-    reserved_extended: Mutex<Option<(Arc<extended::NodeClaim>, AllocationResult)>>,
-    /// The extended resource claim as PreBind created and wrote it.
-    written_extended: Mutex<Option<Arc<ResourceClaim>>>,
 }
 
 fn unschedulable(message: impl Into<kubesched_framework::Reason>) -> Status {
@@ -391,16 +350,6 @@ impl PreFilterPlugin for DynamicResources {
         })));
         (None, Status::success())
     }
-}
-
-/// The error kube-scheduler's DynamicResources gives at a point that reads the state its
-/// PreFilter writes (even for a pod without claims) when the profile runs that point
-/// without its PreFilter: the cycle state's own "not found".
-fn pre_filter_state_missing(state: &CycleState) -> Option<Status> {
-    state
-        .read::<PreFilterRan>()
-        .is_none()
-        .then(|| Status::error("not found"))
 }
 
 impl FilterPlugin for DynamicResources {
