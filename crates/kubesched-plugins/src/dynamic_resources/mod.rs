@@ -38,6 +38,11 @@
 //! The objects come from the framework [`Handle`]'s `dra`; without one, or when the
 //! runtime cannot list `resource.k8s.io` (not served, or forbidden), a pod with claims
 //! is rejected with a message that says so, never passed silently.
+//!
+//! This file holds the plugin, its device tables and Score; the cycle state is in
+//! `state.rs`, and the other extension points are in files by phase: PreFilter and
+//! Filter in `filter.rs`, PostFilter in `post_filter.rs`, Reserve, Unreserve and PreBind
+//! in `reserve.rs`.
 
 pub mod allocator;
 pub mod binding;
@@ -48,6 +53,7 @@ pub mod counters;
 pub mod extended;
 mod filter;
 pub mod pools;
+mod post_filter;
 mod reserve;
 pub mod scoring;
 mod state;
@@ -57,8 +63,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use kubesched_framework::{
     ClusterWriter, Code, CycleState, DeviceId, DraCatalog, DraState, Handle, NodeInfo, NodeScore,
-    NodeToStatus, Plugin, PodInfo, PostFilterContext, PostFilterPlugin, PostFilterResult,
-    ScoreExtensions, ScorePlugin, Status,
+    Plugin, PodInfo, ScoreExtensions, ScorePlugin, Status,
 };
 
 use allocator::Devices;
@@ -268,83 +273,5 @@ impl ScoreExtensions for DynamicResources {
     fn normalize_score(&self, _: &CycleState, _: &PodInfo, scores: &mut [NodeScore]) -> Status {
         crate::helper::normalize_to_max(false, scores);
         Status::success()
-    }
-}
-
-impl PostFilterPlugin for DynamicResources {
-    fn post_filter(
-        &self,
-        _: &PostFilterContext<'_>,
-        state: &CycleState,
-        pod: &PodInfo,
-        _: &NodeToStatus,
-    ) -> (Option<PostFilterResult>, Status) {
-        if let Some(missing) = pre_filter_state_missing(state) {
-            return (None, missing);
-        }
-        let data = match state.read::<CycleData>() {
-            Some(CycleData(data)) if !data.claims.is_empty() || data.extended.is_some() => data,
-            _ => {
-                return (
-                    None,
-                    Status::new(Code::Unschedulable, "no new claims to deallocate"),
-                );
-            }
-        };
-        let unavailable = data
-            .unavailable
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        // kube-scheduler picks among several such claims at random (map order); the
-        // lowest index is one of its choices.
-        for index in unavailable {
-            let claim = &data.claims[index];
-            let reserved = claim
-                .status
-                .as_ref()
-                .and_then(|s| s.reserved_for.as_deref())
-                .unwrap_or_default();
-            if !(reserved.is_empty() || reserved.len() == 1 && reserved[0].uid == pod.uid()) {
-                continue;
-            }
-            let mut freed = (**claim).clone();
-            if let Some(status) = freed.status.as_mut() {
-                status.allocation = None;
-                status.reserved_for = None;
-            }
-            // Only the API server learns of it: kube-scheduler assumes nothing here, so
-            // its claim cache changes when the watch brings the update, and in a
-            // simulation (no writer, the world does not move) never.
-            if let Some(writer) = &self.writer
-                && let Err(e) = writer.update_resource_claim_status(&freed)
-            {
-                return (None, Status::error(e.to_string()));
-            }
-            return (
-                None,
-                Status::new(
-                    Code::Unschedulable,
-                    "deallocation of ResourceClaim completed",
-                ),
-            );
-        }
-        if let Some(claim) = data.extended.as_ref().and_then(|e| e.existing.as_ref()) {
-            // The pod's extended resource claim from an earlier attempt: deleted, so that
-            // the next attempt starts anew (in a simulation nothing moves).
-            if let Some(writer) = &self.writer
-                && let Err(e) = extended::delete_claim(writer.as_ref(), claim)
-            {
-                return (None, Status::error(e));
-            }
-            return (
-                None,
-                Status::new(Code::Unschedulable, "deletion of ResourceClaim completed"),
-            );
-        }
-        (
-            None,
-            Status::new(Code::Unschedulable, "still not schedulable"),
-        )
     }
 }
