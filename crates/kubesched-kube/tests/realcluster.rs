@@ -33,6 +33,7 @@ use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kubesched_config::KubeSchedulerConfiguration;
 use kubesched_kube::testing::FakeApiServer;
+use kubesched_kube::{RunningRuntime, Runtime};
 use support::realcluster::Cluster;
 
 type Scenario = for<'a> fn(&'a mut Cluster) -> Pin<Box<dyn Future<Output = ()> + 'a>>;
@@ -235,6 +236,16 @@ where
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// kubesched's runtime started against the control plane with `config`, as the
+/// admin (the scenarios that need an identity, plugins or serving build their own).
+async fn start_kubesched(cluster: &Cluster, config: KubeSchedulerConfiguration) -> RunningRuntime {
+    Runtime::from_kube_config(&cluster.config().await, config)
+        .expect("clients")
+        .start()
+        .await
+        .expect("start")
 }
 
 fn scheduler_config(text: &str) -> KubeSchedulerConfiguration {

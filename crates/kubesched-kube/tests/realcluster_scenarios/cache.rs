@@ -12,7 +12,8 @@ use kubesched_kube::testing::FakeApiServer;
 
 use super::support::realcluster::Cluster;
 use super::{
-    create_nodes, create_pods, limited_config, node_of, notes, ready_node, scheduler_config, until,
+    create_nodes, create_pods, limited_config, node_of, notes, ready_node, scheduler_config,
+    start_kubesched, until,
 };
 
 /// A pod deleted with a grace period stays terminating (there is no kubelet) and
@@ -21,14 +22,7 @@ pub(super) async fn terminating(cluster: &mut Cluster) {
     const SCHED: &str = "ks-term";
     let admin = cluster.admin().await;
     create_nodes(&admin, vec![ready_node("term-1", "1", "8Gi")]).await;
-    let running = Runtime::from_kube_config(
-        &cluster.config().await,
-        limited_config(SCHED, 50, 100, false),
-    )
-    .expect("clients")
-    .start()
-    .await
-    .expect("start");
+    let running = start_kubesched(cluster, limited_config(SCHED, 50, 100, false)).await;
     create_pods(&admin, vec![FakeApiServer::pod("term-a", SCHED, "800m")]).await;
     node_of(&admin, "term-a", 30).await;
     let api: Api<Pod> = Api::namespaced(admin.clone(), "default");
@@ -78,14 +72,7 @@ pub(super) async fn long_note(cluster: &mut Cluster) {
             .collect(),
     )
     .await;
-    let running = Runtime::from_kube_config(
-        &cluster.config().await,
-        limited_config(SCHED, 50, 100, false),
-    )
-    .expect("clients")
-    .start()
-    .await
-    .expect("start");
+    let running = start_kubesched(cluster, limited_config(SCHED, 50, 100, false)).await;
     let mut pod = FakeApiServer::pod("long", SCHED, "100m");
     if let Some(r) = pod
         .spec

@@ -13,12 +13,11 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kubesched_kube::Runtime;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::support::realcluster::Cluster;
-use super::{KubeScheduler, repo_file, scheduler_config, until};
+use super::{KubeScheduler, repo_file, scheduler_config, start_kubesched, until};
 
 const SCHED: &str = "ks-extres";
 const ANNOTATION: &str = "resource.kubernetes.io/extended-resource-claim";
@@ -208,8 +207,8 @@ pub async fn extended_resources(cluster: &mut Cluster) {
     };
     clear(&admin).await;
 
-    let running = Runtime::from_kube_config(
-        &cluster.config().await,
+    let running = start_kubesched(
+        cluster,
         scheduler_config(&format!(
             "apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
@@ -220,10 +219,7 @@ profiles:
 "
         )),
     )
-    .expect("clients")
-    .start()
-    .await
-    .expect("start");
+    .await;
     let ours = place(&admin, &pods, Some(SCHED)).await;
     running.stop().await;
     clear(&admin).await;

@@ -13,12 +13,13 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{Api, PostParams};
-use kubesched_kube::Runtime;
 use serde_json::json;
 
 use super::support::objects::*;
 use super::support::realcluster::Cluster;
-use super::{create_nodes, create_pods, node_of, notes, ready_node, scheduler_config, until};
+use super::{
+    create_nodes, create_pods, node_of, notes, ready_node, scheduler_config, start_kubesched, until,
+};
 
 async fn create<K>(client: &kube::Client, object: &K) -> K
 where
@@ -167,11 +168,7 @@ pub async fn volumes(cluster: &mut Cluster) {
     create_available_pv(&admin, &local_pv("vol-pv-2", "vol-local", "10Gi", "vol-2")).await;
     let _: PersistentVolumeClaim = create(&admin, &claim("vol-data", "vol-local", "5Gi")).await;
     let _: PersistentVolumeClaim = create(&admin, &claim("vol-scratch", "vol-fast", "1Gi")).await;
-    let running = Runtime::from_kube_config(&cluster.config().await, config(SCHED, SLOW))
-        .expect("clients")
-        .start()
-        .await
-        .expect("start");
+    let running = start_kubesched(cluster, config(SCHED, SLOW)).await;
     create_pods(
         &admin,
         vec![
@@ -296,12 +293,7 @@ pub async fn resource_claim_allocated(cluster: &mut Cluster) {
     .await;
     let _: ResourceSlice = create(&admin, &node_slice("dra-2", "gpu.ks.example.com", 1)).await;
     let _: ResourceClaim = create(&admin, &resource_claim("dra-gpu", "gpu.ks.example.com")).await;
-    let running =
-        Runtime::from_kube_config(&cluster.config().await, config(SCHED, "ks-dra-unused"))
-            .expect("clients")
-            .start()
-            .await
-            .expect("start");
+    let running = start_kubesched(cluster, config(SCHED, "ks-dra-unused")).await;
     create_pods(
         &admin,
         vec![pod_with_resource_claim("dra-trainer", SCHED, "dra-gpu")],
