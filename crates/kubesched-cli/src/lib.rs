@@ -238,7 +238,7 @@ impl Command {
         T: Into<std::ffi::OsString> + Clone,
     {
         let mut command = Cli::command();
-        say::set_program(self.name.as_deref().unwrap_or("kubesched"));
+        say::set_program(self.name.as_deref().unwrap_or(say::DEFAULT_PROGRAM));
         if let Some(name) = &self.name {
             command = command.name(name.clone()).bin_name(name.clone());
         }

@@ -5,6 +5,9 @@
 
 use std::sync::RwLock;
 
+/// The name when [`Command::name`](crate::Command::name) gives none.
+pub(crate) const DEFAULT_PROGRAM: &str = "kubesched";
+
 static PROGRAM: RwLock<String> = RwLock::new(String::new());
 
 /// Makes `name` the program's name in the lines that follow.
@@ -14,11 +17,11 @@ pub(crate) fn set_program(name: &str) {
     program.push_str(name);
 }
 
-/// The program's name: `kubesched` unless [`set_program`] said otherwise.
+/// The program's name: [`DEFAULT_PROGRAM`] unless [`set_program`] said otherwise.
 pub(crate) fn program() -> String {
     let program = PROGRAM.read().unwrap_or_else(|e| e.into_inner());
     if program.is_empty() {
-        "kubesched".to_string()
+        DEFAULT_PROGRAM.to_string()
     } else {
         program.clone()
     }
