@@ -5,8 +5,9 @@
 //! and a leader-election client with no limiter, on its own connection, so that
 //! renewals never queue behind scheduling traffic.
 //!
-//! Each client holds one HTTP/2 connection (ALPN `h2`, with PING health checks as
-//! client-go's), over which all its requests, watches included, are multiplexed; an
+//! The scheduling client holds a few HTTP/2 connections (ALPN `h2`, with PING health
+//! checks as client-go's), used in turn, and the event and leader-election clients one
+//! each; all of a client's requests, watches included, are multiplexed over them. An
 //! API server that only speaks HTTP/1.1 (or plain HTTP, as the loopback fake) gets a
 //! pool instead. Every request counts in `rest_client_requests_total` and
 //! `rest_client_request_duration_seconds`, and the time it waited for a token in
@@ -29,6 +30,14 @@ use tokio_rustls::rustls;
 use tower::{BoxError, Service, ServiceBuilder, ServiceExt};
 
 use crate::metrics::Metrics;
+
+/// The scheduling client's HTTP/2 connections. The API server serves each connection
+/// from one goroutine and lets 250 streams through it at once, so a burst of binds
+/// over a single connection queues behind itself while kube-scheduler's client-go
+/// opens more connections as it needs them (over 100 in a burst of 500 binds, measured
+/// beside it): a few connections, used in turn, keep kubesched's binds moving and its
+/// connections few.
+const SCHEDULING_CONNECTIONS: usize = 6;
 
 /// How many dispatch times a [`TokenBucket`] remembers, for [`TokenBucket::recent`].
 const REMEMBERED_DISPATCHES: usize = 8192;
@@ -148,7 +157,7 @@ impl std::fmt::Debug for Clients {
 }
 
 impl Clients {
-    /// The clients of `config` (one connection each), with `options`' limits,
+    /// The clients of `config` (see the module doc for their connections), with `options`' limits,
     /// counting their requests in `metrics`.
     pub fn new(
         config: &kube::Config,
@@ -162,11 +171,12 @@ impl Clients {
             scheduling: build(
                 config,
                 "scheduler",
+                SCHEDULING_CONNECTIONS,
                 Some(scheduling_bucket.clone()),
                 metrics.clone(),
             )?,
-            events: build(config, "", Some(events_bucket.clone()), metrics.clone())?,
-            leader_election: build(config, "leader-election", None, metrics)?,
+            events: build(config, "", 1, Some(events_bucket.clone()), metrics.clone())?,
+            leader_election: build(config, "leader-election", 1, None, metrics)?,
             scheduling_bucket,
             events_bucket,
         })
@@ -245,6 +255,7 @@ impl rustls::client::danger::ServerCertVerifier for InsecureVerifier {
 fn build(
     config: &kube::Config,
     agent_suffix: &str,
+    connections: usize,
     bucket: Option<Arc<TokenBucket>>,
     metrics: Arc<Metrics>,
 ) -> Result<kube::Client, kube::Error> {
@@ -284,23 +295,31 @@ fn build(
         https = https.with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(name));
     }
     let https = https.enable_http1().enable_http2().wrap_connector(http);
-    let hyper_client: hyper_util::client::legacy::Client<_, Body> =
-        hyper_util::client::legacy::Client::builder(TokioExecutor::new())
-            .timer(TokioTimer::new())
-            .pool_timer(TokioTimer::new())
-            // client-go's HTTP/2 health check: a PING after 30 s without a frame, the
-            // connection closed when it is not answered within 15 s.
-            .http2_keep_alive_interval(Some(Duration::from_secs(30)))
-            .http2_keep_alive_timeout(Duration::from_secs(15))
-            .http2_keep_alive_while_idle(true)
-            .build(https);
+    // Each connection is a hyper client of its own (hyper keeps one HTTP/2 connection
+    // per client); requests take them in turn.
+    let hyper_clients: Vec<_> = (0..connections.max(1))
+        .map(|_| {
+            hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+                .timer(TokioTimer::new())
+                .pool_timer(TokioTimer::new())
+                // client-go's HTTP/2 health check: a PING after 30 s without a frame,
+                // the connection closed when it is not answered within 15 s.
+                .http2_keep_alive_interval(Some(Duration::from_secs(30)))
+                .http2_keep_alive_timeout(Duration::from_secs(15))
+                .http2_keep_alive_while_idle(true)
+                .build::<_, Body>(https.clone())
+        })
+        .collect();
     let host = config
         .cluster_url
         .authority()
         .map(|a| a.to_string())
         .unwrap_or_default();
     let limited = Limited {
-        inner: hyper_client,
+        inner: RoundRobin {
+            clients: Arc::from(hyper_clients),
+            next: Arc::default(),
+        },
         bucket,
         metrics,
         host: Arc::from(host),
@@ -312,6 +331,39 @@ fn build(
         .service(limited)
         .map_err(BoxError::from);
     Ok(kube::client::ClientBuilder::new(service, config.default_namespace.clone()).build())
+}
+
+/// Sends each request on the next of several clients.
+struct RoundRobin<S> {
+    clients: Arc<[S]>,
+    next: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl<S> Clone for RoundRobin<S> {
+    fn clone(&self) -> Self {
+        RoundRobin {
+            clients: self.clients.clone(),
+            next: self.next.clone(),
+        }
+    }
+}
+
+impl<S, R> Service<R> for RoundRobin<S>
+where
+    S: Service<R> + Clone,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: R) -> Self::Future {
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.clients.len();
+        self.clients[i].clone().call(req)
+    }
 }
 
 /// Waits for a token, then sends, counting the request.
