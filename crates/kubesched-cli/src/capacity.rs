@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::Args;
 use kubesched_framework::Registry;
 use kubesched_sim::SimulationOptions;
-use kubesched_sim::capacity::capacity;
+use kubesched_sim::capacity::{CopyOptions, capacity};
 use kubesched_sim::whatif::template_pod;
 
 use crate::whatif::{WhatIfArgs, load_scenario, read_files};
@@ -21,9 +21,10 @@ pub struct CapacityArgs {
     /// --from-cluster, which reads the cluster itself (files then come after it).
     #[arg(required_unless_present = "from_cluster")]
     pub files: Vec<String>,
-    /// Stop after this many copies (cluster-capacity's --max-limit). 0, the default, stops
-    /// at 100000 copies so that no input runs for long (a node may allow millions of
-    /// pods); give a larger N to go further.
+    /// Stop after this many copies (cluster-capacity's --max-limit). 0, the default,
+    /// counts every copy that fits when the nodes can be filled one by one, and stops at
+    /// 100000 copies when they must be scheduled one at a time (so that no input runs
+    /// for long); give a larger N to go further.
     #[arg(long, default_value_t = 0)]
     pub max_limit: usize,
     /// `table` for people, `jsonl` for scripts (one JSON object).
@@ -39,7 +40,7 @@ pub struct CapacityArgs {
     pub versions: crate::versions::VersionArgs,
 }
 
-/// Where `--max-limit 0` stops.
+/// Where `--max-limit 0` stops copies scheduled one at a time.
 pub const DEFAULT_MAX_LIMIT: usize = 100_000;
 
 /// Runs the command: exit 0 with the answer, 2 on bad input.
@@ -64,9 +65,15 @@ fn answer(args: &CapacityArgs, registry: &Registry) -> Result<String, String> {
     }
     let (scenario, _, server) = load_scenario(&args.files, &args.whatif)?;
     let (features, version_note) = args.versions.features(server.as_ref())?;
-    let limit = match args.max_limit {
-        0 => DEFAULT_MAX_LIMIT,
-        n => n,
+    let copies = match args.max_limit {
+        0 => CopyOptions {
+            one_at_a_time_limit: Some(DEFAULT_MAX_LIMIT),
+            ..CopyOptions::default()
+        },
+        n => CopyOptions {
+            limit: Some(n),
+            ..CopyOptions::default()
+        },
     };
     let answer = capacity(
         &scenario,
@@ -76,7 +83,7 @@ fn answer(args: &CapacityArgs, registry: &Registry) -> Result<String, String> {
             ..SimulationOptions::default()
         },
         registry,
-        Some(limit),
+        copies,
     )
     .map_err(|e| e.to_string())?;
     for w in &answer.warnings {

@@ -442,9 +442,9 @@ fn huge_workloads_are_refused_not_allocated() {
     );
 }
 
-/// `--max-limit 0` says where it stopped and how to go further.
+/// `--max-limit N` says where it stopped.
 #[test]
-fn capacity_default_limit_is_stated() {
+fn capacity_limit_is_stated() {
     let o = kubesched(&[
         "capacity",
         &data("whatif-worker-pod.yaml"),
@@ -453,10 +453,37 @@ fn capacity_default_limit_is_stated() {
         "2",
     ]);
     assert!(
-        stdout(&o).contains(
-            "Stopped at the limit of 2 copies (--max-limit N sets it; 0, the default, is 100000)"
-        ),
+        stdout(&o).contains("Stopped at the limit of 2 copies (--max-limit N)"),
         "{}",
         stdout(&o)
+    );
+}
+
+/// Without `--max-limit`, a plain count (nodes filled node by node) has no limit:
+/// 120,002 copies, past the 100,000 where copies scheduled one at a time stop.
+#[test]
+fn capacity_counts_every_copy_without_a_limit() {
+    let node = |name: &str| {
+        format!(
+            "apiVersion: v1\nkind: Node\nmetadata: {{name: {name}}}\nstatus:\n  allocatable: {{cpu: \"1000\", memory: 1000Gi, pods: \"60001\"}}\n"
+        )
+    };
+    let cluster = write(
+        "many-pods-cluster.yaml",
+        &format!("{}---\n{}", node("a"), node("b")),
+    );
+    let pod = write(
+        "tiny-pod.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: tiny}\nspec:\n  containers:\n  - name: c\n    image: pause\n    resources: {requests: {cpu: 1m, memory: 1Mi}}\n",
+    );
+    let o = kubesched(&["capacity", &pod, &cluster, "--format", "jsonl"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(stdout(&o).trim()).expect("json");
+    assert_eq!(v["count"], 120_002, "{v}");
+    assert_eq!(v["nodes"]["a"], 60_001);
+    assert_eq!(v["placement"]["how"], "NodeByNode");
+    assert_eq!(
+        v["stop"]["message"],
+        "0/2 nodes are available: 2 Too many pods."
     );
 }

@@ -233,6 +233,29 @@ impl Framework {
     pub fn has_post_filter_plugins(&self) -> bool {
         !self.post_filter.is_empty()
     }
+
+    /// The first plugin that can refuse `pod` or remember it (at PreFilter, Filter,
+    /// Reserve, Permit, PreBind, Bind or PostBind) and does not treat it node by node
+    /// ([`Plugin::node_local`]); `None` when all do.
+    pub fn first_not_node_local(&self, pod: &crate::PodInfo) -> Option<String> {
+        fn names<T: ?Sized>(wired: &[Wired<T>]) -> impl Iterator<Item = &Arc<str>> {
+            wired.iter().map(|w| &w.name)
+        }
+        names(&self.pre_filter)
+            .chain(names(&self.filter))
+            .chain(names(&self.reserve))
+            .chain(names(&self.permit))
+            .chain(names(&self.pre_bind))
+            .chain(names(&self.bind))
+            .chain(names(&self.post_bind))
+            .find(|name| {
+                !self
+                    .plugins
+                    .get(&***name)
+                    .is_some_and(|p| p.node_local(pod))
+            })
+            .map(|name| name.to_string())
+    }
 }
 
 /// A plugin's non-success status as the framework reports it: a rejection stays as it

@@ -164,6 +164,35 @@ pub trait Plugin: Send + Sync {
             self.name()
         )))
     }
+
+    /// Whether this plugin treats `pod` node by node, so that copies of it can be
+    /// placed one node at a time (`kubesched capacity` fills each node with copies
+    /// instead of scheduling them one by one; see [`crate::Scheduler::fill_nodes`]):
+    /// placing pods identical to `pod` on some nodes changes neither this plugin's
+    /// PreFilter result for `pod` nor its Filter verdict for `pod` on any other node,
+    /// and its Reserve, Permit and binding steps accept `pod` wherever its Filter
+    /// does and keep nothing that a later cycle reads.
+    ///
+    /// Asked of the plugins at PreFilter, Filter, Reserve, Permit, PreBind, Bind and
+    /// PostBind (scores do not change where copies end up once every node is full).
+    /// The default says no, so a profile with a plugin that says nothing places
+    /// copies one at a time: correct, just not faster. A plugin whose verdict reads
+    /// only the pod and the node opts in:
+    ///
+    /// ```
+    /// use kubesched_framework::{Plugin, PodInfo};
+    ///
+    /// /// Filters on the node's labels only.
+    /// struct GpuNodes;
+    /// impl Plugin for GpuNodes {
+    ///     fn name(&self) -> &str { "GpuNodes" }
+    ///     fn node_local(&self, _pod: &PodInfo) -> bool { true }
+    /// }
+    /// ```
+    fn node_local(&self, pod: &PodInfo) -> bool {
+        let _ = pod;
+        false
+    }
 }
 
 /// Declares, inside an `impl Plugin`, the extension points the plugin implements: it

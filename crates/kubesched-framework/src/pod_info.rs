@@ -192,6 +192,16 @@ impl PodInfo {
             .is_some_and(|a| a.pod_affinity.is_some() || a.pod_anti_affinity.is_some())
     }
 
+    /// `true` when the pod mounts a PersistentVolumeClaim, directly or through a
+    /// generic ephemeral volume.
+    pub fn has_claim_volumes(&self) -> bool {
+        self.spec()
+            .volumes
+            .iter()
+            .flatten()
+            .any(|v| v.persistent_volume_claim.is_some() || v.ephemeral.is_some())
+    }
+
     /// `true` when the pod has required pod anti-affinity terms.
     pub fn has_required_anti_affinity(&self) -> bool {
         self.spec()

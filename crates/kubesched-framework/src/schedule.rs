@@ -516,7 +516,7 @@ impl Scheduler {
         // oracle (FORMAT-volumes rules 13 and 17): with no PV controller, its volumes'
         // PreBind would wait for ever, so the binding cycle stops there, and what its
         // other plugins hold (DynamicResources' allocations in flight) stays held.
-        if !has_claim_volumes(&assumed) {
+        if !assumed.has_claim_volumes() {
             let s = fwk.run_pre_bind_plugins(&mut state, &assumed, &node);
             if !s.is_success() {
                 return fail(s, &mut state, &mut self.snapshot);
@@ -952,14 +952,4 @@ fn filter_pass_code((_, rejected): &(Vec<usize>, Vec<(usize, Status)>)) -> Code 
     } else {
         Code::Success
     }
-}
-
-/// Whether the pod mounts a PersistentVolumeClaim, directly or through a generic
-/// ephemeral volume.
-fn has_claim_volumes(pod: &PodInfo) -> bool {
-    pod.spec()
-        .volumes
-        .iter()
-        .flatten()
-        .any(|v| v.persistent_volume_claim.is_some() || v.ephemeral.is_some())
 }

@@ -37,6 +37,10 @@ impl Plugin for DefaultBinder {
     fn name(&self) -> &str {
         NAME
     }
+    /// Binding accepts the pod wherever it goes and remembers nothing.
+    fn node_local(&self, _pod: &PodInfo) -> bool {
+        true
+    }
     fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
         crate::events::none()
     }

@@ -71,6 +71,16 @@ pub fn normalize_to_max(reverse: bool, scores: &mut [NodeScore]) {
     default_normalize_score(MAX_NODE_SCORE, reverse, scores)
 }
 
+/// Whether the pod requests an extended resource (one a device plugin or a DeviceClass
+/// provides, as `example.com/gpu`).
+pub fn requests_extended_resources(pod: &kubesched_framework::PodInfo) -> bool {
+    pod.resources()
+        .requests
+        .scalar_resources
+        .keys()
+        .any(|name| kubesched_framework::resource::is_extended_resource_name(name))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

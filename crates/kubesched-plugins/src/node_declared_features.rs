@@ -174,6 +174,10 @@ impl Plugin for NodeDeclaredFeatures {
     }
     /// As kube-scheduler's: the features the pod needs are its fragment, so pods that
     /// need the same features can share a batch.
+    /// The verdict reads the pod and the node's declared features only.
+    fn node_local(&self, _pod: &PodInfo) -> bool {
+        true
+    }
     fn sign_pod(
         &self,
         pod: &PodInfo,

@@ -18,6 +18,10 @@ impl Plugin for NodeName {
         NAME
     }
     // kube-scheduler: NodeName reads spec.nodeName.
+    /// NodeName's verdict reads the pod and the node only.
+    fn node_local(&self, _pod: &PodInfo) -> bool {
+        true
+    }
     fn sign_pod(
         &self,
         pod: &PodInfo,

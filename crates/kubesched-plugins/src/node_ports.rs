@@ -32,6 +32,10 @@ impl Plugin for NodePorts {
         NAME
     }
     // kube-scheduler: NodePorts reads the host ports.
+    /// The verdict reads the pod's host ports and those used on the node only.
+    fn node_local(&self, _pod: &PodInfo) -> bool {
+        true
+    }
     fn sign_pod(
         &self,
         pod: &PodInfo,

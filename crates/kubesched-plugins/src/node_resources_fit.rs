@@ -412,6 +412,12 @@ impl Plugin for NodeResourcesFit {
     // kube-scheduler v1.36.1: the requests with overheads, DRAExtendedResource or not
     // (later kube-scheduler sources refuse every pod with the gate on; the v1.36.1
     // binary still batches them).
+    /// The verdict reads the pod's requests and the node's free resources only, except
+    /// for extended resources that DeviceClasses may back (DRAExtendedResource), which
+    /// are allocated from devices other nodes may share.
+    fn node_local(&self, pod: &PodInfo) -> bool {
+        !self.extended_resource_gate || !crate::helper::requests_extended_resources(pod)
+    }
     fn sign_pod(
         &self,
         pod: &PodInfo,

@@ -24,6 +24,10 @@ impl Plugin for NodeUnschedulable {
         NAME
     }
     // The Filter reads only the pod's tolerations (of the unschedulable taint).
+    /// The verdict reads the pod's tolerations and the node only.
+    fn node_local(&self, _pod: &PodInfo) -> bool {
+        true
+    }
     fn sign_pod(
         &self,
         pod: &PodInfo,

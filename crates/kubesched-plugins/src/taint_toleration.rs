@@ -29,6 +29,10 @@ impl Plugin for TaintToleration {
         NAME
     }
     // kube-scheduler: TaintToleration reads the tolerations.
+    /// The verdict reads the pod's tolerations and the node's taints only.
+    fn node_local(&self, _pod: &PodInfo) -> bool {
+        true
+    }
     fn sign_pod(
         &self,
         pod: &PodInfo,

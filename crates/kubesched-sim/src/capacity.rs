@@ -10,20 +10,31 @@
 //! first failed attempt: its FailedScheduling message and, per Filter plugin, the nodes
 //! it rejected and why.
 //!
+//! When every plugin that can refuse the pod treats it node by node (no required pod
+//! affinity, no DoNotSchedule spread, no claims: [`Plugin::node_local`]), the copies
+//! after the first are not scheduled one by one: each node is filled with as many as
+//! its Filter plugins accept ([`Scheduler::fill_nodes`]), which is where one-by-one
+//! scheduling ends whatever order the scores pick, and then the next copy is attempted
+//! in full for the answer's failed attempt. Memory then grows by a pointer per copy,
+//! and a plain count has no limit.
+//!
+//! [`Plugin::node_local`]: kubesched_framework::Plugin::node_local
+//! [`Scheduler::fill_nodes`]: kubesched_framework::Scheduler::fill_nodes
+//!
 //! The copies are named `NAME-1`, `NAME-2`, ... (a name taken by a pod of the scenario
 //! gets a further `-N` suffix); they have the pod's labels, so they count for each
 //! other's affinity and topology spreading, as identical replicas do.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
-use kubesched_framework::{PodInfo, Registry};
+use kubesched_framework::{NoFill, PodInfo, Registry};
 use serde_json::{Value, json};
 
 use crate::scenario::Scenario;
-use crate::simulate::{PodOutcome, PodResult, SimulationError, SimulationOptions, prepare};
+use crate::simulate::{Detail, PodOutcome, PodResult, SimulationError, SimulationOptions, prepare};
 
 /// Why the copies stopped.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,6 +49,39 @@ pub enum Stop {
     Gated(Vec<String>),
 }
 
+/// How [`capacity`] places copies, and how many at most.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CopyOptions {
+    /// At most this many copies (cluster-capacity's `--max-limit`); `None` counts
+    /// every copy that fits.
+    pub limit: Option<usize>,
+    /// At most this many copies when they are scheduled one at a time (a plugin does
+    /// not treat the pod node by node), so that no input runs for long.
+    pub one_at_a_time_limit: Option<usize>,
+    /// Fill the nodes when the plugins allow it (the module doc); `false` schedules
+    /// every copy in full, which gives the same answer, slowly.
+    pub fill_nodes: bool,
+}
+
+impl Default for CopyOptions {
+    fn default() -> Self {
+        CopyOptions {
+            limit: None,
+            one_at_a_time_limit: None,
+            fill_nodes: true,
+        }
+    }
+}
+
+/// How the copies were placed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// Each node filled at once ([`kubesched_framework::Scheduler::fill_nodes`]).
+    NodeByNode,
+    /// One copy at a time, each scheduled in full; why.
+    OneAtATime(String),
+}
+
 /// The answer of [`capacity`].
 #[derive(Clone, Debug)]
 pub struct Capacity {
@@ -49,30 +93,39 @@ pub struct Capacity {
     pub per_node: Vec<(String, usize)>,
     /// Why the copies stopped.
     pub stop: Stop,
-    /// The scenario's own pending pods, scheduled first.
+    /// The scenario's own pending pods, scheduled first: their outcomes, without
+    /// per-node detail.
     pub pending: Vec<PodResult>,
     /// Where the configuration came from.
     pub config_source: String,
     /// Warnings from the configuration.
     pub warnings: Vec<String>,
+    /// How the copies were placed.
+    pub placement: Placement,
+    /// The options it ran with.
+    pub copies: CopyOptions,
 }
 
-/// Schedules copies of `pod` into `scenario` (see the module doc), at most `limit` of
-/// them when given.
+/// Schedules copies of `pod` into `scenario` (see the module doc), as `copies` says.
 pub fn capacity(
     scenario: &Scenario,
     pod: &Pod,
     options: &SimulationOptions,
     registry: &Registry,
-    limit: Option<usize>,
+    copies: CopyOptions,
 ) -> Result<Capacity, SimulationError> {
     let mut prepared = prepare(scenario, options, registry)?;
     let node_order = prepared.node_order();
     let queue = std::mem::take(&mut prepared.queue);
+    // Only the pending pods' outcomes are kept, and only the rejections of the copies
+    // (for the failed attempt): per-node detail of thousands of attempts over
+    // thousands of nodes would take gigabytes.
+    prepared.detail = Detail::None;
     let pending: Vec<PodResult> = queue
         .iter()
         .map(|q| prepared.attempt(&q.pod_info, &node_order))
         .collect();
+    prepared.detail = Detail::Rejected;
     let namespace = pod
         .metadata
         .namespace
@@ -89,15 +142,11 @@ pub fn capacity(
             )
         })
         .collect();
-    let mut per_node: BTreeMap<String, usize> = BTreeMap::new();
-    let mut count = 0;
-    let stop = loop {
-        if limit.is_some_and(|l| count >= l) {
-            break Stop::LimitReached(count);
-        }
-        let mut name = format!("{base}-{}", count + 1);
+    // Copy number `n` (from 1), named as no pod of the scenario is.
+    let copy = |n: usize| -> Result<Arc<PodInfo>, SimulationError> {
+        let mut name = format!("{base}-{n}");
         while taken.contains(&(namespace.clone(), name.clone())) {
-            name.push_str(&format!("-{}", count + 1));
+            name.push_str(&format!("-{n}"));
         }
         let mut copy = pod.clone();
         copy.metadata.name = Some(name.clone());
@@ -109,10 +158,63 @@ pub fn capacity(
             pod: format!("{namespace}/{name}"),
             error,
         })?;
-        let result = prepared.attempt(&Arc::new(info), &node_order);
+        Ok(Arc::new(info))
+    };
+    let position: HashMap<&str, usize> = node_order
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), i))
+        .collect();
+    let mut per_node = vec![0usize; node_order.len()];
+    let mut count = 0;
+    let mut placement = None;
+    let mut limit = copies.limit;
+    let stop = loop {
+        if limit.is_some_and(|l| count >= l) {
+            break Stop::LimitReached(count);
+        }
+        let next = copy(count + 1)?;
+        // After the first copy fits (the pod is ours, not gated, and fits somewhere),
+        // fill the nodes with the rest if the plugins allow it.
+        if count == 1 && placement.is_none() {
+            let remaining = limit.map(|l| l - count);
+            let filled = if copies.fill_nodes {
+                prepared.scheduler.fill_nodes(&next, remaining)
+            } else {
+                Err(NoFill::Declined)
+            };
+            placement = Some(match filled {
+                Ok(filled) => {
+                    for (i, n) in filled.into_iter().enumerate() {
+                        per_node[i] += n;
+                        count += n;
+                    }
+                    Placement::NodeByNode
+                }
+                Err(why) => {
+                    if let Some(cap) = copies.one_at_a_time_limit {
+                        limit = Some(limit.map_or(cap, |l| l.min(cap)));
+                    }
+                    Placement::OneAtATime(match why {
+                        NoFill::NotNodeLocal(plugin) => {
+                            format!("{plugin} does not treat the pod node by node")
+                        }
+                        NoFill::OverLimit => "more copies fit than the limit".into(),
+                        NoFill::Declined => "asked to".into(),
+                        NoFill::NotOurs | NoFill::Gated | NoFill::PreFilter => {
+                            "the pod does not pass PreFilter".into()
+                        }
+                    })
+                }
+            });
+            continue;
+        }
+        let result = prepared.attempt(&next, &node_order);
         match &result.outcome {
             PodOutcome::Scheduled(node) => {
-                *per_node.entry(node.clone()).or_default() += 1;
+                if let Some(&i) = position.get(node.as_str()) {
+                    per_node[i] += 1;
+                }
                 count += 1;
             }
             PodOutcome::Ignored => break Stop::NotOurs,
@@ -125,14 +227,15 @@ pub fn capacity(
     Ok(Capacity {
         pod: format!("{namespace}/{base}"),
         count,
-        per_node: node_order
-            .iter()
-            .map(|n| (n.clone(), per_node.get(n).copied().unwrap_or(0)))
-            .collect(),
+        per_node: node_order.iter().cloned().zip(per_node).collect(),
         stop,
         pending,
         config_source: prepared.config_source,
         warnings: prepared.warnings,
+        placement: placement.unwrap_or(Placement::OneAtATime(
+            "fewer than two copies were scheduled".into(),
+        )),
+        copies,
     })
 }
 
@@ -194,12 +297,17 @@ impl Capacity {
             let _ = writeln!(out, "  {node:<width$}  {n}");
         }
         match &self.stop {
-            Stop::LimitReached(l) => {
-                let _ = writeln!(
-                    out,
-                    "Stopped at the limit of {l} copies (--max-limit N sets it; 0, the default, is 100000)"
-                );
-            }
+            Stop::LimitReached(l) => match (&self.placement, self.copies.limit) {
+                (Placement::OneAtATime(why), None) => {
+                    let _ = writeln!(
+                        out,
+                        "Stopped at {l} copies, the most scheduled one at a time without --max-limit ({why}); give --max-limit N to go further"
+                    );
+                }
+                _ => {
+                    let _ = writeln!(out, "Stopped at the limit of {l} copies (--max-limit N)");
+                }
+            },
             Stop::NotOurs => {
                 let _ = writeln!(
                     out,
@@ -255,7 +363,11 @@ impl Capacity {
                        "rejected": line["rejected"], "plugins": plugins})
             }
         };
+        let placement = match &self.placement {
+            Placement::NodeByNode => json!({"how": "NodeByNode"}),
+            Placement::OneAtATime(why) => json!({"how": "OneAtATime", "why": why}),
+        };
         json!({"pod": self.pod, "config": self.config_source, "count": self.count,
-               "nodes": nodes, "stop": stop})
+               "nodes": nodes, "stop": stop, "placement": placement})
     }
 }

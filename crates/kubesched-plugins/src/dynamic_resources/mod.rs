@@ -212,6 +212,16 @@ impl Plugin for DynamicResources {
     }
     // kube-scheduler cannot tell whether a pod's claims bind it to one node, so a pod
     // with claims is not signed; other pods do not matter to the plugin.
+    /// Node by node only for a pod without ResourceClaims or extended resources (which
+    /// DeviceClasses may back): devices are allocated from a cluster-wide pool.
+    fn node_local(&self, pod: &PodInfo) -> bool {
+        let claims = pod
+            .spec()
+            .resource_claims
+            .as_ref()
+            .is_some_and(|c| !c.is_empty());
+        !claims && (!self.extended_resource || !crate::helper::requests_extended_resources(pod))
+    }
     fn sign_pod(
         &self,
         pod: &PodInfo,

@@ -302,6 +302,27 @@ impl Plugin for InterPodAffinity {
     }
     // The pod's own affinity terms, and its labels, which the terms of the pods on the
     // nodes match.
+    /// Node by node only when the pod has no required pod affinity or anti-affinity:
+    /// then only existing pods' required anti-affinity can refuse it, and copies of
+    /// the pod add none.
+    fn node_local(&self, pod: &PodInfo) -> bool {
+        let affinity = pod.spec().affinity.as_ref();
+        let required_affinity = affinity
+            .and_then(|a| a.pod_affinity.as_ref())
+            .and_then(|a| {
+                a.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })
+            .is_some_and(|t| !t.is_empty());
+        let required_anti_affinity = affinity
+            .and_then(|a| a.pod_anti_affinity.as_ref())
+            .and_then(|a| {
+                a.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })
+            .is_some_and(|t| !t.is_empty());
+        !required_affinity && !required_anti_affinity
+    }
     fn sign_pod(
         &self,
         pod: &PodInfo,

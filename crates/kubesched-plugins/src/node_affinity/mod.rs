@@ -151,6 +151,10 @@ impl Plugin for NodeAffinity {
     }
     // The node affinity and the node selector of the pod (the added affinity of the
     // args is the profile's, the same for every pod).
+    /// The verdict reads the pod and the node's labels only.
+    fn node_local(&self, _pod: &PodInfo) -> bool {
+        true
+    }
     fn sign_pod(
         &self,
         pod: &PodInfo,

@@ -388,6 +388,20 @@ impl Plugin for PodTopologySpread {
     }
     // kube-scheduler: a spread depends on other nodes than the one filtered or scored,
     // so a pod with constraints, its own or the profile's defaults, cannot be signed.
+    /// Node by node only when no constraint can refuse a node: the pod has none and
+    /// the default constraints (used when it has none) are all ScheduleAnyway. A
+    /// DoNotSchedule constraint counts the pods of a whole topology domain.
+    fn node_local(&self, pod: &PodInfo) -> bool {
+        let own = pod
+            .spec()
+            .topology_spread_constraints
+            .as_ref()
+            .is_some_and(|c| !c.is_empty());
+        !own && self
+            .default_constraints
+            .iter()
+            .all(|c| c.when_unsatisfiable == "ScheduleAnyway")
+    }
     fn sign_pod(
         &self,
         pod: &PodInfo,

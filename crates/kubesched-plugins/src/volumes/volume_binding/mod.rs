@@ -283,6 +283,11 @@ impl Plugin for VolumeBinding {
     }
     // kube-scheduler: the volume plugins read the pod's volumes (ConfigMaps and
     // Secrets aside).
+    /// Node by node only for a pod without PersistentVolumeClaims (direct or
+    /// ephemeral): a claim is bound once, for every node, and counted cluster-wide.
+    fn node_local(&self, pod: &PodInfo) -> bool {
+        !pod.has_claim_volumes()
+    }
     fn sign_pod(
         &self,
         pod: &PodInfo,
