@@ -71,10 +71,79 @@ impl BadNumber {
     }
 }
 
+/// Below this size a file is parsed in one piece: splitting costs more than it saves.
+const PARALLEL_BYTES: usize = 1 << 20;
+
 /// Parses every YAML document of `source`, numbered from 1, leaving out empty ones.
+///
+/// A large file is cut into pieces at document start markers (`---` at the start of a
+/// line, which YAML forbids anywhere else) and the pieces are parsed in parallel; the
+/// documents keep the numbers a parse of the whole file gives. When a piece does not
+/// parse, the whole file is parsed again in one piece, so that the error and its line
+/// are what that parse says.
 pub(super) fn parse_documents(source: &Source) -> Result<Vec<Document>, ScenarioError> {
+    use rayon::prelude::*;
+    let pieces = pieces(&source.text, rayon::current_num_threads() * 4);
+    if pieces.len() < 2 {
+        return parse_piece(source, &source.text);
+    }
+    let parsed: Result<Vec<(usize, Vec<Document>)>, ScenarioError> = pieces
+        .par_iter()
+        .map(|piece| parse_counted(source, piece))
+        .collect();
+    let Ok(parsed) = parsed else {
+        return parse_piece(source, &source.text);
+    };
+    // Each piece numbered its documents from 1: shift them by the documents (empty
+    // ones included) of the pieces before it.
     let mut documents = Vec::new();
-    for (index, document) in serde_norway::Deserializer::from_str(&source.text).enumerate() {
+    let mut before = 0;
+    for (count, piece) in parsed {
+        documents.extend(piece.into_iter().map(|mut d| {
+            d.number += before;
+            d
+        }));
+        before += count;
+    }
+    Ok(documents)
+}
+
+/// Cuts `text` into about `wanted` pieces of similar size, each starting at a line
+/// `---` (then a space, a tab or the line's end), or the whole text when it is small.
+fn pieces(text: &str, wanted: usize) -> Vec<&str> {
+    if text.len() < PARALLEL_BYTES || wanted < 2 {
+        return vec![text];
+    }
+    let target = text.len() / wanted;
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let is_marker = line
+            .strip_prefix("---")
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\n', '\r']));
+        if is_marker && at - start >= target {
+            pieces.push(&text[start..at]);
+            start = at;
+        }
+        at += line.len();
+    }
+    pieces.push(&text[start..]);
+    pieces
+}
+
+/// Parses a piece in one go.
+fn parse_piece(source: &Source, text: &str) -> Result<Vec<Document>, ScenarioError> {
+    Ok(parse_counted(source, text)?.1)
+}
+
+/// How many documents `text` holds (empty ones included), and the non-empty ones,
+/// numbered from 1.
+fn parse_counted(source: &Source, text: &str) -> Result<(usize, Vec<Document>), ScenarioError> {
+    let mut documents = Vec::new();
+    let mut count = 0;
+    for (index, document) in serde_norway::Deserializer::from_str(text).enumerate() {
+        count = index + 1;
         let mut walk = Walk::default();
         let value = (&mut walk)
             .deserialize(document)
@@ -87,7 +156,7 @@ pub(super) fn parse_documents(source: &Source) -> Result<Vec<Document>, Scenario
             });
         }
     }
-    Ok(documents)
+    Ok((count, documents))
 }
 
 /// The state of reading one document into a JSON value: the path to the value being read
@@ -219,5 +288,67 @@ fn yaml_error(file: &str, error: &serde_norway::Error) -> ScenarioError {
             file: file.to_owned(),
             message: text,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source(text: String) -> Source {
+        Source {
+            name: "big.yaml".into(),
+            text,
+        }
+    }
+
+    /// A file past the parallel threshold: documents of several shapes, empty ones,
+    /// comments, end markers, and `---` inside block scalars (indented, so not a
+    /// marker).
+    fn big_file() -> String {
+        let mut text = String::from("# header\n");
+        for i in 0..42000 {
+            match i % 6 {
+                0 => text.push_str(&format!("---\nkind: Pod\nmetadata: {{name: p{i}}}\n")),
+                1 => text.push_str("---\n"),
+                2 => text.push_str(&format!(
+                    "--- # comment\ndata:\n  note: |\n    ---\n    text {i}\n"
+                )),
+                3 => text.push_str(&format!("---\n[{i}, two]\n...\n# after the end\n")),
+                4 => text.push_str(&format!("---\t\n{{\"json\": {i}}}\n")),
+                _ => text.push_str(&format!("---\nlist:\n- {i}\n- x\n")),
+            }
+        }
+        assert!(text.len() > PARALLEL_BYTES, "{}", text.len());
+        text
+    }
+
+    #[test]
+    fn pieces_parse_as_the_whole_file_does() {
+        let source = source(big_file());
+        assert!(pieces(&source.text, 8).len() > 1);
+        let whole = parse_piece(&source, &source.text).expect("whole");
+        let split = parse_documents(&source).expect("split");
+        assert_eq!(whole.len(), split.len());
+        for (a, b) in whole.iter().zip(&split) {
+            assert_eq!((a.number, &a.value), (b.number, &b.value));
+        }
+        // Every sixth document is empty: numbers count it.
+        assert_eq!(split.last().map(|d| d.number), Some(42000));
+    }
+
+    #[test]
+    fn an_error_in_a_piece_is_the_whole_files_error() {
+        let mut text = big_file();
+        let middle = text.len() / 2;
+        let at = middle + text[middle..].find("\n---\n").expect("marker") + 5;
+        text.insert_str(at, "key: [unclosed\n");
+        let source = source(text);
+        let whole = parse_piece(&source, &source.text)
+            .err()
+            .expect("whole fails");
+        let split = parse_documents(&source).err().expect("split fails");
+        assert_eq!(whole.to_string(), split.to_string());
+        assert!(split.to_string().contains("big.yaml"), "{split}");
     }
 }
