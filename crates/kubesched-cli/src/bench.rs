@@ -16,6 +16,10 @@ pub enum Mode {
     /// The rules of conformance/FORMAT.md: every node filtered and scored, first best in node order; the
     /// same decisions as `kubesched simulate`.
     Exact,
+    /// The decisions of `exact`, with verdicts and scores kept per pod signature so
+    /// that only the nodes that changed are evaluated again (faster for runs of
+    /// identical pods, as ReplicaSets make them; see docs/architecture.md).
+    Incremental,
 }
 
 /// Resident and peak memory of this process in bytes, from /proc (Linux).
@@ -62,6 +66,11 @@ pub fn run(
             features,
             ..Default::default()
         },
+        Mode::Incremental => SimulationOptions {
+            features,
+            incremental: true,
+            ..Default::default()
+        },
     };
     let mut prepared = prepare(&scenario, &options, registry).map_err(|e| e.to_string())?;
     let after_prepare = memory();
@@ -86,6 +95,18 @@ pub fn run(
     crate::print_out(&format!(
         "scheduled {scheduled} pods ({unschedulable} unschedulable) over {nodes} nodes in {elapsed:.3} seconds = {rate:.0} pods/s\n"
     ));
+    if let Some(stats) = prepared.scheduler.incremental_stats() {
+        let evaluated = stats.nodes_filtered + stats.nodes_reused;
+        let share = if evaluated > 0 {
+            100.0 * stats.nodes_reused as f64 / evaluated as f64
+        } else {
+            0.0
+        };
+        crate::print_out(&format!(
+            "incremental: {} of {attempted} cycles used kept verdicts; {share:.1}% of their node verdicts were kept, {} nodes filtered again\n",
+            stats.cycles, stats.nodes_filtered
+        ));
+    }
     let total = start.elapsed().as_secs_f64();
     match (after_parse, after_prepare, memory()) {
         (Some((parsed, _)), Some((prepared_rss, _)), Some((_, peak))) => {

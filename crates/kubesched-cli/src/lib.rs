@@ -108,7 +108,8 @@ enum Commands {
         /// The scenario file.
         file: String,
         /// `upstream` searches and picks as kube-scheduler does; `exact` evaluates every
-        /// node and takes the first best in node order.
+        /// node and takes the first best in node order; `incremental` decides as exact,
+        /// evaluating again only the nodes that changed when the pod's plugins allow it.
         #[arg(long, value_enum, default_value_t = bench::Mode::Upstream)]
         mode: bench::Mode,
         /// The seed of the random pick among equal best nodes (upstream mode).

@@ -234,6 +234,12 @@ impl Framework {
         !self.post_filter.is_empty()
     }
 
+    /// Whether every PreFilter, Filter, PreScore and Score plugin answers for `pod`
+    /// node by node ([`Plugin::node_scoped`]) in `snapshot`.
+    pub fn scoped_to_nodes(&self, pod: &crate::PodInfo, snapshot: &crate::Snapshot) -> bool {
+        self.signers.iter().all(|p| p.node_scoped(pod, snapshot))
+    }
+
     /// The first plugin that can refuse `pod` or remember it (at PreFilter, Filter,
     /// Reserve, Permit, PreBind, Bind or PostBind) and does not treat it node by node
     /// ([`Plugin::node_local`]); `None` when all do.

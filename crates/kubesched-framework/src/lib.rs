@@ -47,6 +47,7 @@ pub mod events;
 pub mod features;
 pub mod fill;
 pub mod framework;
+pub mod incremental;
 pub mod node_info;
 pub mod observer;
 pub mod plugin;

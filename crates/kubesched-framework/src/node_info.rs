@@ -3,12 +3,20 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use k8s_openapi::api::core::v1::{Node, Taint};
 
 use crate::pod_info::{DEFAULT_BIND_ALL_HOST_IP, HostPort, PodInfo};
 use crate::quantity::QuantityError;
 use crate::resource::{Resource, parse_resource_list};
+
+static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
+
+/// A generation no [`NodeInfo`] had before (kube-scheduler's `nextGeneration`).
+fn next_generation() -> u64 {
+    NEXT_GENERATION.fetch_add(1, Ordering::Relaxed)
+}
 
 /// What the cluster knows of one image name: its size and on how many nodes it is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -176,7 +184,7 @@ impl NodeInfo {
             requested: Resource::default(),
             allocatable,
             image_states: HashMap::new(),
-            generation: 0,
+            generation: next_generation(),
             index: 0,
             unschedulable: node
                 .spec
@@ -295,13 +303,17 @@ impl NodeInfo {
         &self.image_states
     }
 
-    /// A counter bumped on every change.
+    /// The node's generation: a new one on every change of its pods or image states,
+    /// never the same for two different states of any nodes (a copy keeps it while it
+    /// is unchanged), so what was computed on a node stays right while its generation
+    /// is unchanged.
     pub fn generation(&self) -> u64 {
         self.generation
     }
 
     pub(crate) fn set_image_states(&mut self, states: HashMap<String, ImageStateSummary>) {
         self.image_states = states;
+        self.generation = next_generation();
     }
 
     /// Adds a pod: its requests, ports and affinity count from now on.
@@ -347,7 +359,7 @@ impl NodeInfo {
         non_zero.memory += sign * res.non_zero_memory;
         non_zero.ephemeral_storage = self.requested.ephemeral_storage;
         self.counts.requested = BaseResources::of(&self.requested);
-        self.generation += 1;
+        self.generation = next_generation();
     }
 }
 

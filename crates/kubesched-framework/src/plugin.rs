@@ -193,6 +193,35 @@ pub trait Plugin: Send + Sync {
         let _ = pod;
         false
     }
+
+    /// Whether this plugin's answers for `pod` depend on each node alone, so that the
+    /// exact scheduler may keep them per node and recompute only the nodes that changed
+    /// ([`crate::Scheduler::set_incremental`]): its PreFilter, PreScore and Score
+    /// preparation for `pod` read nothing that placing or removing pods changes, and its
+    /// Filter verdict and Score (before NormalizeScore) on a node read only that node's
+    /// [`NodeInfo`]. NormalizeScore may read every node's score: it runs in every cycle.
+    /// `snapshot` is the cluster as it is now (a plugin that reads other nodes' pods may
+    /// say yes while none of them matter, as InterPodAffinity does when no pod has
+    /// affinity terms).
+    ///
+    /// Asked of the PreFilter, Filter, PreScore and Score plugins, with the pod's
+    /// signature ([`Plugin::sign_pod`]), which must also be given. The default says no:
+    /// the profile's pods are then evaluated on every node in every cycle: correct,
+    /// just not faster.
+    fn node_scoped(&self, pod: &PodInfo, snapshot: &crate::Snapshot) -> bool {
+        let _ = (pod, snapshot);
+        false
+    }
+
+    /// This plugin's part of the pod's signature for exact incremental scheduling,
+    /// asked when [`Plugin::node_scoped`] says yes: the same contract as
+    /// [`Plugin::sign_pod`], which it defaults to. A plugin whose batching signature
+    /// refuses pods it ignores anyway signs them here (PodTopologySpread refuses every
+    /// pod of a profile with default constraints, as kube-scheduler's batching does,
+    /// even one that no constraint applies to).
+    fn sign_pod_exact(&self, pod: &PodInfo) -> Result<Vec<crate::signature::SignFragment>, Status> {
+        self.sign_pod(pod)
+    }
 }
 
 /// Declares, inside an `impl Plugin`, the extension points the plugin implements: it

@@ -13,6 +13,8 @@ use rayon::prelude::*;
 use crate::batch::{NodeHint, OpportunisticBatch};
 use crate::cycle_state::CycleState;
 use crate::framework::{Framework, NominatedPods, PARALLEL_THRESHOLD, ScoreTable};
+use crate::incremental::{IncrementalCache, Key};
+use crate::observer::RecordPluginMetrics;
 
 /// How many nodes a sequential search filters in one run before checking whether it
 /// has found enough: large enough to amortise a plugin call over many nodes, small
@@ -282,6 +284,9 @@ pub struct Scheduler {
     cycle: u64,
     /// Where batching reads the time (the age of its kept results).
     clock: Arc<dyn Clock>,
+    /// The kept verdicts and scores, when scheduling incrementally
+    /// ([`Scheduler::set_incremental`]).
+    incremental: Option<IncrementalCache>,
 }
 
 impl fmt::Debug for Scheduler {
@@ -337,6 +342,7 @@ impl Scheduler {
             next_start_node_index: 0,
             rng: SplitMix64(seed),
             explained_pod: None,
+            incremental: None,
         })
     }
 
@@ -416,6 +422,44 @@ impl Scheduler {
     /// set; tests set a [`FakeClock`](crate::FakeClock)).
     pub fn set_clock(&mut self, clock: Arc<dyn Clock>) {
         self.clock = clock;
+    }
+
+    /// Schedules incrementally ([`crate::incremental`]): with the exhaustive search and
+    /// no batching, a pod whose plugins all answer node by node is filtered and scored
+    /// again only on the nodes that changed since a pod of the same signature was, with
+    /// the same results as a full pass. Off by default; turning it off drops what was
+    /// kept.
+    pub fn set_incremental(&mut self, on: bool) {
+        self.incremental = on.then(IncrementalCache::default);
+    }
+
+    /// What incremental scheduling saved so far; `None` when it is off.
+    pub fn incremental_stats(&self) -> Option<crate::incremental::IncrementalStats> {
+        self.incremental.as_ref().map(|c| c.stats)
+    }
+
+    /// The key a cycle of `pod` keeps its verdicts and scores under, when it may
+    /// (see [`Scheduler::set_incremental`]).
+    fn incremental_key(
+        &mut self,
+        profile: usize,
+        state: &CycleState,
+        pod: &PodInfo,
+    ) -> Option<Key> {
+        self.incremental.as_ref()?;
+        let plain = self.options.node_search == NodeSearch::Exhaustive
+            && !self.options.batching
+            && self.nominated_pods.is_empty()
+            && !state.explain()
+            && state.read::<RecordPluginMetrics>().is_none();
+        let fwk = &self.profiles[profile];
+        if !plain || !fwk.scoped_to_nodes(pod, &self.snapshot) {
+            return None;
+        }
+        let signature = fwk.sign_pod_exact(pod)?;
+        let key = Key { profile, signature };
+        let first = self.incremental.as_mut()?.first_sight(&key);
+        (!first).then_some(key)
     }
 
     /// How many pods of the profile at `profile` went to their batching hint.
@@ -543,7 +587,9 @@ impl Scheduler {
         if num_nodes == 0 {
             return Err(ScheduleError::NoNodesAvailable);
         }
-        let (feasible, diagnosis, hint) = self.find_nodes_that_fit(profile, state, pod)?;
+        let key = self.incremental_key(profile, state, pod);
+        let (feasible, diagnosis, hint) =
+            self.find_nodes_that_fit(profile, state, pod, key.as_ref())?;
         let fwk = self.profiles[profile].clone();
         if feasible.is_empty() {
             return Err(ScheduleError::Unfit(Box::new(FitError {
@@ -578,11 +624,23 @@ impl Scheduler {
             let nodes: Vec<&NodeInfo> =
                 feasible.iter().map(|&i| self.snapshot.node_at(i)).collect();
             let s = fwk.run_pre_score_plugins(state, pod, &nodes, &self.snapshot);
-            let indexed: Vec<(usize, &NodeInfo)> = feasible.iter().copied().zip(nodes).collect();
-            let scored = if s.is_success() {
-                fwk.run_score_plugins(state, pod, &indexed)
-            } else {
-                Err(s)
+            let scored = match (&key, self.incremental.as_mut()) {
+                _ if !s.is_success() => Err(s),
+                (Some(key), Some(cache)) => {
+                    let snapshot = &self.snapshot;
+                    fwk.timed_point(
+                        "Score",
+                        |r: &Result<ScoreTable, Status>| {
+                            r.as_ref().map_or_else(Status::code, |_| Code::Success)
+                        },
+                        || cache.score(key, &fwk, state, pod, snapshot, &feasible),
+                    )
+                }
+                _ => {
+                    let indexed: Vec<(usize, &NodeInfo)> =
+                        feasible.iter().copied().zip(nodes).collect();
+                    fwk.run_score_plugins(state, pod, &indexed)
+                }
             };
             match scored {
                 Ok(scores) => scores,
@@ -668,6 +726,7 @@ impl Scheduler {
         profile: usize,
         state: &mut CycleState,
         pod: &PodInfo,
+        key: Option<&Key>,
     ) -> Result<(Vec<usize>, Diagnosis, Option<NodeHint>), ScheduleError> {
         let fwk = self.profiles[profile].clone();
         let fwk = &*fwk;
@@ -770,6 +829,27 @@ impl Scheduler {
                 .map(|i| candidates[(start + i) % total])
                 .collect();
             (feasible, Vec::new())
+        } else if let (Some(key), Some(cache), true) = (
+            key,
+            self.incremental.as_mut(),
+            total == snapshot.num_nodes() && to_find >= total,
+        ) {
+            // Every node, the unchanged ones from what was kept.
+            let nominated = &self.nominated_pods;
+            fwk.timed_point("Filter", filter_pass_code, || {
+                cache.filter(key, snapshot, |changed| {
+                    filter_nodes(
+                        fwk,
+                        state,
+                        pod,
+                        snapshot,
+                        nominated,
+                        changed,
+                        0,
+                        changed.len(),
+                    )
+                })
+            })
         } else {
             // kube-scheduler times the whole pass over the nodes as the Filter
             // extension point: Error when a filter failed, else Success.

@@ -83,7 +83,7 @@ impl SignFragment {
 
 /// A pod's signature: the scheduler name and every fragment the profile's plugins
 /// gave, by name. Equal signatures mean equal feasibility and scores.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct PodSignature(Arc<str>);
 
 impl PodSignature {
@@ -216,9 +216,28 @@ impl Framework {
         signature
     }
 
+    /// The pod's signature for exact incremental scheduling
+    /// ([`crate::Scheduler::set_incremental`]), from each plugin's
+    /// [`Plugin::sign_pod_exact`]; `None` when one cannot sign it. Not observed.
+    pub fn sign_pod_exact(&self, pod: &PodInfo) -> Option<PodSignature> {
+        self.sign_with_exact(pod, true, |_, f| f())
+    }
+
     fn sign_with(
         &self,
         pod: &PodInfo,
+        call: impl FnMut(
+            &str,
+            &dyn Fn() -> Result<Vec<SignFragment>, Status>,
+        ) -> Result<Vec<SignFragment>, Status>,
+    ) -> Option<PodSignature> {
+        self.sign_with_exact(pod, false, call)
+    }
+
+    fn sign_with_exact(
+        &self,
+        pod: &PodInfo,
+        exact: bool,
         mut call: impl FnMut(
             &str,
             &dyn Fn() -> Result<Vec<SignFragment>, Status>,
@@ -230,7 +249,14 @@ impl Framework {
         )];
         for plugin in self.signers() {
             let plugin: &Arc<dyn Plugin> = plugin;
-            match call(plugin.name(), &|| plugin.sign_pod(pod)) {
+            let sign = || {
+                if exact {
+                    plugin.sign_pod_exact(pod)
+                } else {
+                    plugin.sign_pod(pod)
+                }
+            };
+            match call(plugin.name(), &sign) {
                 Ok(f) => fragments.extend(f),
                 Err(_) => return None,
             }

@@ -125,6 +125,11 @@ impl Plugin for BalancedAllocation {
         NAME
     }
     // kube-scheduler v1.36.1: the requests with overheads, DRAExtendedResource or not.
+    /// The score reads the pod's requests and the node's; extended resources that
+    /// DeviceClasses may back are left to a full pass.
+    fn node_scoped(&self, pod: &PodInfo, _snapshot: &kubesched_framework::Snapshot) -> bool {
+        !crate::helper::requests_extended_resources(pod)
+    }
     fn sign_pod(
         &self,
         pod: &PodInfo,

@@ -81,6 +81,18 @@ pub fn requests_extended_resources(pod: &kubesched_framework::PodInfo) -> bool {
         .any(|name| kubesched_framework::resource::is_extended_resource_name(name))
 }
 
+/// Whether every volume of the pod is a ConfigMap, Secret, downward API, projected or
+/// emptyDir volume (none that the volume plugins look up beside the node).
+pub fn only_synthetic_volumes(pod: &kubesched_framework::PodInfo) -> bool {
+    pod.spec().volumes.iter().flatten().all(|v| {
+        v.config_map.is_some()
+            || v.secret.is_some()
+            || v.downward_api.is_some()
+            || v.projected.is_some()
+            || v.empty_dir.is_some()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -48,6 +48,9 @@ impl Plugin for ImageLocality {
         NAME
     }
     // The canonical names of the images the score reads.
+    fn node_scoped(&self, _pod: &PodInfo, _snapshot: &kubesched_framework::Snapshot) -> bool {
+        true
+    }
     fn sign_pod(
         &self,
         pod: &PodInfo,

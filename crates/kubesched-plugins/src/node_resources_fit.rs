@@ -418,6 +418,9 @@ impl Plugin for NodeResourcesFit {
     fn node_local(&self, pod: &PodInfo) -> bool {
         !self.extended_resource_gate || !crate::helper::requests_extended_resources(pod)
     }
+    fn node_scoped(&self, pod: &PodInfo, _snapshot: &kubesched_framework::Snapshot) -> bool {
+        self.node_local(pod)
+    }
     fn sign_pod(
         &self,
         pod: &PodInfo,

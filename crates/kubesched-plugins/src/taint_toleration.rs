@@ -33,6 +33,9 @@ impl Plugin for TaintToleration {
     fn node_local(&self, _pod: &PodInfo) -> bool {
         true
     }
+    fn node_scoped(&self, _pod: &PodInfo, _snapshot: &kubesched_framework::Snapshot) -> bool {
+        true
+    }
     fn sign_pod(
         &self,
         pod: &PodInfo,

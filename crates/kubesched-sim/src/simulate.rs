@@ -29,6 +29,11 @@ pub struct SimulationOptions {
     /// The kube-scheduler version and feature gates the plugins follow (the newest
     /// version's defaults unless set).
     pub features: Features,
+    /// With the exhaustive search, keep verdicts and scores per pod signature and
+    /// evaluate again only the nodes that changed ([`Scheduler::set_incremental`]):
+    /// the same results, faster for runs of identical pods and slower for pods that
+    /// rarely repeat (see docs/architecture.md). Off by default.
+    pub incremental: bool,
 }
 
 /// How much per-node detail a [`PodResult`] records. Every node's scores and reasons
@@ -53,6 +58,7 @@ impl Default for SimulationOptions {
             host_selection: HostSelection::FirstInNodeOrder,
             detail: Detail::All,
             features: Features::default(),
+            incremental: false,
         }
     }
 }
@@ -413,12 +419,13 @@ pub fn prepare(
         batching: options.node_search == NodeSearch::Adaptive
             && options.features.enabled("OpportunisticBatching"),
     };
-    let scheduler = Scheduler::new(profiles, snapshot, scheduler_options).map_err(|error| {
+    let mut scheduler = Scheduler::new(profiles, snapshot, scheduler_options).map_err(|error| {
         SimulationError::Scheduler {
             source_name: config_source.clone(),
             error,
         }
     })?;
+    scheduler.set_incremental(options.incremental && options.node_search == NodeSearch::Exhaustive);
     let mut queue: Vec<QueuedPodInfo> = pending
         .into_iter()
         .enumerate()

@@ -149,13 +149,39 @@ impl Framework {
         pod: &PodInfo,
         nodes: &[(usize, &NodeInfo)],
     ) -> Result<ScoreTable, Status> {
-        let obs = sampled(&self.observer, state);
+        let mut table = self.raw_scores(state, pod, nodes)?;
+        self.normalize_and_weigh(state, pod, &mut table)?;
+        Ok(table)
+    }
+
+    /// The active Score plugins (those PreScore did not skip), in the profile's order.
+    fn active_scores(&self, state: &CycleState) -> Vec<&WeightedScore> {
         let skip = state.skip_score_plugins();
-        let active: Vec<&WeightedScore> = self
-            .score
+        self.score
             .iter()
             .filter(|s| skip.is_empty() || !skip.contains(&*s.wired.name))
-            .collect();
+            .collect()
+    }
+
+    /// The names of the Score plugins that score in this cycle (PreScore has run), in
+    /// the profile's order: the columns of its [`ScoreTable`].
+    pub(crate) fn active_score_plugins(&self, state: &CycleState) -> Vec<Arc<str>> {
+        self.active_scores(state)
+            .iter()
+            .map(|s| s.wired.name.clone())
+            .collect()
+    }
+
+    /// Every active Score plugin's score on `nodes`, before NormalizeScore and weights:
+    /// a table whose totals are still 0.
+    pub(crate) fn raw_scores(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[(usize, &NodeInfo)],
+    ) -> Result<ScoreTable, Status> {
+        let obs = sampled(&self.observer, state);
+        let active = self.active_scores(state);
         let width = active.len();
         let rows = nodes.len();
         for s in &active {
@@ -176,17 +202,79 @@ impl Framework {
         if width == 0 || rows == 0 {
             return Ok(table);
         }
-        // kube-scheduler's `RunScorePlugins` wraps a plugin's error in the phase it
-        // failed in: Score, NormalizeScore, or the weights' range check.
-        let failed = |phase: &str, s: &WeightedScore, e: Status| {
-            Status::error(format!(
-                "{phase}: plugin {:?} failed with: {}",
-                &*s.wired.name,
-                e.message()
-            ))
+        // Scores for a run of nodes, given each plugin's column for the run: one
+        // plugin at a time over the run (one call per plugin, not per node), or, in a
+        // sampled cycle, one call per node and plugin so that each is timed.
+        let score_run = |columns: &mut [&mut [i64]], run: &[(usize, &NodeInfo)]| {
+            let run_nodes: Vec<&NodeInfo> = run.iter().map(|&(_, node)| node).collect();
+            for (column, s) in columns.iter_mut().zip(&active) {
+                if obs.is_some() {
+                    for (cell, &(_, node)) in column.iter_mut().zip(run) {
+                        *cell = timed(
+                            obs,
+                            &s.wired.name,
+                            "Score",
+                            |r: &Result<i64, Status>| {
+                                r.as_ref().map_or_else(Status::code, |_| Code::Success)
+                            },
+                            || s.wired.plugin.score(state, pod, node),
+                        )
+                        .map_err(|e| score_failed("running Score plugins", s, e))?;
+                    }
+                } else {
+                    s.wired
+                        .plugin
+                        .score_nodes(state, pod, &run_nodes, column)
+                        .map_err(|e| score_failed("running Score plugins", s, e))?;
+                }
+            }
+            Ok::<(), Status>(())
         };
-        // Checks a plugin's final scores on a run of nodes, multiplies them by its
-        // weight and adds them to the nodes' totals.
+        // A few contiguous runs per thread for large clusters (one rayon task per node
+        // costs more than scoring the node), else one run.
+        let piece = if rows >= PARALLEL_THRESHOLD {
+            rows.div_ceil(rayon::current_num_threads() * 4)
+        } else {
+            rows
+        };
+        let mut runs: Vec<Vec<&mut [i64]>> = (0..rows.div_ceil(piece))
+            .map(|_| Vec::with_capacity(width))
+            .collect();
+        for column in table.scores.chunks_mut(rows) {
+            for (run, part) in runs.iter_mut().zip(column.chunks_mut(piece)) {
+                run.push(part);
+            }
+        }
+        if runs.len() > 1 {
+            runs.into_par_iter()
+                .zip(nodes.par_chunks(piece))
+                .try_for_each(|(mut columns, run)| score_run(&mut columns, run))?;
+        } else {
+            for (mut columns, run) in runs.into_iter().zip(nodes.chunks(piece)) {
+                score_run(&mut columns, run)?;
+            }
+        }
+        Ok(table)
+    }
+
+    /// Finishes a table of raw scores ([`Framework::raw_scores`]): normalises the
+    /// columns of the plugins with NormalizeScore over all the table's nodes, then
+    /// checks every score, multiplies it by its plugin's weight and adds it to the
+    /// node's total.
+    pub(crate) fn normalize_and_weigh(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        table: &mut ScoreTable,
+    ) -> Result<(), Status> {
+        let obs = sampled(&self.observer, state);
+        let active = self.active_scores(state);
+        let rows = table.len();
+        if active.is_empty() || rows == 0 {
+            return Ok(());
+        }
+        // Checks a plugin's final scores, multiplies them by its weight and adds them
+        // to the nodes' totals.
         let weigh = |s: &WeightedScore, column: &mut [i64], totals: &mut [i64]| {
             for (cell, total) in column.iter_mut().zip(totals) {
                 if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(cell) {
@@ -200,75 +288,17 @@ impl Framework {
             }
             Ok(())
         };
-        // Scores for a run of nodes, given each plugin's column and the totals for the
-        // run: one plugin at a time over the run (one call per plugin, not per node),
-        // or, in a sampled cycle, one call per node and plugin so that each is timed.
-        let score_run =
-            |columns: &mut [&mut [i64]], totals: &mut [i64], run: &[(usize, &NodeInfo)]| {
-                let run_nodes: Vec<&NodeInfo> = run.iter().map(|&(_, node)| node).collect();
-                for (column, s) in columns.iter_mut().zip(&active) {
-                    if obs.is_some() {
-                        for (cell, &(_, node)) in column.iter_mut().zip(run) {
-                            *cell = timed(
-                                obs,
-                                &s.wired.name,
-                                "Score",
-                                |r: &Result<i64, Status>| {
-                                    r.as_ref().map_or_else(Status::code, |_| Code::Success)
-                                },
-                                || s.wired.plugin.score(state, pod, node),
-                            )
-                            .map_err(|e| failed("running Score plugins", s, e))?;
-                        }
-                    } else {
-                        s.wired
-                            .plugin
-                            .score_nodes(state, pod, &run_nodes, column)
-                            .map_err(|e| failed("running Score plugins", s, e))?;
-                    }
-                    // Scores normalised over all nodes are weighed once normalised, below.
-                    if s.wired.plugin.score_extensions().is_none() {
-                        weigh(s, column, totals)?;
-                    }
-                }
-                Ok::<(), Status>(())
-            };
-        // A few contiguous runs per thread for large clusters (one rayon task per node
-        // costs more than scoring the node), else one run.
-        let piece = if rows >= PARALLEL_THRESHOLD {
-            rows.div_ceil(rayon::current_num_threads() * 4)
-        } else {
-            rows
-        };
-        let mut runs: Vec<(Vec<&mut [i64]>, &mut [i64])> = table
-            .totals
-            .chunks_mut(piece)
-            .map(|totals| (Vec::with_capacity(width), totals))
-            .collect();
-        for column in table.scores.chunks_mut(rows) {
-            for ((run, _), part) in runs.iter_mut().zip(column.chunks_mut(piece)) {
-                run.push(part);
-            }
-        }
-        if runs.len() > 1 {
-            runs.into_par_iter()
-                .zip(nodes.par_chunks(piece))
-                .try_for_each(|((mut columns, totals), run)| {
-                    score_run(&mut columns, totals, run)
-                })?;
-        } else {
-            for ((mut columns, totals), run) in runs.into_iter().zip(nodes.chunks(piece)) {
-                score_run(&mut columns, totals, run)?;
-            }
-        }
+        // As kube-scheduler's RunScorePlugins: every NormalizeScore first, then the
+        // weights, plugin by plugin.
         for (column, s) in table.scores.chunks_mut(rows).zip(&active) {
             let Some(ext) = s.wired.plugin.score_extensions() else {
                 continue;
             };
-            let mut normalized: Vec<NodeScore> = nodes
+            let mut normalized: Vec<NodeScore> = table
+                .node_indices
                 .iter()
                 .zip(column.iter())
-                .map(|(&(node_index, _), &score)| NodeScore { node_index, score })
+                .map(|(&node_index, &score)| NodeScore { node_index, score })
                 .collect();
             let status = timed(
                 obs,
@@ -278,13 +308,29 @@ impl Framework {
                 || ext.normalize_score(state, pod, &mut normalized),
             );
             if !status.is_success() {
-                return Err(failed("running Normalize on Score plugins", s, status));
+                return Err(score_failed(
+                    "running Normalize on Score plugins",
+                    s,
+                    status,
+                ));
             }
             for (cell, ns) in column.iter_mut().zip(&normalized) {
                 *cell = ns.score;
             }
+        }
+        for (column, s) in table.scores.chunks_mut(rows).zip(&active) {
             weigh(s, column, &mut table.totals)?;
         }
-        Ok(table)
+        Ok(())
     }
+}
+
+/// kube-scheduler's `RunScorePlugins` wraps a plugin's error in the phase it failed in:
+/// Score, NormalizeScore, or the weights' range check.
+fn score_failed(phase: &str, s: &WeightedScore, e: Status) -> Status {
+    Status::error(format!(
+        "{phase}: plugin {:?} failed with: {}",
+        &*s.wired.name,
+        e.message()
+    ))
 }

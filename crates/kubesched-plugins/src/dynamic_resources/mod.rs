@@ -222,6 +222,9 @@ impl Plugin for DynamicResources {
             .is_some_and(|c| !c.is_empty());
         !claims && (!self.extended_resource || !crate::helper::requests_extended_resources(pod))
     }
+    fn node_scoped(&self, pod: &PodInfo, _snapshot: &kubesched_framework::Snapshot) -> bool {
+        self.node_local(pod)
+    }
     fn sign_pod(
         &self,
         pod: &PodInfo,

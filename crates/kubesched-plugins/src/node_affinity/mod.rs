@@ -155,6 +155,9 @@ impl Plugin for NodeAffinity {
     fn node_local(&self, _pod: &PodInfo) -> bool {
         true
     }
+    fn node_scoped(&self, _pod: &PodInfo, _snapshot: &kubesched_framework::Snapshot) -> bool {
+        true
+    }
     fn sign_pod(
         &self,
         pod: &PodInfo,

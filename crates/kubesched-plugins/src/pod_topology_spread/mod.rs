@@ -402,6 +402,28 @@ impl Plugin for PodTopologySpread {
             .iter()
             .all(|c| c.when_unsatisfiable == "ScheduleAnyway")
     }
+    /// Asked only when no constraint applies to the pod ([`Plugin::node_scoped`]): the
+    /// plugin then ignores the pod, so it adds nothing to the signature.
+    fn sign_pod_exact(
+        &self,
+        _pod: &PodInfo,
+    ) -> Result<Vec<kubesched_framework::signature::SignFragment>, kubesched_framework::Status>
+    {
+        Ok(Vec::new())
+    }
+    /// Spreading counts pods over whole topology domains: node by node only when no
+    /// constraint applies (the pod has none of its own, and the default ones have no
+    /// selector for it: no Service, ReplicationController, ReplicaSet or StatefulSet
+    /// selects it).
+    fn node_scoped(&self, pod: &PodInfo, snapshot: &kubesched_framework::Snapshot) -> bool {
+        let own = pod
+            .spec()
+            .topology_spread_constraints
+            .as_ref()
+            .is_some_and(|c| !c.is_empty());
+        !own && (self.default_constraints.is_empty()
+            || default_selector(pod, snapshot.objects()).is_everything())
+    }
     fn sign_pod(
         &self,
         pod: &PodInfo,

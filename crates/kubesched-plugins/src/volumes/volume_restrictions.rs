@@ -110,6 +110,12 @@ impl Plugin for VolumeRestrictions {
     fn node_local(&self, pod: &PodInfo) -> bool {
         !pod.has_claim_volumes()
     }
+    /// Node by node only for a pod whose volumes are all ConfigMaps, Secrets,
+    /// downward API, projected or emptyDir: others read claims, volumes and CSI
+    /// objects beside the node.
+    fn node_scoped(&self, pod: &PodInfo, _snapshot: &kubesched_framework::Snapshot) -> bool {
+        crate::helper::only_synthetic_volumes(pod)
+    }
     fn sign_pod(
         &self,
         pod: &PodInfo,
