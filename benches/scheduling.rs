@@ -115,5 +115,56 @@ fn scheduling_basic(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, scheduling_basic);
+/// Exact incremental scheduling (`Scheduler::set_incremental`) against the full pass,
+/// on pods that come in runs of ten identical ones (as ReplicaSets make them), and
+/// `Scheduler::fill_nodes` (what `kubesched capacity` does) against scheduling the same
+/// copies one at a time.
+fn incremental_and_fill(c: &mut Criterion) {
+    let mut group = c.benchmark_group("incremental_and_fill");
+    group.sample_size(10);
+    let runs: Vec<Arc<PodInfo>> = (0..100).map(|i| pod(i / 10)).collect();
+    for incremental in [false, true] {
+        let name = if incremental { "incremental" } else { "exact" };
+        group.bench_function(BenchmarkId::new(name, "5000n-100p-runs-of-10"), |b| {
+            b.iter_batched(
+                || {
+                    let mut s = scheduler(5000, NodeSearch::Exhaustive, Some(CORE_CONFIG));
+                    s.set_incremental(incremental);
+                    s
+                },
+                |mut s| {
+                    for p in &runs {
+                        assert!(matches!(s.schedule_one(p), Outcome::Scheduled { .. }));
+                    }
+                },
+                criterion::BatchSize::LargeInput,
+            )
+        });
+    }
+    let copy = pod(7);
+    group.bench_function(BenchmarkId::new("fill_nodes", "500n"), |b| {
+        b.iter_batched(
+            || scheduler(500, NodeSearch::Exhaustive, Some(CORE_CONFIG)),
+            |mut s| {
+                let filled = s.fill_nodes(&copy, None).expect("node-local pod");
+                assert!(filled.iter().sum::<usize>() > 0);
+            },
+            criterion::BatchSize::LargeInput,
+        )
+    });
+    group.bench_function(BenchmarkId::new("one_at_a_time", "500n-1000-copies"), |b| {
+        b.iter_batched(
+            || scheduler(500, NodeSearch::Exhaustive, Some(CORE_CONFIG)),
+            |mut s| {
+                for _ in 0..1000 {
+                    assert!(matches!(s.schedule_one(&copy), Outcome::Scheduled { .. }));
+                }
+            },
+            criterion::BatchSize::LargeInput,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(benches, scheduling_basic, incremental_and_fill);
 criterion_main!(benches);

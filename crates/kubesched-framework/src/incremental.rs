@@ -130,8 +130,9 @@ impl IncrementalCache {
             *entry = Entry::new(nodes);
         }
         entry.last_used = uses;
+        let generations = snapshot.generations();
         let changed: Vec<usize> = (0..nodes)
-            .filter(|&i| entry.filtered[i] != snapshot.node_at(i).generation())
+            .filter(|&i| entry.filtered[i] != generations[i])
             .collect();
         self.stats.cycles += 1;
         self.stats.nodes_filtered += changed.len() as u64;
@@ -139,7 +140,7 @@ impl IncrementalCache {
         if !changed.is_empty() {
             let (_, rejected) = filter_nodes(&changed);
             for &i in &changed {
-                entry.filtered[i] = snapshot.node_at(i).generation();
+                entry.filtered[i] = generations[i];
                 entry.rejected[i] = None;
             }
             for (i, status) in rejected {
@@ -182,9 +183,10 @@ impl IncrementalCache {
             entry.scored = vec![0; nodes];
             entry.raw = vec![0; nodes * width];
         }
+        let generations = snapshot.generations();
         let stale: Vec<(usize, &NodeInfo)> = feasible
             .iter()
-            .filter(|&&i| entry.scored[i] != snapshot.node_at(i).generation())
+            .filter(|&&i| entry.scored[i] != generations[i])
             .map(|&i| (i, snapshot.node_at(i)))
             .collect();
         if !stale.is_empty() {

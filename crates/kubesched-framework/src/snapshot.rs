@@ -47,6 +47,11 @@ pub struct ClusterObjects {
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
     nodes: Vec<NodeInfo>,
+    /// Each node's generation, in node order (kept beside the nodes so that a pass
+    /// over all of them reads one contiguous slice).
+    generations: Vec<u64>,
+    /// How many pods on the nodes have pod affinity or anti-affinity terms.
+    affinity_pods: usize,
     index: HashMap<String, usize>,
     /// Image name → (summary, the nodes that report it, in node order).
     images: HashMap<String, (ImageStateSummary, Vec<usize>)>,
@@ -83,6 +88,12 @@ impl Snapshot {
                 None => orphans.push(pod),
             }
         }
+        snapshot.generations = snapshot.nodes.iter().map(NodeInfo::generation).collect();
+        snapshot.affinity_pods = snapshot
+            .nodes
+            .iter()
+            .map(|n| n.pods_with_affinity().len())
+            .sum();
         Ok((snapshot, orphans))
     }
 
@@ -200,17 +211,35 @@ impl Snapshot {
     pub fn add_pod(&mut self, pod: Arc<PodInfo>) -> bool {
         match pod.node_name().and_then(|n| self.index.get(n).copied()) {
             Some(i) => {
+                self.affinity_pods += usize::from(pod.has_affinity());
                 self.nodes[i].add_pod(pod);
+                self.generations[i] = self.nodes[i].generation();
                 true
             }
             None => false,
         }
     }
 
+    /// Each node's generation ([`NodeInfo::generation`]), in node order.
+    pub fn generations(&self) -> &[u64] {
+        &self.generations
+    }
+
     /// Removes a pod (by `namespace/name`) from a node.
     pub fn remove_pod(&mut self, node: &str, key: &str) -> Option<Arc<PodInfo>> {
         let i = *self.index.get(node)?;
-        self.nodes[i].remove_pod(key)
+        let removed = self.nodes[i].remove_pod(key);
+        self.generations[i] = self.nodes[i].generation();
+        if removed.as_ref().is_some_and(|p| p.has_affinity()) {
+            self.affinity_pods -= 1;
+        }
+        removed
+    }
+
+    /// Whether any pod on the nodes has pod affinity or anti-affinity terms (in
+    /// constant time).
+    pub fn has_affinity_pods(&self) -> bool {
+        self.affinity_pods > 0
     }
 
     /// The nodes that have pods with pod affinity or anti-affinity.

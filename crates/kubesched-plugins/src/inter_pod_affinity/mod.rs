@@ -326,17 +326,7 @@ impl Plugin for InterPodAffinity {
     /// Node by node only while no pod, this one or any in the cluster, has pod
     /// affinity or anti-affinity terms: then no verdict or score reads other nodes.
     fn node_scoped(&self, pod: &PodInfo, snapshot: &kubesched_framework::Snapshot) -> bool {
-        let terms = pod
-            .spec()
-            .affinity
-            .as_ref()
-            .is_some_and(|a| a.pod_affinity.is_some() || a.pod_anti_affinity.is_some());
-        !terms
-            && snapshot.nodes_with_affinity_pods().next().is_none()
-            && snapshot
-                .nodes_with_required_anti_affinity_pods()
-                .next()
-                .is_none()
+        !pod.has_affinity() && !snapshot.has_affinity_pods()
     }
     fn sign_pod(
         &self,
