@@ -14,7 +14,9 @@
 //! runs NormalizeScore and the weights over every feasible node, as every cycle does,
 //! so the score table, the choice and the reasons are the full pass's.
 //!
-//! Memory is bounded: entries beyond [`MEMORY_BUDGET`] bytes (estimated) are dropped,
+//! A signature is kept from the second pod of a run of it (`IncrementalCache::admit`):
+//! pods that come alone cost what they cost without the cache. Memory is bounded:
+//! entries beyond [`MEMORY_BUDGET`] bytes (estimated) are dropped,
 //! least recently used first.
 
 use std::collections::HashMap;
@@ -86,20 +88,22 @@ pub struct IncrementalStats {
 #[derive(Default)]
 pub(crate) struct IncrementalCache {
     entries: HashMap<Key, Entry>,
+    /// The previous cycle's key, for [`IncrementalCache::admit`].
+    previous: Option<Key>,
     uses: u64,
     pub(crate) stats: IncrementalStats,
 }
 
 impl IncrementalCache {
-    /// Whether `key` is seen for the first time: its cycle then runs the full pass and
-    /// keeps nothing, so that pods whose signature never comes back cost no more than
-    /// without the cache; from the second sight on, verdicts and scores are kept.
-    pub(crate) fn first_sight(&mut self, key: &Key) -> bool {
-        if self.entries.contains_key(key) {
-            return false;
-        }
-        self.entries.insert(key.clone(), Entry::new(0));
-        true
+    /// The key a cycle keeps its verdicts under, from the key it may use
+    /// (`candidate`, `None` for a pod that cannot be kept): a signature is kept from the
+    /// second pod of a run (two pods of it one after the other, as a ReplicaSet's come)
+    /// and used whenever it comes back after that. A pod whose signature comes alone
+    /// runs the full pass and keeps nothing, so it costs what it did without the cache.
+    pub(crate) fn admit(&mut self, candidate: Option<Key>) -> Option<Key> {
+        let previous = std::mem::replace(&mut self.previous, candidate.clone());
+        let key = candidate?;
+        (self.entries.contains_key(&key) || previous.as_ref() == Some(&key)).then_some(key)
     }
 
     /// Filters every node (PreFilter has run and kept every node): the nodes whose

@@ -453,13 +453,13 @@ impl Scheduler {
             && !state.explain()
             && state.read::<RecordPluginMetrics>().is_none();
         let fwk = &self.profiles[profile];
-        if !plain || !fwk.scoped_to_nodes(pod, &self.snapshot) {
-            return None;
-        }
-        let signature = fwk.sign_pod_exact(pod)?;
-        let key = Key { profile, signature };
-        let first = self.incremental.as_mut()?.first_sight(&key);
-        (!first).then_some(key)
+        let candidate = if plain && fwk.scoped_to_nodes(pod, &self.snapshot) {
+            fwk.sign_pod_exact(pod)
+                .map(|signature| Key { profile, signature })
+        } else {
+            None
+        };
+        self.incremental.as_mut()?.admit(candidate)
     }
 
     /// How many pods of the profile at `profile` went to their batching hint.
