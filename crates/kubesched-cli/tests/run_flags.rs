@@ -63,6 +63,31 @@ fn a_bad_configuration_is_one_line_and_exit_2() {
     one_line_exit_2(&o, "/nonexistent/config.yaml");
 }
 
+/// A scenario file given as --config (the configuration and objects in one file) is
+/// said so, not as the YAML parser's message about several documents.
+#[test]
+fn a_file_of_several_documents_is_not_a_configuration() {
+    let config = config_file(
+        "scenario.yaml",
+        &format!("{CONFIG}---\napiVersion: v1\nkind: Node\nmetadata: {{name: n1}}\n---\n"),
+    );
+    let o = kubesched(&["run", "--config", config.to_str().unwrap()]);
+    one_line_exit_2(
+        &o,
+        "scenario.yaml: not a scheduler configuration: it holds 2 YAML documents",
+    );
+    // A configuration after a `---` alone (an empty first document) is still one.
+    let config = config_file("leading.yaml", &format!("---\n{CONFIG}"));
+    let o = kubesched(&[
+        "run",
+        "--config",
+        config.to_str().unwrap(),
+        "--kubeconfig",
+        "/nonexistent/kubeconfig",
+    ]);
+    one_line_exit_2(&o, "/nonexistent/kubeconfig");
+}
+
 #[test]
 fn leader_elect_alone_means_true_and_takes_a_value_with_equals() {
     let config = config_file("ok.yaml", CONFIG);

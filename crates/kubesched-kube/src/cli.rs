@@ -115,6 +115,17 @@ async fn run_async(args: RunArgs, plugins: Registry) -> Result<(), Failure> {
     let source = args.config.display().to_string();
     let text = std::fs::read_to_string(&args.config)
         .map_err(|e| Usage(format!("{source}: cannot read: {e}")))?;
+    // kube-scheduler's --config holds one document; a file with the cluster's objects
+    // besides it (a scenario) is said so, not as the YAML parser's complaint.
+    let documents = serde_norway::Deserializer::from_str(&text)
+        .map(<serde_json::Value as serde::Deserialize>::deserialize)
+        .filter(|v| !matches!(v, Ok(serde_json::Value::Null)))
+        .count();
+    if documents > 1 {
+        return Err(Usage(format!(
+            "{source}: not a scheduler configuration: it holds {documents} YAML documents, and --config reads one KubeSchedulerConfiguration (the cluster's objects come from the API server)"
+        )));
+    }
     let loaded = KubeSchedulerConfiguration::from_yaml_str(&text, &source)
         .map_err(|e| Usage(e.to_string()))?;
     for w in &loaded.warnings {
