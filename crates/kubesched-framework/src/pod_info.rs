@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Pod, PodSpec};
+use k8s_openapi::api::core::v1::{Pod, PodAffinityTerm, PodSpec};
 
 use crate::resource::{PodQuantityError, PodResources, Resource, pod_resources};
 
@@ -202,16 +202,39 @@ impl PodInfo {
             .any(|v| v.persistent_volume_claim.is_some() || v.ephemeral.is_some())
     }
 
-    /// `true` when the pod has required pod anti-affinity terms.
-    pub fn has_required_anti_affinity(&self) -> bool {
+    /// The pod's required pod affinity terms
+    /// (`spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution`).
+    pub fn required_affinity_terms(&self) -> Option<&Vec<PodAffinityTerm>> {
         self.spec()
             .affinity
+            .as_ref()?
+            .pod_affinity
+            .as_ref()?
+            .required_during_scheduling_ignored_during_execution
             .as_ref()
-            .and_then(|a| a.pod_anti_affinity.as_ref())
-            .and_then(|a| {
-                a.required_during_scheduling_ignored_during_execution
-                    .as_ref()
-            })
+    }
+
+    /// The pod's required pod anti-affinity terms
+    /// (`spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution`).
+    pub fn required_anti_affinity_terms(&self) -> Option<&Vec<PodAffinityTerm>> {
+        self.spec()
+            .affinity
+            .as_ref()?
+            .pod_anti_affinity
+            .as_ref()?
+            .required_during_scheduling_ignored_during_execution
+            .as_ref()
+    }
+
+    /// `true` when the pod has required pod affinity terms.
+    pub fn has_required_affinity(&self) -> bool {
+        self.required_affinity_terms()
+            .is_some_and(|terms| !terms.is_empty())
+    }
+
+    /// `true` when the pod has required pod anti-affinity terms.
+    pub fn has_required_anti_affinity(&self) -> bool {
+        self.required_anti_affinity_terms()
             .is_some_and(|terms| !terms.is_empty())
     }
 

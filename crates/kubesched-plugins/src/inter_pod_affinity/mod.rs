@@ -219,29 +219,13 @@ fn compile_weighted_terms(
 }
 
 fn required_affinity_terms(pod: &PodInfo) -> Result<Vec<AffinityTerm>, String> {
-    let terms = pod
-        .spec()
-        .affinity
-        .as_ref()
-        .and_then(|a| a.pod_affinity.as_ref())
-        .and_then(|a| {
-            a.required_during_scheduling_ignored_during_execution
-                .as_ref()
-        });
-    compile_terms(pod, terms).map_err(|e| format!("requiredAffinityTerms: {e}"))
+    compile_terms(pod, pod.required_affinity_terms())
+        .map_err(|e| format!("requiredAffinityTerms: {e}"))
 }
 
 fn required_anti_affinity_terms(pod: &PodInfo) -> Result<Vec<AffinityTerm>, String> {
-    let terms = pod
-        .spec()
-        .affinity
-        .as_ref()
-        .and_then(|a| a.pod_anti_affinity.as_ref())
-        .and_then(|a| {
-            a.required_during_scheduling_ignored_during_execution
-                .as_ref()
-        });
-    compile_terms(pod, terms).map_err(|e| format!("requiredAntiAffinityTerms: {e}"))
+    compile_terms(pod, pod.required_anti_affinity_terms())
+        .map_err(|e| format!("requiredAntiAffinityTerms: {e}"))
 }
 
 fn preferred_affinity_terms(pod: &PodInfo) -> Result<Vec<WeightedTerm>, String> {
@@ -300,34 +284,19 @@ impl Plugin for InterPodAffinity {
     fn name(&self) -> &str {
         NAME
     }
-    // The pod's own affinity terms, and its labels, which the terms of the pods on the
-    // nodes match.
     /// Node by node only when the pod has no required pod affinity or anti-affinity:
     /// then only existing pods' required anti-affinity can refuse it, and copies of
     /// the pod add none.
     fn node_local(&self, pod: &PodInfo) -> bool {
-        let affinity = pod.spec().affinity.as_ref();
-        let required_affinity = affinity
-            .and_then(|a| a.pod_affinity.as_ref())
-            .and_then(|a| {
-                a.required_during_scheduling_ignored_during_execution
-                    .as_ref()
-            })
-            .is_some_and(|t| !t.is_empty());
-        let required_anti_affinity = affinity
-            .and_then(|a| a.pod_anti_affinity.as_ref())
-            .and_then(|a| {
-                a.required_during_scheduling_ignored_during_execution
-                    .as_ref()
-            })
-            .is_some_and(|t| !t.is_empty());
-        !required_affinity && !required_anti_affinity
+        !pod.has_required_affinity() && !pod.has_required_anti_affinity()
     }
     /// Node by node only while no pod, this one or any in the cluster, has pod
     /// affinity or anti-affinity terms: then no verdict or score reads other nodes.
     fn node_scoped(&self, pod: &PodInfo, snapshot: &kubesched_framework::Snapshot) -> bool {
         !pod.has_affinity() && !snapshot.has_affinity_pods()
     }
+    // The pod's own affinity terms, and its labels, which the terms of the pods on the
+    // nodes match.
     fn sign_pod(
         &self,
         pod: &PodInfo,
