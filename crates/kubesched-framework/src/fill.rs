@@ -39,6 +39,22 @@ pub enum NoFill {
     Declined,
 }
 
+impl std::fmt::Display for NoFill {
+    /// Why the copies go one at a time, as `kubesched capacity` says it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoFill::NotOurs => f.write_str("no profile has the pod's scheduler name"),
+            NoFill::Gated => f.write_str("a PreEnqueue plugin holds the pod back"),
+            NoFill::NotNodeLocal(plugin) => {
+                write!(f, "{plugin} does not treat the pod node by node")
+            }
+            NoFill::PreFilter => f.write_str("the pod does not pass PreFilter"),
+            NoFill::OverLimit => f.write_str("more copies fit than the limit"),
+            NoFill::Declined => f.write_str("asked to"),
+        }
+    }
+}
+
 impl Scheduler {
     /// Fills every node with copies of `pod` (see the module doc), adds them to the
     /// snapshot, and returns the number of copies per node, in node order. All copies

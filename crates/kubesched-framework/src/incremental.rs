@@ -196,11 +196,11 @@ impl IncrementalCache {
         if !stale.is_empty() {
             let fresh = fwk.raw_scores(state, pod, &stale)?;
             let rows = fresh.len();
-            for (row, &(i, node)) in stale.iter().enumerate() {
+            for (row, &(i, _)) in stale.iter().enumerate() {
                 for column in 0..width {
                     entry.raw[i * width + column] = fresh.scores[column * rows + row];
                 }
-                entry.scored[i] = node.generation();
+                entry.scored[i] = generations[i];
             }
         }
         let rows = feasible.len();

@@ -195,16 +195,7 @@ pub fn capacity(
                     if let Some(cap) = copies.one_at_a_time_limit {
                         limit = Some(limit.map_or(cap, |l| l.min(cap)));
                     }
-                    Placement::OneAtATime(match why {
-                        NoFill::NotNodeLocal(plugin) => {
-                            format!("{plugin} does not treat the pod node by node")
-                        }
-                        NoFill::OverLimit => "more copies fit than the limit".into(),
-                        NoFill::Declined => "asked to".into(),
-                        NoFill::NotOurs | NoFill::Gated | NoFill::PreFilter => {
-                            "the pod does not pass PreFilter".into()
-                        }
-                    })
+                    Placement::OneAtATime(why.to_string())
                 }
             });
             continue;
