@@ -5,12 +5,12 @@
 //! conformance case, and of 300 generated scenarios (runs of identical pods, mixed
 //! pods, spreads, affinities, taints, claims), and requires identical answers.
 
-use std::path::{Path, PathBuf};
+mod support;
 
-use kubesched_framework::{Features, KubernetesVersion};
+use kubesched_framework::KubernetesVersion;
 use kubesched_sim::SimulationOptions;
 use kubesched_sim::capacity::{Capacity, CopyOptions, Placement, Stop, capacity};
-use kubesched_sim::scenario::{self, Scenario, Source};
+use kubesched_sim::scenario::Scenario;
 
 /// Copies scheduled one at a time stop here: a case that reaches it is not compared.
 const ONE_AT_A_TIME_LIMIT: usize = 1500;
@@ -81,69 +81,22 @@ impl Tally {
     }
 }
 
-fn conformance_cases() -> Vec<(PathBuf, bool, KubernetesVersion)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance");
-    let mut out = Vec::new();
-    for (folder, preemption, version) in [
-        ("cases", false, KubernetesVersion::V1_35),
-        ("cases-default", false, KubernetesVersion::V1_35),
-        ("cases-preemption", true, KubernetesVersion::V1_35),
-        ("cases-volumes", false, KubernetesVersion::V1_35),
-        ("cases-dra", false, KubernetesVersion::V1_35),
-        ("v1.36/cases-default", false, KubernetesVersion::V1_36),
-    ] {
-        let dir = root.join(folder);
-        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                p.extension().is_some_and(|x| x == "yaml")
-                    && !p.to_string_lossy().ends_with(".expected.yaml")
-            })
-            .collect();
-        files.sort();
-        out.extend(files.into_iter().map(|f| (f, preemption, version)));
-    }
-    out
-}
-
 #[test]
 fn filling_nodes_gives_what_one_copy_at_a_time_gives() {
     let mut tally = Tally::default();
-    let cases = conformance_cases();
+    let v1_35 = KubernetesVersion::V1_35;
+    let cases = support::conformance(&[
+        ("cases", v1_35),
+        ("cases-default", v1_35),
+        ("cases-preemption", v1_35),
+        ("cases-volumes", v1_35),
+        ("cases-dra", v1_35),
+        ("v1.36/cases-default", KubernetesVersion::V1_36),
+    ]);
     assert!(cases.len() > 200, "{} conformance cases", cases.len());
-    for (path, preemption, version) in &cases {
-        let text = std::fs::read_to_string(path).expect("case");
-        let name = path.display().to_string();
-        let Ok(scenario) = scenario::load(&[Source {
-            name: name.clone(),
-            text,
-        }]) else {
-            continue;
-        };
-        let options = SimulationOptions {
-            preemption: *preemption,
-            features: Features::new(*version),
-            ..Default::default()
-        };
-        tally.scenario(&name, &scenario, &options);
-    }
-    for seed in 0..300u64 {
-        let docs = kubesched_difftest::generate::generate(9_100_000 + seed);
-        let text = kubesched_difftest::generate::to_yaml(&docs, "");
-        let name = format!("generated seed {}", 9_100_000 + seed);
-        let Ok(scenario) = scenario::load(&[Source {
-            name: name.clone(),
-            text,
-        }]) else {
-            continue;
-        };
-        let options = SimulationOptions {
-            preemption: seed % 2 == 1,
-            features: Features::new(KubernetesVersion::V1_35),
-            ..Default::default()
-        };
-        tally.scenario(&name, &scenario, &options);
+    let generated = support::generated(9_100_000..9_100_300, |_, docs| docs);
+    for case in cases.iter().chain(&generated) {
+        tally.scenario(&case.name, &case.scenario, &case.options);
     }
     println!(
         "{} pods compared ({} filled node by node), {} reached the one-at-a-time limit",

@@ -5,43 +5,12 @@
 //! JSON lines; and checks that the kept verdicts were used, so that the comparison
 //! means something.
 
-use std::path::{Path, PathBuf};
+mod support;
 
-use kubesched_framework::{Features, KubernetesVersion};
-use kubesched_sim::scenario::{self, Scenario, Source};
+use kubesched_framework::KubernetesVersion;
+use kubesched_sim::scenario::Scenario;
 use kubesched_sim::{SimulationOptions, output, prepare, simulate};
 use serde_json::Value;
-
-fn cases() -> Vec<(PathBuf, bool, KubernetesVersion)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance");
-    let mut out = Vec::new();
-    for (version, prefix) in [
-        (KubernetesVersion::V1_35, ""),
-        (KubernetesVersion::V1_36, "v1.36/"),
-    ] {
-        for folder in [
-            "cases",
-            "cases-default",
-            "cases-preemption",
-            "cases-volumes",
-            "cases-dra",
-        ] {
-            let dir = root.join(format!("{prefix}{folder}"));
-            let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-                .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| {
-                    p.extension().is_some_and(|x| x == "yaml")
-                        && !p.to_string_lossy().ends_with(".expected.yaml")
-                })
-                .collect();
-            files.sort();
-            let preemption = folder == "cases-preemption";
-            out.extend(files.into_iter().map(|f| (f, preemption, version)));
-        }
-    }
-    out
-}
 
 /// The JSON lines of a simulation, incremental or not.
 fn lines(scenario: &Scenario, options: &SimulationOptions, incremental: bool) -> Vec<String> {
@@ -119,46 +88,36 @@ fn incremental_scheduling_gives_the_full_passs_lines() {
             ));
         }
     };
-    let cases = cases();
-    assert!(cases.len() > 400, "{} conformance cases", cases.len());
-    for (path, preemption, version) in &cases {
-        let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).expect("case");
-        let Ok(scenario) = scenario::load(&[Source {
-            name: name.clone(),
-            text,
-        }]) else {
-            continue;
-        };
-        let options = SimulationOptions {
-            preemption: *preemption,
-            features: Features::new(*version),
-            ..Default::default()
-        };
-        check(&name, &scenario, &options);
-    }
-    for seed in 0..300u64 {
-        let seed = 9_200_000 + seed;
-        let mut docs = kubesched_difftest::generate::generate(seed);
-        // Odd seeds: every pending pod comes as a run of four identical pods, as
-        // ReplicaSets make them, so that verdicts are kept and used.
-        if seed % 2 == 1 {
-            docs = in_runs(docs, 4);
+    let mut folders = Vec::new();
+    for (version, prefix) in [
+        (KubernetesVersion::V1_35, ""),
+        (KubernetesVersion::V1_36, "v1.36/"),
+    ] {
+        for folder in [
+            "cases",
+            "cases-default",
+            "cases-preemption",
+            "cases-volumes",
+            "cases-dra",
+        ] {
+            folders.push((format!("{prefix}{folder}"), version));
         }
-        let text = kubesched_difftest::generate::to_yaml(&docs, "");
-        let name = format!("generated seed {seed}");
-        let Ok(scenario) = scenario::load(&[Source {
-            name: name.clone(),
-            text,
-        }]) else {
-            continue;
-        };
-        let options = SimulationOptions {
-            preemption: seed % 2 == 1,
-            features: Features::new(KubernetesVersion::V1_35),
-            ..Default::default()
-        };
-        check(&name, &scenario, &options);
+    }
+    let folders: Vec<(&str, KubernetesVersion)> =
+        folders.iter().map(|(f, v)| (f.as_str(), *v)).collect();
+    let cases = support::conformance(&folders);
+    assert!(cases.len() > 400, "{} conformance cases", cases.len());
+    // Odd seeds: every pending pod comes as a run of four identical pods, as
+    // ReplicaSets make them, so that verdicts are kept and used.
+    let generated = support::generated(9_200_000..9_200_300, |seed, docs| {
+        if seed % 2 == 1 {
+            in_runs(docs, 4)
+        } else {
+            docs
+        }
+    });
+    for case in cases.iter().chain(&generated) {
+        check(&case.name, &case.scenario, &case.options);
     }
     println!("{compared} scenarios compared; {reused_nodes} node verdicts reused");
     assert!(
