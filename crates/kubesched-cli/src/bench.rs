@@ -103,8 +103,8 @@ pub fn run(
             0.0
         };
         crate::print_out(&format!(
-            "incremental: {} of {attempted} cycles used kept verdicts; {share:.1}% of their node verdicts were kept, {} nodes filtered again\n",
-            stats.cycles, stats.nodes_filtered
+            "incremental: {} of {attempted} cycles used kept verdicts ({} chose from kept totals); {share:.1}% of their node verdicts were kept, {} nodes filtered again\n",
+            stats.cycles, stats.ranked, stats.nodes_filtered
         ));
     }
     let total = start.elapsed().as_secs_f64();

@@ -2,14 +2,16 @@
 //! full pass gives, line for line, scores and reasons included: this simulates every
 //! conformance case (both versions) and 300 generated scenarios (runs of identical
 //! pods, mixed pods, spreads, affinities, taints, claims) both ways and compares the
-//! JSON lines; and checks that the kept verdicts were used, so that the comparison
-//! means something.
+//! JSON lines, and the decisions of runs that read nothing else (where cycles choose
+//! from kept totals without a score table); and checks that the kept verdicts and
+//! totals were used, so that the comparison means something.
 
 mod support;
 
 use kubesched_framework::KubernetesVersion;
+use kubesched_framework::incremental::IncrementalStats;
 use kubesched_sim::scenario::Scenario;
-use kubesched_sim::{SimulationOptions, output, prepare, simulate};
+use kubesched_sim::{Decision, SimulationOptions, output, prepare, simulate};
 use serde_json::Value;
 
 /// The JSON lines of a simulation, incremental or not.
@@ -28,21 +30,27 @@ fn lines(scenario: &Scenario, options: &SimulationOptions, incremental: bool) ->
     }
 }
 
-/// Nodes whose verdicts a run took from what was kept.
-fn reused(scenario: &Scenario, options: &SimulationOptions) -> u64 {
+/// The decisions of a run that reads nothing else (`Prepared::run_decisions`, where
+/// incremental cycles choose from kept totals), with what incremental scheduling
+/// saved.
+fn decisions(
+    scenario: &Scenario,
+    options: &SimulationOptions,
+    incremental: bool,
+) -> (Result<Vec<Decision>, String>, IncrementalStats) {
     let registry = kubesched_plugins::in_tree_registry();
     let options = SimulationOptions {
-        incremental: true,
+        incremental,
         ..options.clone()
     };
-    let Ok(mut prepared) = prepare(scenario, &options, &registry) else {
-        return 0;
-    };
-    prepared.run_decisions();
-    prepared
-        .scheduler
-        .incremental_stats()
-        .map_or(0, |s| s.nodes_reused)
+    match prepare(scenario, &options, &registry) {
+        Ok(mut prepared) => {
+            let decisions = prepared.run_decisions();
+            let stats = prepared.scheduler.incremental_stats().unwrap_or_default();
+            (Ok(decisions), stats)
+        }
+        Err(e) => (Err(e.to_string()), IncrementalStats::default()),
+    }
 }
 
 /// Each pending pod followed by `n - 1` copies of it (`NAME-r1`, ...).
@@ -64,16 +72,84 @@ fn in_runs(docs: Vec<Value>, n: usize) -> Vec<Value> {
     out
 }
 
+/// A small cluster that runs of identical pods fill, so that the nodes the pods prefer
+/// (node affinity weights, PreferNoSchedule taints) fill first and the highest raw
+/// score that NormalizeScore scales with moves during a run; a template comes back
+/// after another, so that kept totals are rebuilt as well as updated.
+fn filling(seed: u64) -> Vec<Value> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = move |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    };
+    let mut docs = Vec::new();
+    for i in 0..6 + next(10) {
+        let taints: Vec<Value> = (0..next(3))
+            .map(|k| serde_json::json!({"key": format!("t{k}"), "effect": "PreferNoSchedule"}))
+            .collect();
+        let cpu = ["1", "2", "4"][next(3) as usize];
+        docs.push(serde_json::json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": format!("n{i}"), "labels": {
+                "kubernetes.io/hostname": format!("n{i}"), "zone": format!("z{}", next(3))}},
+            "spec": {"taints": taints},
+            "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
+                       "capacity": {"cpu": cpu, "memory": "8Gi", "pods": "110"}}
+        }));
+    }
+    let templates: Vec<Value> = (0..2)
+        .map(|_| {
+            let mut affinity = Vec::new();
+            for zone in 0..2 {
+                if next(3) > 0 {
+                    affinity.push(serde_json::json!({"weight": 1 + next(100), "preference": {
+                        "matchExpressions": [{"key": "zone", "operator": "In", "values": [format!("z{zone}")]}]}}));
+                }
+            }
+            let tolerations: Vec<Value> = (0..next(2))
+                .map(|_| serde_json::json!({"key": "t0", "operator": "Exists", "effect": "PreferNoSchedule"}))
+                .collect();
+            serde_json::json!({
+                "affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": affinity}},
+                "tolerations": tolerations,
+                "containers": [{"name": "c", "image": "app", "resources": {"requests": {
+                    "cpu": format!("{}m", 200 + 100 * next(6)), "memory": "100Mi"}}}]
+            })
+        })
+        .collect();
+    for (run, t) in [0, 1, 0].into_iter().enumerate() {
+        for p in 0..25 {
+            docs.push(serde_json::json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": format!("p{run}-{p}"), "namespace": "default"},
+                "spec": templates[t]
+            }));
+        }
+    }
+    docs
+}
+
 #[test]
 fn incremental_scheduling_gives_the_full_passs_lines() {
     let mut compared = 0;
     let mut reused_nodes = 0;
+    let mut ranked_cycles = 0;
     let mut failures = Vec::new();
     let mut check = |name: &str, scenario: &Scenario, options: &SimulationOptions| {
         let full = lines(scenario, options, false);
         let incremental = lines(scenario, options, true);
         compared += 1;
-        reused_nodes += reused(scenario, options);
+        let (full_decisions, _) = decisions(scenario, options, false);
+        let (ranked_decisions, stats) = decisions(scenario, options, true);
+        reused_nodes += stats.nodes_reused;
+        ranked_cycles += stats.ranked;
+        if full_decisions != ranked_decisions {
+            failures.push(format!(
+                "{name}: decisions differ:\n  full:        {full_decisions:?}\n  incremental: {ranked_decisions:?}"
+            ));
+        }
         if full != incremental {
             let at = full
                 .iter()
@@ -116,10 +192,16 @@ fn incremental_scheduling_gives_the_full_passs_lines() {
             docs
         }
     });
-    for case in cases.iter().chain(&generated) {
+    let filled: Vec<support::Case> = (0..60)
+        .filter_map(|seed| support::from_docs(format!("filling seed {seed}"), &filling(seed)))
+        .collect();
+    assert_eq!(filled.len(), 60, "every filling scenario loads");
+    for case in cases.iter().chain(&generated).chain(&filled) {
         check(&case.name, &case.scenario, &case.options);
     }
-    println!("{compared} scenarios compared; {reused_nodes} node verdicts reused");
+    println!(
+        "{compared} scenarios compared; {reused_nodes} node verdicts reused; {ranked_cycles} cycles chose from kept totals"
+    );
     assert!(
         failures.is_empty(),
         "{} disagreement(s):\n{}",
@@ -127,4 +209,5 @@ fn incremental_scheduling_gives_the_full_passs_lines() {
         failures.join("\n")
     );
     assert!(reused_nodes >= 1000, "only {reused_nodes} verdicts reused");
+    assert!(ranked_cycles >= 100, "only {ranked_cycles} cycles ranked");
 }

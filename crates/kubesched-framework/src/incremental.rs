@@ -14,20 +14,32 @@
 //! runs NormalizeScore and the weights over every feasible node, as every cycle does,
 //! so the score table, the choice and the reasons are the full pass's.
 //!
+//! When only the decision is wanted ([`crate::Scheduler::set_decisions_only`]) and every
+//! active Score plugin declares its NormalizeScore rule
+//! ([`ScoreExtensions::normalization`](crate::ScoreExtensions::normalization)), a cycle
+//! does not even visit the nodes that did not change: the entry keeps each feasible
+//! node's weighted total and a tournament tree over the totals (the best total, the
+//! first in node order among equals, in O(log n) per changed node), and per
+//! [`Normalization::ScaledToMax`] column a count of each raw score, so that the highest
+//! raw score, which scales every node's score, is known at once; when it moves, every
+//! total is computed again.
+//!
 //! A signature is kept from the second pod of a run of it (`IncrementalCache::admit`):
 //! pods that come alone cost what they cost without the cache. Memory is bounded:
 //! entries beyond [`MEMORY_BUDGET`] bytes (estimated) are dropped,
 //! least recently used first.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use crate::cycle_state::CycleState;
 use crate::framework::{Framework, ScoreTable};
 use crate::node_info::NodeInfo;
+use crate::plugin::{MAX_NODE_SCORE, MIN_NODE_SCORE, Normalization, scale_to_max_score};
 use crate::pod_info::PodInfo;
 use crate::signature::PodSignature;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{ChangeMark, Snapshot};
 use crate::status::Status;
 
 /// About how many bytes the kept verdicts and scores may take.
@@ -44,14 +56,31 @@ pub(crate) struct Key {
 struct Entry {
     /// The generation each node's verdict was computed at; 0 for never.
     filtered: Vec<u64>,
-    /// Each node's rejection, `None` when it passed.
+    /// Each node's rejection, `None` when it passed (or was never filtered).
     rejected: Vec<Option<Box<Status>>>,
+    /// How many filtered nodes passed.
+    feasible: usize,
+    /// How many kept statuses are errors rather than rejections.
+    errors: usize,
+    /// Where the snapshot's history stood when the verdicts were last brought up to
+    /// date.
+    mark: Option<ChangeMark>,
     /// The Score plugins the raw scores are of (those PreScore did not skip).
     plugins: Vec<Arc<str>>,
     /// The generation each node's raw scores were computed at; 0 for never.
     scored: Vec<u64>,
     /// Raw scores, node-major: `raw[node * plugins.len() + column]`.
     raw: Vec<i64>,
+    /// The feasible nodes' totals, when a cycle ranked them.
+    ranking: Option<Ranking>,
+    /// The ranking was up to date when the previous cycle of this entry ended.
+    synced: bool,
+    /// This cycle may bring the ranking up to date from the nodes it filtered again
+    /// (it was in sync when the cycle began).
+    rankable: bool,
+    /// Some active Score plugin's NormalizeScore has no declared rule for this
+    /// signature: its cycles rank nothing.
+    opaque: bool,
     /// When it was last used (the cache's use counter).
     last_used: u64,
 }
@@ -61,15 +90,184 @@ impl Entry {
         Entry {
             filtered: vec![0; nodes],
             rejected: vec![None; nodes],
+            feasible: 0,
+            errors: 0,
+            mark: None,
             plugins: Vec::new(),
             scored: vec![0; nodes],
             raw: Vec::new(),
+            ranking: None,
+            synced: false,
+            rankable: false,
+            opaque: false,
             last_used: 0,
         }
     }
 
     fn bytes(&self) -> usize {
-        self.filtered.len() * (8 + 8 + 8) + self.raw.len() * 8
+        self.filtered.len() * (8 + 8 + 8)
+            + self.raw.len() * 8
+            + self.ranking.as_ref().map_or(0, Ranking::bytes)
+    }
+
+    fn passed(&self, node: usize) -> bool {
+        self.filtered[node] != 0 && self.rejected[node].is_none()
+    }
+
+    /// Computes the raw scores of `stale` nodes again, as the full pass does.
+    fn rescore(
+        &mut self,
+        fwk: &Framework,
+        state: &CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+        stale: &[usize],
+    ) -> Result<(), Status> {
+        if stale.is_empty() {
+            return Ok(());
+        }
+        let width = self.plugins.len();
+        let nodes: Vec<(usize, &NodeInfo)> =
+            stale.iter().map(|&i| (i, snapshot.node_at(i))).collect();
+        let fresh = fwk.raw_scores(state, pod, &nodes)?;
+        let rows = fresh.len();
+        let generations = snapshot.generations();
+        for (row, &i) in stale.iter().enumerate() {
+            for column in 0..width {
+                self.raw[i * width + column] = fresh.scores[column * rows + row];
+            }
+            self.scored[i] = generations[i];
+        }
+        Ok(())
+    }
+
+    /// Makes the raw scores those of `plugins`, dropping what was kept for others.
+    fn use_plugins(&mut self, plugins: Vec<Arc<str>>) {
+        if self.plugins != plugins {
+            self.raw = vec![0; self.scored.len() * plugins.len()];
+            self.scored.fill(0);
+            self.plugins = plugins;
+            self.ranking = None;
+        }
+    }
+}
+
+/// The feasible nodes' weighted totals, with the best of them at hand.
+struct Ranking {
+    /// Each column's weight and NormalizeScore rule (none opaque).
+    rules: Vec<(i64, Normalization)>,
+    /// Per [`Normalization::ScaledToMax`] column, how many ranked nodes have each raw
+    /// score (empty for the other columns).
+    counts: Vec<BTreeMap<i64, u32>>,
+    /// The highest raw score (at least 0) of each scaled column, as the totals were
+    /// computed with.
+    maxima: Vec<i64>,
+    /// Whether each node is ranked (it passed the filters and has a total).
+    ranked: Vec<bool>,
+    /// The best total and its node.
+    best: Tournament,
+}
+
+impl Ranking {
+    fn bytes(&self) -> usize {
+        self.ranked.len() + self.best.bytes()
+    }
+
+    /// The highest raw score of column `c` among the ranked nodes, at least 0 (the max
+    /// that kube-scheduler's `DefaultNormalizeScore` scales with).
+    fn maximum(&self, c: usize) -> i64 {
+        self.counts[c]
+            .last_key_value()
+            .map_or(0, |(&raw, _)| raw)
+            .max(0)
+    }
+
+    fn count(&mut self, raw: &[i64], sign: i32) {
+        for (c, (_, rule)) in self.rules.iter().enumerate() {
+            if let Normalization::ScaledToMax { .. } = rule {
+                let n = self.counts[c].entry(raw[c]).or_default();
+                if sign > 0 {
+                    *n += 1;
+                } else {
+                    *n -= 1;
+                    if *n == 0 {
+                        self.counts[c].remove(&raw[c]);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A node's total from its raw scores, `None` when a normalised score is out of
+    /// 0..=100 (the full pass reports that error).
+    fn total(&self, raw: &[i64]) -> Option<i64> {
+        let mut total = 0;
+        for (c, &(weight, rule)) in self.rules.iter().enumerate() {
+            let score = match rule {
+                Normalization::ScaledToMax { reverse } => {
+                    scale_to_max_score(raw[c], self.maxima[c], reverse)
+                }
+                _ => raw[c],
+            };
+            if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&score) {
+                return None;
+            }
+            total += score * weight;
+        }
+        Some(total)
+    }
+}
+
+/// A tournament tree over the nodes' totals: the winner is the highest total, the
+/// first in node order among equals (FORMAT.md's pick); updating one node costs
+/// O(log n).
+struct Tournament {
+    /// Leaves start at `width`; node `i`'s leaf is `width + i`.
+    width: usize,
+    /// `(total, Reverse(node))`, the larger winning; an empty leaf is the smallest.
+    tree: Vec<(i64, Reverse<usize>)>,
+}
+
+impl Tournament {
+    const EMPTY: (i64, Reverse<usize>) = (i64::MIN, Reverse(usize::MAX));
+
+    fn new(nodes: usize) -> Tournament {
+        let width = nodes.next_power_of_two().max(1);
+        Tournament {
+            width,
+            tree: vec![Self::EMPTY; 2 * width],
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        self.tree.len() * 16
+    }
+
+    /// Sets every leaf at once (`None` for a node out of the running), in O(n).
+    fn fill(&mut self, totals: impl Iterator<Item = Option<i64>>) {
+        self.tree.fill(Self::EMPTY);
+        for (i, total) in totals.enumerate() {
+            if let Some(t) = total {
+                self.tree[self.width + i] = (t, Reverse(i));
+            }
+        }
+        for at in (1..self.width).rev() {
+            self.tree[at] = self.tree[2 * at].max(self.tree[2 * at + 1]);
+        }
+    }
+
+    fn set(&mut self, node: usize, total: Option<i64>) {
+        let mut at = self.width + node;
+        self.tree[at] = total.map_or(Self::EMPTY, |t| (t, Reverse(node)));
+        while at > 1 {
+            at /= 2;
+            self.tree[at] = self.tree[2 * at].max(self.tree[2 * at + 1]);
+        }
+    }
+
+    fn best(&self) -> Option<usize> {
+        let winner = self.tree[1];
+        (winner != Self::EMPTY).then_some(winner.1.0)
     }
 }
 
@@ -82,6 +280,8 @@ pub struct IncrementalStats {
     pub nodes_filtered: u64,
     /// Nodes whose verdict those cycles took from what was kept.
     pub nodes_reused: u64,
+    /// Cycles that chose from kept totals, without a score table.
+    pub ranked: u64,
 }
 
 /// The kept verdicts and scores of a [`crate::Scheduler`] (see the module doc).
@@ -106,16 +306,16 @@ impl IncrementalCache {
         (self.entries.contains_key(&key) || previous.as_ref() == Some(&key)).then_some(key)
     }
 
-    /// Filters every node (PreFilter has run and kept every node): the nodes whose
-    /// generation changed since `key`'s last cycle are filtered again by
-    /// `filter_nodes`, the full pass's filter; the others keep their verdict. Returns the feasible
-    /// nodes in node order and the rejected ones with their status.
+    /// Brings `key`'s verdicts up to date (PreFilter has run and kept every node): the
+    /// nodes whose generation changed since its last cycle are filtered again by
+    /// `filter_nodes`, the full pass's filter (called even when none changed); the
+    /// others keep their verdict. Returns the nodes filtered again.
     pub(crate) fn filter(
         &mut self,
         key: &Key,
         snapshot: &Snapshot,
         filter_nodes: impl FnOnce(&[usize]) -> (Vec<usize>, Vec<(usize, Status)>),
-    ) -> (Vec<usize>, Vec<(usize, Status)>) {
+    ) -> Vec<usize> {
         let nodes = snapshot.num_nodes();
         self.uses += 1;
         let uses = self.uses;
@@ -134,24 +334,64 @@ impl IncrementalCache {
             *entry = Entry::new(nodes);
         }
         entry.last_used = uses;
+        entry.rankable = std::mem::take(&mut entry.synced);
         let generations = snapshot.generations();
-        let changed: Vec<usize> = (0..nodes)
-            .filter(|&i| entry.filtered[i] != generations[i])
-            .collect();
+        // The nodes whose generation changed: from the snapshot's log of changes when
+        // it has them, else by comparing every node's.
+        let logged = entry.mark.and_then(|m| snapshot.nodes_changed_since(m));
+        let changed: Vec<usize> = match logged {
+            Some(logged) => {
+                let mut changed: Vec<usize> = logged
+                    .iter()
+                    .copied()
+                    .filter(|&i| entry.filtered[i] != generations[i])
+                    .collect();
+                changed.sort_unstable();
+                changed.dedup();
+                changed
+            }
+            None => entry
+                .filtered
+                .iter()
+                .zip(generations)
+                .enumerate()
+                .filter(|(_, (kept, now))| kept != now)
+                .map(|(i, _)| i)
+                .collect(),
+        };
+        entry.mark = Some(snapshot.change_mark());
         self.stats.cycles += 1;
         self.stats.nodes_filtered += changed.len() as u64;
         self.stats.nodes_reused += (nodes - changed.len()) as u64;
-        if !changed.is_empty() {
-            let (_, rejected) = filter_nodes(&changed);
-            for &i in &changed {
-                entry.filtered[i] = generations[i];
-                entry.rejected[i] = None;
+        let (_, rejected) = filter_nodes(&changed);
+        for &i in &changed {
+            if entry.passed(i) {
+                entry.feasible -= 1;
             }
-            for (i, status) in rejected {
-                entry.rejected[i] = Some(Box::new(status));
+            if let Some(status) = entry.rejected[i].take()
+                && !status.is_rejected()
+            {
+                entry.errors -= 1;
             }
+            entry.filtered[i] = generations[i];
         }
-        let mut feasible = Vec::new();
+        for (i, status) in rejected {
+            if !status.is_rejected() {
+                entry.errors += 1;
+            }
+            entry.rejected[i] = Some(Box::new(status));
+        }
+        entry.feasible += changed.iter().filter(|&&i| entry.passed(i)).count();
+        changed
+    }
+
+    /// `key`'s verdicts ([`IncrementalCache::filter`] has run in this cycle): the
+    /// feasible nodes in node order and the rejected ones with their status.
+    pub(crate) fn verdicts(&self, key: &Key) -> (Vec<usize>, Vec<(usize, Status)>) {
+        let Some(entry) = self.entries.get(key) else {
+            return (Vec::new(), Vec::new());
+        };
+        let mut feasible = Vec::with_capacity(entry.feasible);
         let mut rejected = Vec::new();
         for (i, r) in entry.rejected.iter().enumerate() {
             match r {
@@ -160,6 +400,119 @@ impl IncrementalCache {
             }
         }
         (feasible, rejected)
+    }
+
+    /// Whether this cycle of `key` may choose from kept totals
+    /// ([`IncrementalCache::rank`]): more than one node passed, no filter failed, and
+    /// its Score plugins' NormalizeScore rules are known.
+    pub(crate) fn may_rank(&self, key: &Key) -> bool {
+        self.entries
+            .get(key)
+            .is_some_and(|e| e.feasible > 1 && e.errors == 0 && !e.opaque)
+    }
+
+    /// How many nodes passed `key`'s filters.
+    pub(crate) fn feasible_count(&self, key: &Key) -> usize {
+        self.entries.get(key).map_or(0, |e| e.feasible)
+    }
+
+    /// The best feasible node of `key` (PreScore has run; `changed` are the nodes
+    /// [`IncrementalCache::filter`] filtered again in this cycle): the node the full
+    /// pass picks with [`crate::HostSelection::FirstInNodeOrder`]. Only the changed
+    /// nodes are scored and totalled again, unless the ranking was not kept in the
+    /// previous cycle or a scaled column's highest raw score moved. `Ok(None)` when it
+    /// cannot say: a NormalizeScore rule is opaque, or a score is out of range (the
+    /// full pass reports that error).
+    pub(crate) fn rank(
+        &mut self,
+        key: &Key,
+        fwk: &Framework,
+        state: &CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+        changed: &[usize],
+    ) -> Result<Option<usize>, Status> {
+        let Some(entry) = self.entries.get_mut(key) else {
+            return Ok(None);
+        };
+        let rules = fwk.score_rules(state);
+        if rules.iter().any(|(_, r)| *r == Normalization::Opaque) {
+            entry.opaque = true;
+            entry.ranking = None;
+            return Ok(None);
+        }
+        entry.use_plugins(fwk.active_score_plugins(state));
+        let width = entry.plugins.len();
+        let nodes = entry.filtered.len();
+        let generations = snapshot.generations();
+        let keep = entry.rankable && entry.ranking.as_ref().is_some_and(|r| r.rules == rules);
+        let result = if keep {
+            let mut ranking = entry.ranking.take().expect("kept above");
+            // Out with the changed nodes' old scores, in with their new ones.
+            for &i in changed {
+                if ranking.ranked[i] {
+                    ranking.count(&entry.raw[i * width..(i + 1) * width], -1);
+                    ranking.ranked[i] = false;
+                }
+            }
+            let stale: Vec<usize> = changed
+                .iter()
+                .copied()
+                .filter(|&i| entry.passed(i) && entry.scored[i] != generations[i])
+                .collect();
+            entry.rescore(fwk, state, pod, snapshot, &stale)?;
+            for &i in changed {
+                if entry.passed(i) {
+                    ranking.count(&entry.raw[i * width..(i + 1) * width], 1);
+                    ranking.ranked[i] = true;
+                }
+            }
+            let moved = (0..width).any(|c| ranking.maximum(c) != ranking.maxima[c]);
+            let ok = if moved {
+                retotal(&mut ranking, &entry.raw, width)
+            } else {
+                changed.iter().all(|&i| {
+                    let total = if ranking.ranked[i] {
+                        match ranking.total(&entry.raw[i * width..(i + 1) * width]) {
+                            Some(t) => Some(t),
+                            None => return false,
+                        }
+                    } else {
+                        None
+                    };
+                    ranking.best.set(i, total);
+                    true
+                })
+            };
+            ok.then_some(ranking)
+        } else {
+            let stale: Vec<usize> = (0..nodes)
+                .filter(|&i| entry.passed(i) && entry.scored[i] != generations[i])
+                .collect();
+            entry.rescore(fwk, state, pod, snapshot, &stale)?;
+            let mut ranking = Ranking {
+                counts: vec![BTreeMap::new(); width],
+                maxima: vec![0; width],
+                ranked: vec![false; nodes],
+                best: Tournament::new(nodes),
+                rules,
+            };
+            for i in 0..nodes {
+                if entry.passed(i) {
+                    ranking.count(&entry.raw[i * width..(i + 1) * width], 1);
+                    ranking.ranked[i] = true;
+                }
+            }
+            retotal(&mut ranking, &entry.raw, width).then_some(ranking)
+        };
+        let Some(ranking) = result else {
+            return Ok(None);
+        };
+        let best = ranking.best.best();
+        entry.ranking = Some(ranking);
+        entry.synced = true;
+        self.stats.ranked += 1;
+        Ok(best)
     }
 
     /// The score table of `feasible` (in node order; PreScore has run): raw scores of
@@ -175,37 +528,23 @@ impl IncrementalCache {
         snapshot: &Snapshot,
         feasible: &[usize],
     ) -> Result<ScoreTable, Status> {
-        let plugins = fwk.active_score_plugins(state);
-        let width = plugins.len();
         let nodes = snapshot.num_nodes();
         let entry = self
             .entries
             .entry(key.clone())
             .or_insert_with(|| Entry::new(nodes));
-        if entry.plugins != plugins || entry.scored.len() != nodes {
-            entry.plugins = plugins.clone();
-            entry.scored = vec![0; nodes];
-            entry.raw = vec![0; nodes * width];
-        }
+        entry.use_plugins(fwk.active_score_plugins(state));
         let generations = snapshot.generations();
-        let stale: Vec<(usize, &NodeInfo)> = feasible
+        let stale: Vec<usize> = feasible
             .iter()
-            .filter(|&&i| entry.scored[i] != generations[i])
-            .map(|&i| (i, snapshot.node_at(i)))
+            .copied()
+            .filter(|&i| entry.scored[i] != generations[i])
             .collect();
-        if !stale.is_empty() {
-            let fresh = fwk.raw_scores(state, pod, &stale)?;
-            let rows = fresh.len();
-            for (row, &(i, _)) in stale.iter().enumerate() {
-                for column in 0..width {
-                    entry.raw[i * width + column] = fresh.scores[column * rows + row];
-                }
-                entry.scored[i] = generations[i];
-            }
-        }
+        entry.rescore(fwk, state, pod, snapshot, &stale)?;
+        let width = entry.plugins.len();
         let rows = feasible.len();
         let mut table = ScoreTable {
-            plugins,
+            plugins: entry.plugins.clone(),
             node_indices: feasible.to_vec(),
             scores: vec![0; rows * width],
             totals: vec![0; rows],
@@ -223,19 +562,40 @@ impl IncrementalCache {
     /// budget (an entry dropped is seen anew).
     fn make_room(&mut self, nodes: usize) {
         let one = Entry::new(nodes).bytes().max(1);
-        loop {
-            let used: usize = self.entries.values().map(Entry::bytes).sum();
-            if used + one <= MEMORY_BUDGET || self.entries.is_empty() {
-                return;
-            }
-            let oldest = self
+        let mut used: usize = self.entries.values().map(Entry::bytes).sum();
+        while used + one > MEMORY_BUDGET {
+            let Some(oldest) = self
                 .entries
                 .iter()
                 .min_by_key(|(_, e)| e.last_used)
-                .map(|(k, _)| k.clone());
-            if let Some(k) = oldest {
-                self.entries.remove(&k);
+                .map(|(k, _)| k.clone())
+            else {
+                return;
+            };
+            if let Some(dropped) = self.entries.remove(&oldest) {
+                used -= dropped.bytes();
             }
         }
     }
+}
+
+/// Every ranked node's total again, with the scaled columns' current maxima; `false`
+/// when a score is out of range.
+fn retotal(ranking: &mut Ranking, raw: &[i64], width: usize) -> bool {
+    for c in 0..width {
+        ranking.maxima[c] = ranking.maximum(c);
+    }
+    let mut totals = Vec::with_capacity(ranking.ranked.len());
+    for (i, &ranked) in ranking.ranked.iter().enumerate() {
+        if !ranked {
+            totals.push(None);
+            continue;
+        }
+        match ranking.total(&raw[i * width..(i + 1) * width]) {
+            Some(t) => totals.push(Some(t)),
+            None => return false,
+        }
+    }
+    ranking.best.fill(totals.into_iter());
+    true
 }

@@ -81,7 +81,7 @@ pub use schedule::{
     Diagnosis, FitError, HostSelection, NodeSearch, Outcome, ScheduleError, ScheduleResult,
     Scheduler, SchedulerError, SchedulerOptions,
 };
-pub use snapshot::{ClusterObjects, Snapshot, SnapshotError};
+pub use snapshot::{ChangeMark, ClusterObjects, Snapshot, SnapshotError};
 pub use status::{Code, Reason, Status};
 pub use storage::StorageObjects;
 pub use writer::{BindingCheck, BindingView, ClusterWriter, WriteError};

@@ -197,9 +197,12 @@ pub trait Plugin: Send + Sync {
     /// Whether this plugin's answers for `pod` depend on each node alone, so that the
     /// exact scheduler may keep them per node and recompute only the nodes that changed
     /// ([`crate::Scheduler::set_incremental`]): its PreFilter, PreScore and Score
-    /// preparation for `pod` read nothing that placing or removing pods changes, and its
-    /// Filter verdict and Score (before NormalizeScore) on a node read only that node's
-    /// [`NodeInfo`]. NormalizeScore may read every node's score: it runs in every cycle.
+    /// preparation for `pod` read nothing that placing or removing pods changes (nor
+    /// the feasible nodes they are given: a cycle that chooses from kept totals gives
+    /// none), and its Filter verdict and Score (before NormalizeScore) on a node read
+    /// only that node's [`NodeInfo`]. NormalizeScore may read every node's score: it
+    /// runs over every feasible node in every cycle, unless it declares its rule
+    /// ([`ScoreExtensions::normalization`]).
     /// `snapshot` is the cluster as it is now (a plugin that reads other nodes' pods may
     /// say yes while none of them matter, as InterPodAffinity does when no pod has
     /// affinity terms).
@@ -640,6 +643,49 @@ pub trait ScoreExtensions: Send + Sync {
         pod: &PodInfo,
         scores: &mut [NodeScore],
     ) -> Status;
+
+    /// What [`ScoreExtensions::normalize_score`] does in this cycle (PreScore has run),
+    /// when it is one of the rules of [`Normalization`]: incremental scheduling then
+    /// keeps the normalised scores from cycle to cycle and recomputes them only when a
+    /// node changed or the highest raw score moved. The default,
+    /// [`Normalization::Opaque`], is always right; a plugin that declares a rule must
+    /// normalise exactly as it says.
+    fn normalization(&self, _state: &CycleState) -> Normalization {
+        Normalization::Opaque
+    }
+}
+
+/// How a plugin's NormalizeScore turns raw scores into final ones
+/// ([`ScoreExtensions::normalization`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Normalization {
+    /// The scores stay as Score gave them.
+    Identity,
+    /// kube-scheduler's `DefaultNormalizeScore(MaxNodeScore, reverse, scores)`: each
+    /// score scaled against the highest over the feasible nodes
+    /// ([`scale_to_max_score`]).
+    ScaledToMax {
+        /// Whether the scaled score is taken from [`MAX_NODE_SCORE`] (lower is better).
+        reverse: bool,
+    },
+    /// Anything else: NormalizeScore runs over every feasible node in every cycle.
+    Opaque,
+}
+
+/// One score of kube-scheduler's `DefaultNormalizeScore(MaxNodeScore, reverse)`, given
+/// the highest raw score over the feasible nodes (`max`, at least 0): `MaxNodeScore *
+/// raw / max` in integers, taken from `MaxNodeScore` when `reverse`; when `max` is 0,
+/// every score is `MaxNodeScore` if `reverse`, else stays as it was.
+pub fn scale_to_max_score(raw: i64, max: i64, reverse: bool) -> i64 {
+    if max == 0 {
+        return if reverse { MAX_NODE_SCORE } else { raw };
+    }
+    let scaled = MAX_NODE_SCORE * raw / max;
+    if reverse {
+        MAX_NODE_SCORE - scaled
+    } else {
+        scaled
+    }
 }
 
 /// Reserve/Unreserve: claim or release what the pod will use on its node.

@@ -287,6 +287,19 @@ pub struct Scheduler {
     /// The kept verdicts and scores, when scheduling incrementally
     /// ([`Scheduler::set_incremental`]).
     incremental: Option<IncrementalCache>,
+    /// Only the decision of a cycle is read ([`Scheduler::set_decisions_only`]).
+    decisions_only: bool,
+}
+
+/// The nodes that passed Filter.
+enum Passed {
+    /// Their indices: in node order for an exhaustive search, in search order
+    /// otherwise.
+    Listed(Vec<usize>),
+    /// Kept by incremental scheduling under the cycle's key, which may rank them
+    /// ([`IncrementalCache::may_rank`]); `changed` are the nodes filtered again in this
+    /// cycle.
+    Kept { changed: Vec<usize> },
 }
 
 impl fmt::Debug for Scheduler {
@@ -343,6 +356,7 @@ impl Scheduler {
             rng: SplitMix64(seed),
             explained_pod: None,
             incremental: None,
+            decisions_only: false,
         })
     }
 
@@ -431,6 +445,21 @@ impl Scheduler {
     /// kept.
     pub fn set_incremental(&mut self, on: bool) {
         self.incremental = on.then(IncrementalCache::default);
+    }
+
+    /// Says that only the decision of each cycle is read (the chosen node, or the error
+    /// of a pod that does not fit), as `kubesched bench` and capacity counts read it:
+    /// with incremental scheduling, a cycle may then choose from kept totals without
+    /// building a score table. A scheduled pod's [`ScheduleResult`] then has an empty
+    /// [`ScheduleResult::scores`] and no rejected nodes in its diagnosis (its counts
+    /// stay right). Off by default.
+    pub fn set_decisions_only(&mut self, on: bool) {
+        self.decisions_only = on;
+    }
+
+    /// Whether only decisions are read ([`Scheduler::set_decisions_only`]).
+    pub fn decisions_only(&self) -> bool {
+        self.decisions_only
     }
 
     /// What incremental scheduling saved so far; `None` when it is off.
@@ -588,9 +617,28 @@ impl Scheduler {
             return Err(ScheduleError::NoNodesAvailable);
         }
         let key = self.incremental_key(profile, state, pod);
-        let (feasible, diagnosis, hint) =
+        let (passed, mut diagnosis, hint) =
             self.find_nodes_that_fit(profile, state, pod, key.as_ref())?;
         let fwk = self.profiles[profile].clone();
+        let feasible = match (passed, &key) {
+            (Passed::Listed(feasible), _) => feasible,
+            (Passed::Kept { changed }, Some(key)) => {
+                if let Some(result) = self.schedule_ranked(profile, state, pod, key, &changed) {
+                    return Ok(ScheduleResult {
+                        diagnosis,
+                        ..result
+                    });
+                }
+                // The full pass over what was kept.
+                let cache = self.incremental.as_ref().ok_or_else(|| {
+                    ScheduleError::Internal(Status::error("incremental scheduling is off"))
+                })?;
+                let (feasible, rejected) = cache.verdicts(key);
+                diagnosis = with_rejections(diagnosis, rejected)?;
+                feasible
+            }
+            (Passed::Kept { .. }, None) => Vec::new(),
+        };
         if feasible.is_empty() {
             return Err(ScheduleError::Unfit(Box::new(FitError {
                 num_all_nodes: num_nodes,
@@ -727,7 +775,7 @@ impl Scheduler {
         state: &mut CycleState,
         pod: &PodInfo,
         key: Option<&Key>,
-    ) -> Result<(Vec<usize>, Diagnosis, Option<NodeHint>), ScheduleError> {
+    ) -> Result<(Passed, Diagnosis, Option<NodeHint>), ScheduleError> {
         let fwk = self.profiles[profile].clone();
         let fwk = &*fwk;
         let mut diagnosis = Diagnosis::default();
@@ -740,7 +788,7 @@ impl Scheduler {
             diagnosis.pre_filter_msg = Some(pre.status.message());
             diagnosis.add_plugin_status(&pre.status);
             diagnosis.node_to_status.absent_nodes_status = Some(pre.status);
-            return Ok((Vec::new(), diagnosis, None));
+            return Ok((Passed::Listed(Vec::new()), diagnosis, None));
         }
         let hint = if self.options.batching {
             let now = self.clock.now();
@@ -776,7 +824,7 @@ impl Scheduler {
                 }
             });
             if !feasible.is_empty() {
-                return Ok((feasible, diagnosis, hint));
+                return Ok((Passed::Listed(feasible), diagnosis, hint));
             }
             // A failed filter is logged and forgotten by kube-scheduler; a rejection
             // is recorded.
@@ -836,8 +884,8 @@ impl Scheduler {
         ) {
             // Every node, the unchanged ones from what was kept.
             let nominated = &self.nominated_pods;
-            fwk.timed_point("Filter", filter_pass_code, || {
-                cache.filter(key, snapshot, |changed| {
+            let changed = cache.filter(key, snapshot, |changed| {
+                fwk.timed_point("Filter", filter_pass_code, || {
                     filter_nodes(
                         fwk,
                         state,
@@ -849,7 +897,15 @@ impl Scheduler {
                         changed.len(),
                     )
                 })
-            })
+            });
+            if self.decisions_only
+                && self.options.host_selection == HostSelection::FirstInNodeOrder
+                && hint_rejection.is_none()
+                && cache.may_rank(key)
+            {
+                return Ok((Passed::Kept { changed }, diagnosis, None));
+            }
+            cache.verdicts(key)
         } else {
             // kube-scheduler times the whole pass over the nodes as the Filter
             // extension point: Error when a filter failed, else Success.
@@ -876,25 +932,76 @@ impl Scheduler {
             self.next_start_node_index =
                 (self.next_start_node_index + processed) % self.snapshot.num_nodes();
         }
-        // A filter that fails (rather than rejects) aborts the attempt, as in
-        // kube-scheduler's findNodesThatPassFilters.
-        let error = rejected
-            .iter()
-            .position(|(_, s)| !s.is_rejected())
-            .map(|pos| rejected.swap_remove(pos).1);
-        rejected.retain(|(_, s)| s.is_rejected());
-        for (_, status) in &rejected {
-            diagnosis.add_plugin_status(status);
+        let diagnosis = with_rejections(diagnosis, rejected)?;
+        Ok((Passed::Listed(feasible), diagnosis, hint))
+    }
+
+    /// The decision of a cycle whose feasible nodes incremental scheduling kept
+    /// ([`Passed::Kept`]): PreScore, then the best of the kept totals. `None` when the
+    /// cache cannot rank this cycle (a NormalizeScore without a declared rule, a score
+    /// out of range, a failed Score): the full pass then runs over the kept verdicts,
+    /// with the same result as without the cache. The diagnosis is left to the caller.
+    fn schedule_ranked(
+        &mut self,
+        profile: usize,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        key: &Key,
+        changed: &[usize],
+    ) -> Option<ScheduleResult> {
+        let fwk = self.profiles[profile].clone();
+        let cache = self.incremental.as_mut()?;
+        let snapshot = &self.snapshot;
+        let feasible_nodes = cache.feasible_count(key);
+        // Node-scoped plugins read nothing of the feasible nodes in PreScore
+        // (`Plugin::node_scoped`), so none are listed.
+        if !fwk
+            .run_pre_score_plugins(state, pod, &[], snapshot)
+            .is_success()
+        {
+            return None;
         }
-        rejected.sort_by_key(|(i, _)| *i);
-        diagnosis.node_to_status.statuses = rejected;
-        match error {
-            Some(status) => Err(ScheduleError::FailedAfterFilter {
-                status,
-                diagnosis: Box::new(diagnosis),
-            }),
-            None => Ok((feasible, diagnosis, hint)),
-        }
+        let state: &CycleState = state;
+        let best = fwk.timed_point(
+            "Score",
+            |r: &Result<Option<usize>, Status>| {
+                r.as_ref().map_or_else(Status::code, |_| Code::Success)
+            },
+            || cache.rank(key, &fwk, state, pod, snapshot, changed),
+        );
+        Some(ScheduleResult {
+            suggested_host: best.ok()??,
+            evaluated_nodes: snapshot.num_nodes(),
+            feasible_nodes,
+            scores: ScoreTable::default(),
+            diagnosis: Diagnosis::default(),
+        })
+    }
+}
+
+/// Completes a diagnosis with the nodes a Filter pass rejected, as kube-scheduler's
+/// findNodesThatPassFilters does: a filter that failed (rather than rejected) aborts
+/// the attempt with its error; the rejections are kept in node order.
+fn with_rejections(
+    mut diagnosis: Diagnosis,
+    mut rejected: Vec<(usize, Status)>,
+) -> Result<Diagnosis, ScheduleError> {
+    let error = rejected
+        .iter()
+        .position(|(_, s)| !s.is_rejected())
+        .map(|pos| rejected.swap_remove(pos).1);
+    rejected.retain(|(_, s)| s.is_rejected());
+    for (_, status) in &rejected {
+        diagnosis.add_plugin_status(status);
+    }
+    rejected.sort_by_key(|(i, _)| *i);
+    diagnosis.node_to_status.statuses = rejected;
+    match error {
+        Some(status) => Err(ScheduleError::FailedAfterFilter {
+            status,
+            diagnosis: Box::new(diagnosis),
+        }),
+        None => Ok(diagnosis),
     }
 }
 

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Namespace, Node, ReplicationController, Service};
@@ -43,6 +44,56 @@ pub struct ClusterObjects {
     pub pod_disruption_budgets: Vec<Arc<PodDisruptionBudget>>,
 }
 
+/// A point in a snapshot's history of node changes
+/// ([`Snapshot::nodes_changed_since`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChangeMark {
+    log: u64,
+    len: usize,
+}
+
+/// The nodes whose generation changed, in the order they changed, so that what was
+/// computed per node finds the changed ones without comparing every generation. A
+/// clone starts a log of its own (its history diverges from the original's).
+#[derive(Debug)]
+struct ChangeLog {
+    /// Unique among logs, so that a mark from another log is not read here.
+    id: u64,
+    nodes: Vec<usize>,
+}
+
+impl ChangeLog {
+    fn new() -> ChangeLog {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        ChangeLog {
+            id: NEXT.fetch_add(1, Ordering::Relaxed),
+            nodes: Vec::new(),
+        }
+    }
+
+    /// Records a change of node `node`; a log grown far beyond the number of nodes
+    /// starts again (older marks then read nothing, and their holders compare
+    /// generations once).
+    fn record(&mut self, node: usize, nodes: usize) {
+        if self.nodes.len() >= 4 * nodes + 1024 {
+            *self = ChangeLog::new();
+        }
+        self.nodes.push(node);
+    }
+}
+
+impl Default for ChangeLog {
+    fn default() -> Self {
+        ChangeLog::new()
+    }
+}
+
+impl Clone for ChangeLog {
+    fn clone(&self) -> Self {
+        ChangeLog::new()
+    }
+}
+
 /// The nodes of the cluster with their pods.
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
@@ -50,6 +101,8 @@ pub struct Snapshot {
     /// Each node's generation, in node order (kept beside the nodes so that a pass
     /// over all of them reads one contiguous slice).
     generations: Vec<u64>,
+    /// Which nodes' generations changed, in order.
+    changes: ChangeLog,
     /// How many pods on the nodes have pod affinity or anti-affinity terms.
     affinity_pods: usize,
     index: HashMap<String, usize>,
@@ -214,6 +267,7 @@ impl Snapshot {
                 self.affinity_pods += usize::from(pod.has_affinity());
                 self.nodes[i].add_pod(pod);
                 self.generations[i] = self.nodes[i].generation();
+                self.changes.record(i, self.nodes.len());
                 true
             }
             None => false,
@@ -225,11 +279,31 @@ impl Snapshot {
         &self.generations
     }
 
+    /// The point in this snapshot's history that [`Snapshot::nodes_changed_since`]
+    /// reads from.
+    pub fn change_mark(&self) -> ChangeMark {
+        ChangeMark {
+            log: self.changes.id,
+            len: self.changes.nodes.len(),
+        }
+    }
+
+    /// The positions of the nodes whose generation changed since `mark` was taken
+    /// from this snapshot (a node may come more than once), or `None` when the
+    /// snapshot cannot say: the mark is from another snapshot (a clone included) or
+    /// from history it no longer keeps. Then compare every node's generation.
+    pub fn nodes_changed_since(&self, mark: ChangeMark) -> Option<&[usize]> {
+        (mark.log == self.changes.id)
+            .then(|| self.changes.nodes.get(mark.len..))
+            .flatten()
+    }
+
     /// Removes a pod (by `namespace/name`) from a node.
     pub fn remove_pod(&mut self, node: &str, key: &str) -> Option<Arc<PodInfo>> {
         let i = *self.index.get(node)?;
         let removed = self.nodes[i].remove_pod(key);
         self.generations[i] = self.nodes[i].generation();
+        self.changes.record(i, self.nodes.len());
         if removed.as_ref().is_some_and(|p| p.has_affinity()) {
             self.affinity_pods -= 1;
         }

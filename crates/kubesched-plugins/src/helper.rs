@@ -2,7 +2,7 @@
 //! `DefaultNormalizeScore`.
 
 use k8s_openapi::api::core::v1::{Taint, Toleration};
-use kubesched_framework::{MAX_NODE_SCORE, NodeScore};
+use kubesched_framework::NodeScore;
 
 /// `true` when `toleration` tolerates `taint` (core/v1 `Toleration.ToleratesTaint`): an
 /// empty effect matches every effect, an empty key with `Exists` matches every key, an
@@ -44,31 +44,16 @@ pub fn find_untolerated_taint<'a>(
         .find(|t| filter(t) && !tolerations_tolerate(tolerations, t))
 }
 
-/// kube-scheduler's `DefaultNormalizeScore`: scales scores to 0..=`max_priority`
-/// against the highest one (integer division); `reverse` flips them. When every score
-/// is 0, all become `max_priority` if `reverse`, else stay 0.
-pub fn default_normalize_score(max_priority: i64, reverse: bool, scores: &mut [NodeScore]) {
-    let max = scores.iter().map(|s| s.score).max().unwrap_or(0).max(0);
-    if max == 0 {
-        if reverse {
-            for s in scores {
-                s.score = max_priority;
-            }
-        }
-        return;
-    }
-    for s in scores {
-        let mut score = max_priority * s.score / max;
-        if reverse {
-            score = max_priority - score;
-        }
-        s.score = score;
-    }
-}
-
-/// [`default_normalize_score`] with the maximum node score.
+/// kube-scheduler's `DefaultNormalizeScore(MaxNodeScore, reverse, scores)`: scales
+/// scores to 0..=100 against the highest one (integer division); `reverse` flips them.
+/// When every score is 0, all become 100 if `reverse`, else stay 0. The rule is
+/// [`kubesched_framework::scale_to_max_score`], which incremental scheduling applies
+/// node by node (`Normalization::ScaledToMax`).
 pub fn normalize_to_max(reverse: bool, scores: &mut [NodeScore]) {
-    default_normalize_score(MAX_NODE_SCORE, reverse, scores)
+    let max = scores.iter().map(|s| s.score).max().unwrap_or(0).max(0);
+    for s in scores {
+        s.score = kubesched_framework::scale_to_max_score(s.score, max, reverse);
+    }
 }
 
 /// Whether the pod requests an extended resource (one a device plugin or a DeviceClass
@@ -149,7 +134,7 @@ mod tests {
                 score: 3,
             },
         ];
-        default_normalize_score(100, true, &mut s);
+        normalize_to_max(true, &mut s);
         assert_eq!(
             s.iter().map(|s| s.score).collect::<Vec<_>>(),
             vec![100, 67, 0]
@@ -158,7 +143,7 @@ mod tests {
             node_index: 0,
             score: 0,
         }];
-        default_normalize_score(100, true, &mut z);
+        normalize_to_max(true, &mut z);
         assert_eq!(z[0].score, 100);
     }
 }

@@ -169,6 +169,9 @@ impl ScoreExtensions for TaintToleration {
         normalize_to_max(true, scores);
         Status::success()
     }
+    fn normalization(&self, _: &CycleState) -> kubesched_framework::Normalization {
+        kubesched_framework::Normalization::ScaledToMax { reverse: true }
+    }
 }
 
 #[cfg(test)]

@@ -518,7 +518,13 @@ impl Prepared {
         // The loop runs on a rayon worker, so each cycle's parallel Filter and Score
         // are forked from inside the pool instead of being injected into it (and the
         // calling thread put to sleep and woken) twice per pod.
-        rayon::scope(|_| self.run_decisions_in_pool())
+        // Nothing but the decisions is read, which lets incremental scheduling skip
+        // the score tables.
+        let details = !self.scheduler.decisions_only();
+        self.scheduler.set_decisions_only(true);
+        let decisions = rayon::scope(|_| self.run_decisions_in_pool());
+        self.scheduler.set_decisions_only(!details);
+        decisions
     }
 
     fn run_decisions_in_pool(&mut self) -> Vec<Decision> {

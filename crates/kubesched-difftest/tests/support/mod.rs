@@ -69,6 +69,20 @@ pub fn generated(
         .collect()
 }
 
+/// A scenario written as JSON documents, with v1.35's behaviour.
+#[allow(dead_code)] // not every differential test uses every loader
+pub fn from_docs(name: String, docs: &[Value]) -> Option<Case> {
+    let options = SimulationOptions {
+        features: Features::new(KubernetesVersion::V1_35),
+        ..Default::default()
+    };
+    load(
+        name,
+        kubesched_difftest::generate::to_yaml(docs, ""),
+        options,
+    )
+}
+
 fn load(name: String, text: String, options: SimulationOptions) -> Option<Case> {
     let scenario = scenario::load(&[Source {
         name: name.clone(),

@@ -172,6 +172,23 @@ impl Framework {
             .collect()
     }
 
+    /// Each active Score plugin's weight and NormalizeScore rule in this cycle
+    /// (PreScore has run), in the order of [`Framework::active_score_plugins`]: a plugin
+    /// without NormalizeScore keeps its scores ([`Normalization::Identity`]).
+    pub(crate) fn score_rules(&self, state: &CycleState) -> Vec<(i64, Normalization)> {
+        self.active_scores(state)
+            .iter()
+            .map(|s| {
+                let rule = s
+                    .wired
+                    .plugin
+                    .score_extensions()
+                    .map_or(Normalization::Identity, |e| e.normalization(state));
+                (s.weight, rule)
+            })
+            .collect()
+    }
+
     /// Every active Score plugin's score on `nodes`, before NormalizeScore and weights:
     /// a table whose totals are still 0.
     pub(crate) fn raw_scores(

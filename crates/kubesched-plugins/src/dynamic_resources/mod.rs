@@ -287,4 +287,7 @@ impl ScoreExtensions for DynamicResources {
         crate::helper::normalize_to_max(false, scores);
         Status::success()
     }
+    fn normalization(&self, _: &CycleState) -> kubesched_framework::Normalization {
+        kubesched_framework::Normalization::ScaledToMax { reverse: false }
+    }
 }

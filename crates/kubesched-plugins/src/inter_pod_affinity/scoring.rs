@@ -213,6 +213,13 @@ impl ScoreExtensions for InterPodAffinity {
         normalize_min_max(scores);
         Status::success()
     }
+    // With nothing to score (no term on either side), the scores stay as they are.
+    fn normalization(&self, state: &CycleState) -> kubesched_framework::Normalization {
+        match state.read::<PreScoreState>() {
+            Some(s) if s.0.is_empty() => kubesched_framework::Normalization::Identity,
+            _ => kubesched_framework::Normalization::Opaque,
+        }
+    }
 }
 
 /// Maps the scores' min..max onto 0..=100 in float64, truncated (all 0 when every

@@ -302,6 +302,9 @@ impl ScoreExtensions for NodeAffinity {
         normalize_to_max(false, scores);
         Status::success()
     }
+    fn normalization(&self, _: &CycleState) -> kubesched_framework::Normalization {
+        kubesched_framework::Normalization::ScaledToMax { reverse: false }
+    }
 }
 
 #[cfg(test)]
