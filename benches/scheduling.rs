@@ -116,20 +116,26 @@ fn scheduling_basic(c: &mut Criterion) {
 }
 
 /// Exact incremental scheduling (`Scheduler::set_incremental`) against the full pass,
-/// on pods that come in runs of ten identical ones (as ReplicaSets make them), and
+/// on pods that come in runs of ten identical ones (as ReplicaSets make them), with
+/// score tables and, `ranked`, reading only the decisions
+/// (`Scheduler::set_decisions_only`); and
 /// `Scheduler::fill_nodes` (what `kubesched capacity` does) against scheduling the same
 /// copies one at a time.
 fn incremental_and_fill(c: &mut Criterion) {
     let mut group = c.benchmark_group("incremental_and_fill");
     group.sample_size(10);
     let runs: Vec<Arc<PodInfo>> = (0..100).map(|i| pod(i / 10)).collect();
-    for incremental in [false, true] {
-        let name = if incremental { "incremental" } else { "exact" };
+    for (name, incremental, decisions_only) in [
+        ("exact", false, false),
+        ("incremental", true, false),
+        ("ranked", true, true),
+    ] {
         group.bench_function(BenchmarkId::new(name, "5000n-100p-runs-of-10"), |b| {
             b.iter_batched(
                 || {
                     let mut s = scheduler(5000, NodeSearch::Exhaustive, Some(CORE_CONFIG));
                     s.set_incremental(incremental);
+                    s.set_decisions_only(decisions_only);
                     s
                 },
                 |mut s| {

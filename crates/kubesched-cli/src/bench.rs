@@ -13,13 +13,16 @@ pub enum Mode {
     /// As kube-scheduler: percentageOfNodesToScore (or its adaptive formula),
     /// round-robin start node, random choice among the best.
     Upstream,
-    /// The rules of conformance/FORMAT.md: every node filtered and scored, first best in node order; the
-    /// same decisions as `kubesched simulate`.
+    /// The rules of conformance/FORMAT.md: every node filtered and scored, first best
+    /// in node order; the same decisions as `kubesched simulate`. Verdicts and scores
+    /// are kept per pod signature, so that only the nodes that changed are evaluated
+    /// again (much faster for runs of identical pods, as ReplicaSets make them; see
+    /// docs/architecture.md). `incremental` is another name for it.
+    #[value(alias = "incremental")]
     Exact,
-    /// The decisions of `exact`, with verdicts and scores kept per pod signature so
-    /// that only the nodes that changed are evaluated again (faster for runs of
-    /// identical pods, as ReplicaSets make them; see docs/architecture.md).
-    Incremental,
+    /// The decisions of `exact`, with every node evaluated for every pod: the
+    /// reference that exact's kept verdicts are measured against.
+    FullPass,
 }
 
 /// Resident and peak memory of this process in bytes, from /proc (Linux).
@@ -66,9 +69,9 @@ pub fn run(
             features,
             ..Default::default()
         },
-        Mode::Incremental => SimulationOptions {
+        Mode::FullPass => SimulationOptions {
             features,
-            incremental: true,
+            incremental: false,
             ..Default::default()
         },
     };

@@ -107,9 +107,10 @@ enum Commands {
     Bench {
         /// The scenario file.
         file: String,
-        /// `upstream` searches and picks as kube-scheduler does; `exact` evaluates every
-        /// node and takes the first best in node order; `incremental` decides as exact,
-        /// evaluating again only the nodes that changed when the pod's plugins allow it.
+        /// `upstream` searches and picks as kube-scheduler does; `exact` takes the first
+        /// best in node order over every node, evaluating again only the nodes that
+        /// changed when the pod's plugins allow it; `full-pass` decides as exact,
+        /// evaluating every node for every pod.
         #[arg(long, value_enum, default_value_t = bench::Mode::Upstream)]
         mode: bench::Mode,
         /// The seed of the random pick among equal best nodes (upstream mode).

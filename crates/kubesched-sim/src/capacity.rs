@@ -119,8 +119,11 @@ pub fn capacity(
     let queue = std::mem::take(&mut prepared.queue);
     // Only the pending pods' outcomes are kept, and only the rejections of the copies
     // (for the failed attempt): per-node detail of thousands of attempts over
-    // thousands of nodes would take gigabytes.
+    // thousands of nodes would take gigabytes. A scheduled pod's result is read for
+    // its node only, and a failed attempt's detail comes whole, so incremental cycles
+    // may choose from kept totals.
     prepared.detail = Detail::None;
+    prepared.scheduler.set_decisions_only(true);
     let pending: Vec<PodResult> = queue
         .iter()
         .map(|q| prepared.attempt(&q.pod_info, &node_order))
