@@ -110,6 +110,12 @@ impl Entry {
             + self.ranking.as_ref().map_or(0, Ranking::bytes)
     }
 
+    /// Node `node`'s raw scores, one per plugin.
+    fn raw_of(&self, node: usize) -> &[i64] {
+        let width = self.plugins.len();
+        &self.raw[node * width..(node + 1) * width]
+    }
+
     fn passed(&self, node: usize) -> bool {
         self.filtered[node] != 0 && self.rejected[node].is_none()
     }
@@ -169,6 +175,18 @@ struct Ranking {
 }
 
 impl Ranking {
+    /// An empty ranking of `nodes` nodes under `rules` (one per column).
+    fn new(rules: Vec<(i64, Normalization)>, nodes: usize) -> Ranking {
+        let width = rules.len();
+        Ranking {
+            counts: vec![BTreeMap::new(); width],
+            maxima: vec![0; width],
+            ranked: vec![false; nodes],
+            best: Tournament::new(nodes),
+            rules,
+        }
+    }
+
     fn bytes(&self) -> usize {
         self.ranked.len() + self.best.bytes()
     }
@@ -232,7 +250,7 @@ impl Tournament {
     const EMPTY: (i64, Reverse<usize>) = (i64::MIN, Reverse(usize::MAX));
 
     fn new(nodes: usize) -> Tournament {
-        let width = nodes.next_power_of_two().max(1);
+        let width = nodes.next_power_of_two();
         Tournament {
             width,
             tree: vec![Self::EMPTY; 2 * width],
@@ -445,66 +463,52 @@ impl IncrementalCache {
         let width = entry.plugins.len();
         let nodes = entry.filtered.len();
         let generations = snapshot.generations();
-        let keep = entry.rankable && entry.ranking.as_ref().is_some_and(|r| r.rules == rules);
-        let result = if keep {
-            let mut ranking = entry.ranking.take().expect("kept above");
-            // Out with the changed nodes' old scores, in with their new ones.
-            for &i in changed {
-                if ranking.ranked[i] {
-                    ranking.count(&entry.raw[i * width..(i + 1) * width], -1);
-                    ranking.ranked[i] = false;
+        let kept = entry
+            .ranking
+            .take()
+            .filter(|r| entry.rankable && r.rules == rules);
+        // The nodes to score and total again: those filtered again in this cycle when
+        // the ranking was kept, else all (a new ranking).
+        let fresh = kept.is_none();
+        let (mut ranking, touched) = match kept {
+            Some(mut ranking) => {
+                // Out with the changed nodes' old scores.
+                for &i in changed {
+                    if ranking.ranked[i] {
+                        ranking.count(entry.raw_of(i), -1);
+                        ranking.ranked[i] = false;
+                    }
                 }
+                (ranking, changed.to_vec())
             }
-            let stale: Vec<usize> = changed
-                .iter()
-                .copied()
-                .filter(|&i| entry.passed(i) && entry.scored[i] != generations[i])
-                .collect();
-            entry.rescore(fwk, state, pod, snapshot, &stale)?;
-            for &i in changed {
-                if entry.passed(i) {
-                    ranking.count(&entry.raw[i * width..(i + 1) * width], 1);
-                    ranking.ranked[i] = true;
-                }
-            }
-            let moved = (0..width).any(|c| ranking.maximum(c) != ranking.maxima[c]);
-            let ok = if moved {
-                retotal(&mut ranking, &entry.raw, width)
-            } else {
-                changed.iter().all(|&i| {
-                    let total = if ranking.ranked[i] {
-                        match ranking.total(&entry.raw[i * width..(i + 1) * width]) {
-                            Some(t) => Some(t),
-                            None => return false,
-                        }
-                    } else {
-                        None
-                    };
-                    ranking.best.set(i, total);
-                    true
-                })
-            };
-            ok.then_some(ranking)
-        } else {
-            let stale: Vec<usize> = (0..nodes)
-                .filter(|&i| entry.passed(i) && entry.scored[i] != generations[i])
-                .collect();
-            entry.rescore(fwk, state, pod, snapshot, &stale)?;
-            let mut ranking = Ranking {
-                counts: vec![BTreeMap::new(); width],
-                maxima: vec![0; width],
-                ranked: vec![false; nodes],
-                best: Tournament::new(nodes),
-                rules,
-            };
-            for i in 0..nodes {
-                if entry.passed(i) {
-                    ranking.count(&entry.raw[i * width..(i + 1) * width], 1);
-                    ranking.ranked[i] = true;
-                }
-            }
-            retotal(&mut ranking, &entry.raw, width).then_some(ranking)
+            None => (Ranking::new(rules, nodes), (0..nodes).collect()),
         };
+        let stale: Vec<usize> = touched
+            .iter()
+            .copied()
+            .filter(|&i| entry.passed(i) && entry.scored[i] != generations[i])
+            .collect();
+        entry.rescore(fwk, state, pod, snapshot, &stale)?;
+        for &i in &touched {
+            if entry.passed(i) {
+                ranking.count(entry.raw_of(i), 1);
+                ranking.ranked[i] = true;
+            }
+        }
+        let moved = (0..width).any(|c| ranking.maximum(c) != ranking.maxima[c]);
+        let ok = if fresh || moved {
+            retotal(&mut ranking, entry)
+        } else {
+            touched.iter().all(|&i| {
+                let total = ranking.ranked[i].then(|| ranking.total(entry.raw_of(i)));
+                if total == Some(None) {
+                    return false;
+                }
+                ranking.best.set(i, total.flatten());
+                true
+            })
+        };
+        let result = ok.then_some(ranking);
         let Some(ranking) = result else {
             return Ok(None);
         };
@@ -579,10 +583,10 @@ impl IncrementalCache {
     }
 }
 
-/// Every ranked node's total again, with the scaled columns' current maxima; `false`
-/// when a score is out of range.
-fn retotal(ranking: &mut Ranking, raw: &[i64], width: usize) -> bool {
-    for c in 0..width {
+/// Every ranked node's total again, from `entry`'s raw scores with the scaled columns'
+/// current maxima; `false` when a score is out of range.
+fn retotal(ranking: &mut Ranking, entry: &Entry) -> bool {
+    for c in 0..ranking.maxima.len() {
         ranking.maxima[c] = ranking.maximum(c);
     }
     let mut totals = Vec::with_capacity(ranking.ranked.len());
@@ -591,7 +595,7 @@ fn retotal(ranking: &mut Ranking, raw: &[i64], width: usize) -> bool {
             totals.push(None);
             continue;
         }
-        match ranking.total(&raw[i * width..(i + 1) * width]) {
+        match ranking.total(entry.raw_of(i)) {
             Some(t) => totals.push(Some(t)),
             None => return false,
         }

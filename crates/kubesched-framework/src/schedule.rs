@@ -296,10 +296,10 @@ enum Passed {
     /// Their indices: in node order for an exhaustive search, in search order
     /// otherwise.
     Listed(Vec<usize>),
-    /// Kept by incremental scheduling under the cycle's key, which may rank them
+    /// Kept by incremental scheduling under the cycle's `key`, which may rank them
     /// ([`IncrementalCache::may_rank`]); `changed` are the nodes filtered again in this
     /// cycle.
-    Kept { changed: Vec<usize> },
+    Kept { key: Key, changed: Vec<usize> },
 }
 
 impl fmt::Debug for Scheduler {
@@ -620,10 +620,10 @@ impl Scheduler {
         let (passed, mut diagnosis, hint) =
             self.find_nodes_that_fit(profile, state, pod, key.as_ref())?;
         let fwk = self.profiles[profile].clone();
-        let feasible = match (passed, &key) {
-            (Passed::Listed(feasible), _) => feasible,
-            (Passed::Kept { changed }, Some(key)) => {
-                if let Some(result) = self.schedule_ranked(profile, state, pod, key, &changed) {
+        let feasible = match passed {
+            Passed::Listed(feasible) => feasible,
+            Passed::Kept { key, changed } => {
+                if let Some(result) = self.schedule_ranked(profile, state, pod, &key, &changed) {
                     return Ok(ScheduleResult {
                         diagnosis,
                         ..result
@@ -633,11 +633,10 @@ impl Scheduler {
                 let cache = self.incremental.as_ref().ok_or_else(|| {
                     ScheduleError::Internal(Status::error("incremental scheduling is off"))
                 })?;
-                let (feasible, rejected) = cache.verdicts(key);
+                let (feasible, rejected) = cache.verdicts(&key);
                 diagnosis = with_rejections(diagnosis, rejected)?;
                 feasible
             }
-            (Passed::Kept { .. }, None) => Vec::new(),
         };
         if feasible.is_empty() {
             return Err(ScheduleError::Unfit(Box::new(FitError {
@@ -903,7 +902,8 @@ impl Scheduler {
                 && hint_rejection.is_none()
                 && cache.may_rank(key)
             {
-                return Ok((Passed::Kept { changed }, diagnosis, None));
+                let key = key.clone();
+                return Ok((Passed::Kept { key, changed }, diagnosis, None));
             }
             cache.verdicts(key)
         } else {
