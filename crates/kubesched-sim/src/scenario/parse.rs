@@ -83,6 +83,9 @@ const PARALLEL_BYTES: usize = 1 << 20;
 /// are what that parse says.
 pub(super) fn parse_documents(source: &Source) -> Result<Vec<Document>, ScenarioError> {
     use rayon::prelude::*;
+    if let Some(document) = parse_json(&source.text) {
+        return Ok(vec![document]);
+    }
     let pieces = pieces(&source.text, rayon::current_num_threads() * 4);
     if pieces.len() < 2 {
         return parse_piece(source, &source.text);
@@ -106,6 +109,29 @@ pub(super) fn parse_documents(source: &Source) -> Result<Vec<Document>, Scenario
         before += count;
     }
     Ok(documents)
+}
+
+/// Parses `text` with a JSON parser when it is one JSON value (a `kubectl get -o json`
+/// dump, say): a single document, as the YAML parser reads it, several times faster.
+/// `None` sends the text to the YAML parser: text that is not exactly one JSON value
+/// (an error is then reported as YAML reports it), and a number whose JSON reading
+/// may differ from YAML's (an integer past 64 bits, which JSON reads as a float).
+fn parse_json(text: &str) -> Option<Document> {
+    if !text.trim_start().starts_with(['{', '[']) {
+        return None;
+    }
+    let mut walk = Walk {
+        json: true,
+        ..Walk::default()
+    };
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let value = (&mut walk).deserialize(&mut deserializer).ok()?;
+    deserializer.end().ok()?;
+    (!walk.unsure).then_some(Document {
+        number: 1,
+        value,
+        bad_number: walk.bad,
+    })
 }
 
 /// Cuts `text` into about `wanted` pieces of similar size, each starting at a line
@@ -166,6 +192,10 @@ fn parse_counted(source: &Source, text: &str) -> Result<(usize, Vec<Document>), 
 struct Walk {
     path: Vec<Segment>,
     bad: Option<BadNumber>,
+    /// Reading JSON text ([`parse_json`]).
+    json: bool,
+    /// The JSON reading met a number that YAML may read otherwise.
+    unsure: bool,
 }
 
 impl Walk {
@@ -216,6 +246,11 @@ impl<'de> Visitor<'de> for &mut Walk {
         })
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+        // JSON reads an integer past 64 bits, and `-0`, as a float; YAML as an integer.
+        let integral = v.fract() == 0.0 && (v.abs() >= 9.2e18 || v.is_sign_negative() && v == 0.0);
+        if self.json && integral {
+            self.unsure = true;
+        }
         Ok(match serde_json::Number::from_f64(v) {
             Some(n) => Value::Number(n),
             None if v.is_nan() => self.bad_number(".nan".into()),
@@ -350,5 +385,96 @@ mod tests {
         let split = parse_documents(&source).err().expect("split fails");
         assert_eq!(whole.to_string(), split.to_string());
         assert!(split.to_string().contains("big.yaml"), "{split}");
+    }
+
+    /// The documents of `text` as the YAML parser reads them.
+    fn as_yaml(text: &str) -> Vec<(usize, Value, Option<String>)> {
+        let documents = parse_piece(&source(text.into()), text).expect("YAML parses");
+        documents
+            .into_iter()
+            .map(|d| (d.number, d.value, d.bad_number.map(|b| b.written)))
+            .collect()
+    }
+
+    #[test]
+    fn json_is_read_as_the_yaml_parser_reads_it() {
+        let texts = [
+            r#"{"apiVersion": "v1", "kind": "List", "items": [{"kind": "Pod", "metadata": {"name": "a", "labels": {"x": "1"}}}]}"#,
+            r#"  {"n": [0, 1, -1, 9223372036854775807, -9223372036854775808, 18446744073709551615]}"#,
+            r#"{"f": [1.5, -0.25, 1e3, 1E3, 2.5e-3, 1.0, 0.1, 100.0]}"#,
+            r#"{"quantities": {"cpu": "100m", "memory": "1Gi", "pods": 110, "ratio": 0.5}}"#,
+            r#"{"s": ["", "a\"b", "tab\there", "\u00e9", "slash\/", "line\nfeed", "null", "true", "1"]}"#,
+            r#"{"nested": {"empty": {}, "list": [], "null": null, "yes": true, "no": false}}"#,
+            "[1, {\"a\": [2, 3]}]\n",
+            "{\"spaced\" :\n  [ 1 ,\n 2 ]\n}\n\n",
+        ];
+        for text in texts {
+            let json = parse_json(text).unwrap_or_else(|| panic!("JSON path not taken: {text}"));
+            assert_eq!(
+                vec![(json.number, json.value, json.bad_number.map(|b| b.written))],
+                as_yaml(text),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn text_that_is_not_exactly_one_json_value_goes_to_the_yaml_parser() {
+        for text in [
+            "kind: Pod\n",
+            "{a: b}\n",
+            "{\"a\": 1}\n---\n{\"b\": 2}\n",
+            "{\"a\": 1}\n{\"b\": 2}\n",
+            "{\"a\": 1} # a comment\n",
+            "{\"a\": 1, \"a\": 2}",
+            "{\"big\": 123456789012345678901234567890}",
+            "{\"zero\": -0}",
+            "[1, 2",
+        ] {
+            assert!(parse_json(text).is_none(), "{text}");
+        }
+        // The YAML parser then says what it says: a repeated key is refused, a large
+        // integer is a bad number.
+        let repeated = parse_documents(&source("{\"a\": 1, \"a\": 2}".into()));
+        assert!(repeated.is_err());
+        let big = as_yaml("{\"big\": 123456789012345678901234567890}");
+        assert_eq!(big[0].2.as_deref(), Some("123456789012345678901234567890"));
+    }
+
+    /// Every document of the repository's conformance scenarios, written as JSON, reads
+    /// as the same value through the JSON parser as its YAML does through the YAML
+    /// parser.
+    #[test]
+    fn conformance_documents_read_the_same_as_json() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance");
+        let mut compared = 0;
+        let folders =
+            std::fs::read_dir(&root).unwrap_or_else(|e| panic!("{}: {e}", root.display()));
+        for folder in folders {
+            let dir = folder.expect("directory entry").path();
+            let cases = dir
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("cases"));
+            if !dir.is_dir() || !cases {
+                continue;
+            }
+            let entries =
+                std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+            for entry in entries {
+                let path = entry.expect("directory entry").path();
+                if path.extension().is_none_or(|e| e != "yaml") {
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).expect("readable");
+                for document in as_yaml(&text) {
+                    let json = serde_json::to_string_pretty(&document.1).expect("JSON");
+                    let read = parse_json(&json)
+                        .unwrap_or_else(|| panic!("{}: not read as JSON", path.display()));
+                    assert_eq!(read.value, document.1, "{}", path.display());
+                    compared += 1;
+                }
+            }
+        }
+        assert!(compared > 1000, "only {compared} documents compared");
     }
 }
