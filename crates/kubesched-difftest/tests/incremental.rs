@@ -75,7 +75,8 @@ fn in_runs(docs: Vec<Value>, n: usize) -> Vec<Value> {
 /// A small cluster that runs of identical pods fill, so that the nodes the pods prefer
 /// (node affinity weights, PreferNoSchedule taints) fill first and the highest raw
 /// score that NormalizeScore scales with moves during a run; a template comes back
-/// after another, so that kept totals are rebuilt as well as updated.
+/// after another (after a run of it, or taking turns), so that kept totals are rebuilt
+/// as well as updated.
 fn filling(seed: u64) -> Vec<Value> {
     let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     let mut next = move |n: u64| {
@@ -119,14 +120,19 @@ fn filling(seed: u64) -> Vec<Value> {
             })
         })
         .collect();
-    for (run, t) in [0, 1, 0].into_iter().enumerate() {
-        for p in 0..25 {
-            docs.push(serde_json::json!({
-                "apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": format!("p{run}-{p}"), "namespace": "default"},
-                "spec": templates[t]
-            }));
-        }
+    // Even seeds: runs of 25 (template 0, 1, then 0 again); odd seeds: the two
+    // templates take turns, so that a signature is kept on coming back after another.
+    let order: Vec<usize> = if seed.is_multiple_of(2) {
+        [0, 1, 0].into_iter().flat_map(|t| [t; 25]).collect()
+    } else {
+        (0..75).map(|p| p % 2).collect()
+    };
+    for (p, t) in order.into_iter().enumerate() {
+        docs.push(serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("p{p}"), "namespace": "default"},
+            "spec": templates[t]
+        }));
     }
     docs
 }

@@ -24,13 +24,14 @@
 //! raw score, which scales every node's score, is known at once; when it moves, every
 //! total is computed again.
 //!
-//! A signature is kept from the second pod of a run of it (`IncrementalCache::admit`):
-//! pods that come alone cost what they cost without the cache. Memory is bounded:
+//! A signature is kept from its second pod, wherever it comes
+//! (`IncrementalCache::admit`): pods whose signature was not seen before cost what they
+//! cost without the cache. Memory is bounded:
 //! entries beyond [`MEMORY_BUDGET`] bytes (estimated) are dropped,
 //! least recently used first.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::cycle_state::CycleState;
@@ -44,6 +45,11 @@ use crate::status::Status;
 
 /// About how many bytes the kept verdicts and scores may take.
 pub const MEMORY_BUDGET: usize = 128 << 20;
+
+/// How many signatures seen once are remembered, so that the second pod of one is
+/// kept however many other pods came between (the memory of the first sightings
+/// starts afresh when full).
+const SEEN_CAPACITY: usize = 1 << 14;
 
 /// What a cycle's verdicts and scores are kept under.
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -240,52 +246,67 @@ impl Ranking {
 /// first in node order among equals (FORMAT.md's pick); updating one node costs
 /// O(log n).
 struct Tournament {
-    /// Leaves start at `width`; node `i`'s leaf is `width + i`.
-    width: usize,
-    /// `(total, Reverse(node))`, the larger winning; an empty leaf is the smallest.
-    tree: Vec<(i64, Reverse<usize>)>,
+    /// Each node's total; [`Tournament::OUT`] for a node out of the running.
+    totals: Vec<i64>,
+    /// The winner of each match, by node: node `i`'s leaf is at `nodes + i`, and the
+    /// match at `k` is between `2k` and `2k + 1`, so that every leaf plays up to the
+    /// final at 1 whatever the number of nodes.
+    tree: Vec<u32>,
 }
 
 impl Tournament {
-    const EMPTY: (i64, Reverse<usize>) = (i64::MIN, Reverse(usize::MAX));
+    /// The total of a node out of the running, below every real total (scores are
+    /// within 0..=100 and weights positive).
+    const OUT: i64 = i64::MIN;
 
     fn new(nodes: usize) -> Tournament {
-        let width = nodes.next_power_of_two();
-        Tournament {
-            width,
-            tree: vec![Self::EMPTY; 2 * width],
-        }
+        let mut best = Tournament {
+            totals: Vec::new(),
+            tree: Vec::new(),
+        };
+        best.fill(std::iter::repeat_n(None, nodes));
+        best
     }
 
     fn bytes(&self) -> usize {
-        self.tree.len() * 16
+        self.totals.len() * 8 + self.tree.len() * 4
     }
 
-    /// Sets every leaf at once (`None` for a node out of the running), in O(n).
+    /// The winner of a match between nodes `a` and `b`.
+    fn winner(&self, a: u32, b: u32) -> u32 {
+        let key = |i: u32| (self.totals[i as usize], Reverse(i));
+        if key(b) > key(a) { b } else { a }
+    }
+
+    /// Sets every node's total at once (`None` for a node out of the running), in O(n).
     fn fill(&mut self, totals: impl Iterator<Item = Option<i64>>) {
-        self.tree.fill(Self::EMPTY);
-        for (i, total) in totals.enumerate() {
-            if let Some(t) = total {
-                self.tree[self.width + i] = (t, Reverse(i));
-            }
-        }
-        for at in (1..self.width).rev() {
-            self.tree[at] = self.tree[2 * at].max(self.tree[2 * at + 1]);
+        self.totals.clear();
+        self.totals.extend(totals.map(|t| t.unwrap_or(Self::OUT)));
+        let nodes = self.totals.len();
+        self.tree.clear();
+        self.tree.resize(nodes, 0);
+        self.tree.extend(0..nodes as u32);
+        for at in (1..nodes).rev() {
+            self.tree[at] = self.winner(self.tree[2 * at], self.tree[2 * at + 1]);
         }
     }
 
     fn set(&mut self, node: usize, total: Option<i64>) {
-        let mut at = self.width + node;
-        self.tree[at] = total.map_or(Self::EMPTY, |t| (t, Reverse(node)));
+        self.totals[node] = total.unwrap_or(Self::OUT);
+        let mut at = self.totals.len() + node;
         while at > 1 {
             at /= 2;
-            self.tree[at] = self.tree[2 * at].max(self.tree[2 * at + 1]);
+            self.tree[at] = self.winner(self.tree[2 * at], self.tree[2 * at + 1]);
         }
     }
 
     fn best(&self) -> Option<usize> {
-        let winner = self.tree[1];
-        (winner != Self::EMPTY).then_some(winner.1.0)
+        let winner = match self.totals.len() {
+            0 => return None,
+            1 => 0,
+            _ => self.tree[1] as usize,
+        };
+        (self.totals[winner] != Self::OUT).then_some(winner)
     }
 }
 
@@ -306,22 +327,29 @@ pub struct IncrementalStats {
 #[derive(Default)]
 pub(crate) struct IncrementalCache {
     entries: HashMap<Key, Entry>,
-    /// The previous cycle's key, for [`IncrementalCache::admit`].
-    previous: Option<Key>,
+    /// The keys seen once and not kept, for [`IncrementalCache::admit`].
+    seen: HashSet<Key>,
     uses: u64,
     pub(crate) stats: IncrementalStats,
 }
 
 impl IncrementalCache {
     /// The key a cycle keeps its verdicts under, from the key it may use
-    /// (`candidate`, `None` for a pod that cannot be kept): a signature is kept from the
-    /// second pod of a run (two pods of it one after the other, as a ReplicaSet's come)
-    /// and used whenever it comes back after that. A pod whose signature comes alone
-    /// runs the full pass and keeps nothing, so it costs what it did without the cache.
+    /// (`candidate`, `None` for a pod that cannot be kept): a signature is kept from its
+    /// second pod (the next of a run, as a ReplicaSet's come, or one that comes back
+    /// after others, as pods of a few shapes do) and used whenever it comes back after
+    /// that. A pod whose signature was not seen before runs the full pass and keeps
+    /// nothing, so pods that never repeat cost what they did without the cache.
     pub(crate) fn admit(&mut self, candidate: Option<Key>) -> Option<Key> {
-        let previous = std::mem::replace(&mut self.previous, candidate.clone());
         let key = candidate?;
-        (self.entries.contains_key(&key) || previous.as_ref() == Some(&key)).then_some(key)
+        if self.entries.contains_key(&key) || self.seen.remove(&key) {
+            return Some(key);
+        }
+        if self.seen.len() >= SEEN_CAPACITY {
+            self.seen.clear();
+        }
+        self.seen.insert(key);
+        None
     }
 
     /// Brings `key`'s verdicts up to date (PreFilter has run and kept every node): the
@@ -602,4 +630,40 @@ fn retotal(ranking: &mut Ranking, entry: &Entry) -> bool {
     }
     ranking.best.fill(totals.into_iter());
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Tournament;
+
+    /// The first node with the highest total, by looking at every node.
+    fn first_best(totals: &[Option<i64>]) -> Option<usize> {
+        let best = totals.iter().flatten().max()?;
+        totals.iter().position(|t| t.as_ref() == Some(best))
+    }
+
+    #[test]
+    fn tournament_picks_the_first_best_whatever_the_number_of_nodes() {
+        for nodes in 0..40usize {
+            let mut totals: Vec<Option<i64>> = (0..nodes)
+                .map(|i| (i % 3 != 0).then_some((i as i64 * 7) % 5))
+                .collect();
+            let mut best = Tournament::new(nodes);
+            assert_eq!(best.best(), None, "{nodes} empty nodes");
+            best.fill(totals.iter().copied());
+            assert_eq!(best.best(), first_best(&totals), "{nodes} nodes filled");
+            // Updates one node at a time, raising, lowering and dropping totals.
+            for step in 0..3 * nodes {
+                let node = (step * 11) % nodes;
+                let total = (step % 4 != 3).then_some(((step * 13) % 9) as i64);
+                totals[node] = total;
+                best.set(node, total);
+                assert_eq!(
+                    best.best(),
+                    first_best(&totals),
+                    "{nodes} nodes, step {step}"
+                );
+            }
+        }
+    }
 }

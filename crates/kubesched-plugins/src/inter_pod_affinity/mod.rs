@@ -303,18 +303,34 @@ impl Plugin for InterPodAffinity {
     ) -> Result<Vec<kubesched_framework::signature::SignFragment>, kubesched_framework::Status>
     {
         use kubesched_framework::signature::{SignFragment, signers};
-        let affinity = pod.spec().affinity.as_ref();
-        let terms = (
-            affinity.and_then(|a| a.pod_affinity.as_ref()),
-            affinity.and_then(|a| a.pod_anti_affinity.as_ref()),
-        );
         Ok(vec![
-            SignFragment::json(signers::INTER_POD_AFFINITY, &terms),
+            terms_fragment(pod),
             SignFragment::json(signers::LABELS, &pod.pod().metadata.labels),
         ])
+    }
+    // Asked only while no pod, this one or any in the cluster, has affinity terms
+    // (`node_scoped`): then no term reads the pod's labels, which would otherwise make
+    // every pod of its own ReplicaSet-less kind a signature of its own.
+    fn sign_pod_exact(
+        &self,
+        pod: &PodInfo,
+    ) -> Result<Vec<kubesched_framework::signature::SignFragment>, kubesched_framework::Status>
+    {
+        Ok(vec![terms_fragment(pod)])
     }
     fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
         crate::events::inter_pod_affinity()
     }
     kubesched_framework::extension_points!(PreFilter, Filter, PreScore, Score);
+}
+
+/// The pod's own pod affinity and anti-affinity terms, as its signature holds them.
+fn terms_fragment(pod: &PodInfo) -> kubesched_framework::signature::SignFragment {
+    use kubesched_framework::signature::{SignFragment, signers};
+    let affinity = pod.spec().affinity.as_ref();
+    let terms = (
+        affinity.and_then(|a| a.pod_affinity.as_ref()),
+        affinity.and_then(|a| a.pod_anti_affinity.as_ref()),
+    );
+    SignFragment::json(signers::INTER_POD_AFFINITY, &terms)
 }
