@@ -309,8 +309,8 @@ impl Plugin for InterPodAffinity {
         ])
     }
     // Asked only while no pod, this one or any in the cluster, has affinity terms
-    // (`node_scoped`): then no term reads the pod's labels, which would otherwise make
-    // every pod of its own ReplicaSet-less kind a signature of its own.
+    // (`node_scoped`): then no term reads the pod's labels, so they are left out and
+    // pods that differ only in labels share a signature.
     fn sign_pod_exact(
         &self,
         pod: &PodInfo,

@@ -115,7 +115,8 @@ pub(super) fn parse_documents(source: &Source) -> Result<Vec<Document>, Scenario
 /// dump, say): a single document, as the YAML parser reads it, several times faster.
 /// `None` sends the text to the YAML parser: text that is not exactly one JSON value
 /// (an error is then reported as YAML reports it), and a number whose JSON reading
-/// may differ from YAML's (an integer past 64 bits, which JSON reads as a float).
+/// may differ from YAML's (`-0` or an integer past 64 bits, which JSON reads as a
+/// float).
 fn parse_json(text: &str) -> Option<Document> {
     if !text.trim_start().starts_with(['{', '[']) {
         return None;
@@ -247,8 +248,8 @@ impl<'de> Visitor<'de> for &mut Walk {
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
         // JSON reads an integer past 64 bits, and `-0`, as a float; YAML as an integer.
-        let integral = v.fract() == 0.0 && (v.abs() >= 9.2e18 || v.is_sign_negative() && v == 0.0);
-        if self.json && integral {
+        if self.json && v.fract() == 0.0 && (v.abs() >= 9.2e18 || v == 0.0 && v.is_sign_negative())
+        {
             self.unsure = true;
         }
         Ok(match serde_json::Number::from_f64(v) {
@@ -446,33 +447,15 @@ mod tests {
     /// parser.
     #[test]
     fn conformance_documents_read_the_same_as_json() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance");
         let mut compared = 0;
-        let folders =
-            std::fs::read_dir(&root).unwrap_or_else(|e| panic!("{}: {e}", root.display()));
-        for folder in folders {
-            let dir = folder.expect("directory entry").path();
-            let cases = dir
-                .file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("cases"));
-            if !dir.is_dir() || !cases {
-                continue;
-            }
-            let entries =
-                std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-            for entry in entries {
-                let path = entry.expect("directory entry").path();
-                if path.extension().is_none_or(|e| e != "yaml") {
-                    continue;
-                }
-                let text = std::fs::read_to_string(&path).expect("readable");
-                for document in as_yaml(&text) {
-                    let json = serde_json::to_string_pretty(&document.1).expect("JSON");
-                    let read = parse_json(&json)
-                        .unwrap_or_else(|| panic!("{}: not read as JSON", path.display()));
-                    assert_eq!(read.value, document.1, "{}", path.display());
-                    compared += 1;
-                }
+        for path in super::super::tests::conformance_scenarios() {
+            let text = std::fs::read_to_string(&path).expect("readable");
+            for document in as_yaml(&text) {
+                let json = serde_json::to_string_pretty(&document.1).expect("JSON");
+                let read = parse_json(&json)
+                    .unwrap_or_else(|| panic!("{}: not read as JSON", path.display()));
+                assert_eq!(read.value, document.1, "{}", path.display());
+                compared += 1;
             }
         }
         assert!(compared > 1000, "only {compared} documents compared");

@@ -14,6 +14,24 @@ fn conformance() -> std::path::PathBuf {
     dir
 }
 
+/// Every scenario file (`*.yaml`) of the repository's conformance case folders
+/// (`cases`, `cases-default`, ...).
+pub(super) fn conformance_scenarios() -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for dir in std::fs::read_dir(conformance()).unwrap().flatten() {
+        if !dir.file_name().to_string_lossy().starts_with("cases") {
+            continue;
+        }
+        for file in std::fs::read_dir(dir.path()).unwrap().flatten() {
+            let path = file.path();
+            if path.extension().is_some_and(|e| e == "yaml") {
+                files.push(path);
+            }
+        }
+    }
+    files
+}
+
 fn src(name: &str, text: &str) -> Source {
     Source {
         name: name.to_owned(),
@@ -51,27 +69,17 @@ const CONTAINER: &str = "spec:\n  containers:\n  - name: c\n    image: nginx\n";
 
 #[test]
 fn loads_every_conformance_case() {
-    let dirs = std::fs::read_dir(conformance()).unwrap();
     let mut loaded = 0;
-    for dir in dirs.flatten() {
-        if !dir.file_name().to_string_lossy().starts_with("cases") {
-            continue;
-        }
-        for file in std::fs::read_dir(dir.path()).unwrap().flatten() {
-            let path = file.path();
-            if path.extension().is_none_or(|e| e != "yaml") {
-                continue;
-            }
-            let text = std::fs::read_to_string(&path).unwrap();
-            let name = path.display().to_string();
-            let scenario = load(&[Source {
-                name: name.clone(),
-                text,
-            }])
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-            assert!(!scenario.pods.is_empty(), "{name}: no pods");
-            loaded += 1;
-        }
+    for path in conformance_scenarios() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let name = path.display().to_string();
+        let scenario = load(&[Source {
+            name: name.clone(),
+            text,
+        }])
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(!scenario.pods.is_empty(), "{name}: no pods");
+        loaded += 1;
     }
     assert!(loaded >= 100, "only {loaded} cases loaded");
 }
