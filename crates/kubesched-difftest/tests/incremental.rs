@@ -12,7 +12,7 @@ use kubesched_framework::KubernetesVersion;
 use kubesched_framework::incremental::IncrementalStats;
 use kubesched_sim::scenario::Scenario;
 use kubesched_sim::{Decision, SimulationOptions, output, prepare, simulate};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// The JSON lines of a simulation, incremental or not.
 fn lines(scenario: &Scenario, options: &SimulationOptions, incremental: bool) -> Vec<String> {
@@ -70,6 +70,38 @@ fn in_runs(docs: Vec<Value>, n: usize) -> Vec<Value> {
         }
     }
     out
+}
+
+/// Pods whose effective requests are equal but which the scorers read apart, taking
+/// turns on two nodes: one asks at pod level (NodeResourcesFit scores its containers'
+/// defaults), one on its container, one through an init container, and one through a
+/// sidecar (restartable init container), in the order `order` gives.
+fn requests_alike(order: &[usize]) -> Vec<Value> {
+    let mut docs = vec![
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+               "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}),
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n2"},
+               "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"}}}),
+    ];
+    let requests = json!({"requests": {"cpu": "1", "memory": "1Gi"}});
+    for (i, &shape) in order.iter().enumerate() {
+        let mut spec = json!({"containers": [{"name": "c", "image": "x"}]});
+        match shape {
+            0 => spec["resources"] = requests.clone(),
+            1 => spec["containers"][0]["resources"] = requests.clone(),
+            2 => {
+                spec["initContainers"] =
+                    json!([{"name": "i", "image": "x", "resources": requests.clone()}]);
+            }
+            _ => {
+                spec["initContainers"] = json!([{"name": "s", "image": "x",
+                    "restartPolicy": "Always", "resources": requests.clone()}]);
+            }
+        }
+        docs.push(json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("p{i}"), "namespace": "default"}, "spec": spec}));
+    }
+    docs
 }
 
 /// A small cluster that runs of identical pods fill, so that the nodes the pods prefer
@@ -202,7 +234,15 @@ fn incremental_scheduling_gives_the_full_passs_lines() {
         .filter_map(|seed| support::from_docs(format!("filling seed {seed}"), &filling(seed)))
         .collect();
     assert_eq!(filled.len(), 60, "every filling scenario loads");
-    for case in cases.iter().chain(&generated).chain(&filled) {
+    let alike: Vec<support::Case> = [[0, 0, 1, 1, 2, 2, 3, 3], [1, 1, 0, 0, 3, 3, 2, 2]]
+        .iter()
+        .chain(&[[0, 1, 2, 3, 0, 1, 2, 3]])
+        .filter_map(|order| {
+            support::from_docs(format!("requests alike {order:?}"), &requests_alike(order))
+        })
+        .collect();
+    assert_eq!(alike.len(), 3, "every requests-alike scenario loads");
+    for case in cases.iter().chain(&generated).chain(&filled).chain(&alike) {
         check(&case.name, &case.scenario, &case.options);
     }
     println!(

@@ -139,6 +139,20 @@ impl Plugin for BalancedAllocation {
             pod,
         )])
     }
+    fn sign_pod_exact(
+        &self,
+        pod: &PodInfo,
+    ) -> Result<Vec<kubesched_framework::signature::SignFragment>, kubesched_framework::Status>
+    {
+        crate::resource_allocation::with_scoring_requests(
+            self.sign_pod(pod)?,
+            "kubesched.io/NodeResourcesBalancedAllocation.scoringRequests",
+            pod,
+            &self.resources,
+            Requests::Actual,
+            PodLevelResources::Honoured,
+        )
+    }
     fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
         crate::events::none()
     }

@@ -430,6 +430,20 @@ impl Plugin for NodeResourcesFit {
             pod,
         )])
     }
+    fn sign_pod_exact(
+        &self,
+        pod: &PodInfo,
+    ) -> Result<Vec<kubesched_framework::signature::SignFragment>, kubesched_framework::Status>
+    {
+        crate::resource_allocation::with_scoring_requests(
+            self.sign_pod(pod)?,
+            "kubesched.io/NodeResourcesFit.scoringRequests",
+            pod,
+            &self.resources,
+            Requests::NonZero,
+            PodLevelResources::Ignored,
+        )
+    }
     fn events_to_register(&self) -> Vec<kubesched_framework::ClusterEvent> {
         let mut events = crate::events::node_resources_fit();
         if self.extended_resource_gate {

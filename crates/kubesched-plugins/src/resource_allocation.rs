@@ -3,11 +3,8 @@
 //! with the pod on it (kube-scheduler's `resourceAllocationScorer`).
 
 use kubesched_config::args::ResourceSpec;
-use kubesched_framework::quantity::Quantity;
-use kubesched_framework::resource::{
-    DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, PodRequestOptions, ResourceList,
-    is_scalar_resource_name, pod_requests,
-};
+use kubesched_framework::resource::is_scalar_resource_name;
+use kubesched_framework::signature::SignFragment;
 use kubesched_framework::{BaseResources, NodeInfo, PodInfo, Status};
 
 /// Which requests a scorer counts.
@@ -44,23 +41,12 @@ pub fn pod_resource_requests(
     requests: Requests,
     pod_level: PodLevelResources,
 ) -> Result<Vec<i64>, Status> {
-    let opts = PodRequestOptions {
-        skip_pod_level_resources: pod_level == PodLevelResources::Ignored,
-        non_missing_container_requests: (requests == Requests::NonZero).then(|| {
-            ResourceList::from([
-                (
-                    "cpu".to_string(),
-                    Quantity::from_milli(i128::from(DEFAULT_MILLI_CPU_REQUEST)),
-                ),
-                (
-                    "memory".to_string(),
-                    Quantity::from_value(DEFAULT_MEMORY_REQUEST),
-                ),
-            ])
-        }),
-        ..Default::default()
-    };
-    let list = pod_requests(pod.pod(), &opts).map_err(|e| Status::error(e.to_string()))?;
+    let list = pod
+        .scoring_requests(
+            requests == Requests::NonZero,
+            pod_level == PodLevelResources::Ignored,
+        )
+        .map_err(|e| Status::error(e.to_string()))?;
     Ok(resources
         .iter()
         .map(|r| match list.get(&r.name) {
@@ -69,6 +55,27 @@ pub fn pod_resource_requests(
             Some(q) => q.value(),
         })
         .collect())
+}
+
+/// A pod's exact signature (`Plugin::sign_pod_exact`) for a scorer that reads the
+/// pod's requests through [`pod_resource_requests`]: its batching `fragments` plus the
+/// requests it scores, under `key`. Two pods whose effective requests are equal (the
+/// batching signature) may still be scored apart, one with pod-level requests and one
+/// with the same requests on its containers, say.
+pub fn with_scoring_requests(
+    mut fragments: Vec<SignFragment>,
+    key: &'static str,
+    pod: &PodInfo,
+    resources: &[ResourceSpec],
+    requests: Requests,
+    pod_level: PodLevelResources,
+) -> Result<Vec<SignFragment>, Status> {
+    let values = pod_resource_requests(pod, resources, requests, pod_level)?;
+    fragments.push(SignFragment {
+        key,
+        value: format!("{values:?}"),
+    });
+    Ok(fragments)
 }
 
 /// A configured resource, classified once when the plugin is built so the per-node
