@@ -15,7 +15,6 @@
 //! The fragment names ([`signers`]) and the common signers are kube-scheduler's
 //! (`k8s.io/kube-scheduler/framework/signers.go`).
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
@@ -90,16 +89,30 @@ impl PodSignature {
     /// The signature from its fragments (a later fragment of the same name replaces an
     /// earlier one, as in kube-scheduler's map).
     pub fn from_fragments(fragments: impl IntoIterator<Item = SignFragment>) -> PodSignature {
-        let map: BTreeMap<&'static str, String> =
-            fragments.into_iter().map(|f| (f.key, f.value)).collect();
-        let mut text = String::from("{");
-        for (i, (k, v)) in map.iter().enumerate() {
+        let mut fragments: Vec<SignFragment> = fragments.into_iter().collect();
+        // A stable sort keeps equal names in the order given, so the last of each
+        // run is the one that stays.
+        fragments.sort_by_key(|f| f.key);
+        let mut kept: Vec<&SignFragment> = Vec::with_capacity(fragments.len());
+        for f in &fragments {
+            match kept.last_mut() {
+                Some(last) if last.key == f.key => *last = f,
+                _ => kept.push(f),
+            }
+        }
+        let size = kept
+            .iter()
+            .map(|f| f.key.len() + f.value.len() + 4)
+            .sum::<usize>();
+        let mut text = String::with_capacity(size + 2);
+        text.push('{');
+        for (i, f) in kept.iter().enumerate() {
             if i > 0 {
                 text.push(',');
             }
-            text.push_str(&serde_json::to_string(k).unwrap_or_default());
+            push_json_string(&mut text, f.key);
             text.push(':');
-            text.push_str(v);
+            text.push_str(&f.value);
         }
         text.push('}');
         PodSignature(text.into())
@@ -114,6 +127,20 @@ impl PodSignature {
 impl fmt::Debug for PodSignature {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
+    }
+}
+
+/// Appends `text` as a JSON string; signer names need no escaping, an embedder's may.
+fn push_json_string(out: &mut String, text: &str) {
+    if text
+        .chars()
+        .all(|c| c != '"' && c != '\\' && !c.is_control())
+    {
+        out.push('"');
+        out.push_str(text);
+        out.push('"');
+    } else {
+        out.push_str(&serde_json::to_string(text).unwrap_or_default());
     }
 }
 
@@ -262,5 +289,31 @@ impl Framework {
             }
         }
         Some(PodSignature::from_fragments(fragments))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fragment(key: &'static str, value: &str) -> SignFragment {
+        SignFragment {
+            key,
+            value: value.to_string(),
+        }
+    }
+
+    #[test]
+    fn fragments_are_ordered_by_name_and_a_later_one_replaces_an_earlier() {
+        let signature = PodSignature::from_fragments([
+            fragment("b", "1"),
+            fragment("a", "\"x\""),
+            fragment("b", "2"),
+            fragment("c\"d", "[]"),
+        ]);
+        assert_eq!(signature.as_str(), r#"{"a":"x","b":2,"c\"d":[]}"#);
+        let text: serde_json::Value = serde_json::from_str(signature.as_str()).unwrap();
+        assert_eq!(text["b"], 2);
+        assert_eq!(PodSignature::from_fragments([]).as_str(), "{}");
     }
 }
