@@ -35,13 +35,24 @@ impl ImageLocality {
     }
 }
 
-/// Per pod, computed once before scoring ([`ScorePlugin::prepare`]): each node's summed scaled image sizes (absent
-/// when no node has any of the pod's images), and the number of containers.
+/// Per pod, computed once before scoring ([`ScorePlugin::prepare`]): the scaled size
+/// of each of the pod's images that some node has, each node's sum of them when many
+/// nodes are to be scored, and the number of containers.
 #[derive(Clone, Debug)]
 struct PodImageScores {
+    /// The pod's images that some node has, each with its scaled size, once per
+    /// container (or image volume) that names it.
+    images: Vec<(String, i64)>,
+    /// Each node's sum of `images`, by node index, when `prepare` was given more than
+    /// [`DENSE_FROM`] nodes; otherwise each node looks its images up.
     sums: Option<Vec<i64>>,
     containers: i64,
 }
+
+/// From how many nodes to score on, one pass over the image index (a sum for every
+/// node of the cluster) beats a lookup of the pod's images on each node: a cycle that
+/// rescores the few nodes that changed (exact incremental scheduling) looks them up.
+const DENSE_FROM: usize = 64;
 
 impl Plugin for ImageLocality {
     fn name(&self) -> &str {
@@ -87,10 +98,15 @@ impl ScorePlugin for ImageLocality {
     /// snapshot's image index replaces a lookup per node and container. kube-scheduler's
     /// ImageLocality has no PreScore (it does this in Score), so this is not one: a
     /// profile that enables only its Score still scores.
-    fn prepare(&self, state: &mut CycleState, pod: &PodInfo, _: &[&NodeInfo], snapshot: &Snapshot) {
+    fn prepare(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        snapshot: &Snapshot,
+    ) {
         let total = snapshot.num_nodes();
         let spec = pod.spec();
-        let mut sums: Option<Vec<i64>> = None;
         let mut containers = 0;
         let container_images = spec
             .init_containers
@@ -108,17 +124,27 @@ impl ScorePlugin for ImageLocality {
             .filter(|_| self.image_volumes)
             .filter_map(|v| v.image.as_ref())
             .map(|i| i.reference.as_deref().unwrap_or(""));
+        let mut images = Vec::new();
+        let mut sums: Option<Vec<i64>> = None;
+        let dense = nodes.len() > DENSE_FROM;
         for image in container_images.chain(volume_images) {
             let name = normalized_image_name(image);
-            if let Some((summary, nodes)) = snapshot.image(&name) {
+            if let Some((summary, holders)) = snapshot.image(&name) {
                 let scaled = scaled_image_score(summary.size, summary.num_nodes, total);
-                let sums = sums.get_or_insert_with(|| vec![0; total]);
-                for &i in nodes {
-                    sums[i] += scaled;
+                if dense {
+                    let sums = sums.get_or_insert_with(|| vec![0; total]);
+                    for &i in holders {
+                        sums[i] += scaled;
+                    }
                 }
+                images.push((name.into_owned(), scaled));
             }
         }
-        state.write(PodImageScores { sums, containers });
+        state.write(PodImageScores {
+            images,
+            sums,
+            containers,
+        });
     }
 
     fn score(&self, state: &CycleState, _: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
@@ -133,13 +159,12 @@ impl ScorePlugin for ImageLocality {
         out: &mut [i64],
     ) -> Result<(), Status> {
         let scores = prescored(state)?;
-        match &scores.sums {
+        if scores.images.is_empty() {
             // No node has any of the pod's images: one score for all.
-            None => out.fill(calculate_priority(0, scores.containers)),
-            Some(_) => {
-                for (node, out) in nodes.iter().zip(out) {
-                    *out = scores.score(node);
-                }
+            out.fill(calculate_priority(0, scores.containers));
+        } else {
+            for (node, out) in nodes.iter().zip(out) {
+                *out = scores.score(node);
             }
         }
         Ok(())
@@ -158,7 +183,13 @@ impl PodImageScores {
     fn score(&self, node: &NodeInfo) -> i64 {
         let sum = match &self.sums {
             Some(sums) => sums.get(node.index()).copied().unwrap_or(0),
-            None => 0,
+            None => {
+                let states = node.image_states();
+                (self.images.iter())
+                    .filter(|(name, _)| states.contains_key(name))
+                    .map(|(_, scaled)| scaled)
+                    .sum()
+            }
         };
         calculate_priority(sum, self.containers)
     }
@@ -215,6 +246,54 @@ mod tests {
             "registry:5000/app:latest"
         );
         assert_eq!(normalized_image_name("app@sha256:abc"), "app@sha256:abc");
+    }
+
+    /// A node per number, reporting images by its number: `a` on even nodes, `b` on
+    /// every third, both large enough to score.
+    fn cluster(count: usize) -> Snapshot {
+        let nodes = (0..count).map(|i| {
+            let mut images = Vec::new();
+            if i % 2 == 0 {
+                images.push(serde_json::json!({"names": ["a:1"], "sizeBytes": 400 * MB}));
+            }
+            if i % 3 == 0 {
+                images.push(serde_json::json!({"names": ["b:latest", "b"], "sizeBytes": 900 * MB}));
+            }
+            let node = serde_json::json!({
+                "metadata": {"name": format!("node-{i}")},
+                "status": {"images": images}
+            });
+            std::sync::Arc::new(serde_json::from_value(node).unwrap())
+        });
+        Snapshot::new(nodes, []).unwrap().0
+    }
+
+    #[test]
+    fn a_lookup_per_node_gives_the_scores_of_the_pass_over_the_image_index() {
+        let snapshot = cluster(200);
+        let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p"},
+            "spec": {"containers": [
+                {"name": "one", "image": "a:1"},
+                {"name": "two", "image": "b"},
+                {"name": "three", "image": "a:1"}
+            ]}
+        }))
+        .unwrap();
+        let pod = PodInfo::new(std::sync::Arc::new(pod)).unwrap();
+        let nodes: Vec<&NodeInfo> = snapshot.nodes().iter().collect();
+        let scores = |given: &[&NodeInfo]| {
+            let mut state = CycleState::new();
+            ImageLocality::default().prepare(&mut state, &pod, given, &snapshot);
+            let mut out = vec![0; nodes.len()];
+            ImageLocality::default()
+                .score_nodes(&state, &pod, &nodes, &mut out)
+                .unwrap();
+            out
+        };
+        let dense = scores(&nodes);
+        assert_eq!(dense, scores(&[]));
+        assert!(dense[0] > dense[2] && dense[2] > 0 && dense[3] > 0 && dense[1] == 0);
     }
 
     #[test]
