@@ -348,14 +348,14 @@ impl ParsedPod {
         let status = pod.status.as_ref();
 
         // Container statuses by name; init container statuses win a name clash, as in Go.
-        let mut statuses: BTreeMap<&str, (String, &ContainerStatus)> = BTreeMap::new();
+        let mut statuses: BTreeMap<&str, ((&str, usize), &ContainerStatus)> = BTreeMap::new();
         let mut resize_infeasible = false;
         if let Some(status) = status.filter(|_| use_status) {
             for (i, cs) in status.container_statuses.iter().flatten().enumerate() {
-                statuses.insert(&cs.name, (format!("status.containerStatuses[{i}]"), cs));
+                statuses.insert(&cs.name, (("status.containerStatuses", i), cs));
             }
             for (i, cs) in status.init_container_statuses.iter().flatten().enumerate() {
-                statuses.insert(&cs.name, (format!("status.initContainerStatuses[{i}]"), cs));
+                statuses.insert(&cs.name, (("status.initContainerStatuses", i), cs));
             }
             // IsPodResizeInfeasible: the first PodResizePending condition decides.
             resize_infeasible = status
@@ -366,10 +366,11 @@ impl ParsedPod {
                 .is_some_and(|c| c.reason.as_deref() == Some("Infeasible"));
         }
 
-        let parse_container = |c: &Container, path: String, status_applies: bool| {
+        // Paths are spelled out only for an error: this runs for every pod.
+        let parse_container = |c: &Container, (list, i): (&str, usize), status_applies: bool| {
             let spec_requests = parse_list(
                 c.resources.as_ref().and_then(|r| r.requests.as_ref()),
-                &format!("{path}.resources.requests"),
+                &|| format!("{list}[{i}].resources.requests"),
             )?;
             let restartable = c.restart_policy.as_deref() == Some("Always");
             let mut requests = spec_requests;
@@ -377,15 +378,13 @@ impl ParsedPod {
                 .get(c.name.as_str())
                 .filter(|_| status_applies)
                 .and_then(|(path, cs)| cs.resources.as_ref().map(|res| (path, *cs, res)));
-            if let Some((status_path, cs, res)) = status {
-                let status_requests = parse_list(
-                    res.requests.as_ref(),
-                    &format!("{status_path}.resources.requests"),
-                )?;
-                let allocated = parse_list(
-                    cs.allocated_resources.as_ref(),
-                    &format!("{status_path}.allocatedResources"),
-                )?;
+            if let Some((&(status_list, j), cs, res)) = status {
+                let status_requests = parse_list(res.requests.as_ref(), &|| {
+                    format!("{status_list}[{j}].resources.requests")
+                })?;
+                let allocated = parse_list(cs.allocated_resources.as_ref(), &|| {
+                    format!("{status_list}[{j}].allocatedResources")
+                })?;
                 // determineContainerReqs
                 requests = if resize_infeasible {
                     max_of(&status_requests, &[&allocated])
@@ -405,26 +404,24 @@ impl ParsedPod {
         let mut overhead = None;
         if let Some(spec) = spec {
             for (i, c) in spec.containers.iter().enumerate() {
-                containers.push(parse_container(
-                    c,
-                    format!("spec.containers[{i}]"),
-                    use_status,
-                )?);
+                containers.push(parse_container(c, ("spec.containers", i), use_status)?);
             }
             for (i, c) in spec.init_containers.iter().flatten().enumerate() {
                 // Only sidecars take their status into account.
                 let sidecar = c.restart_policy.as_deref() == Some("Always");
                 init_containers.push(parse_container(
                     c,
-                    format!("spec.initContainers[{i}]"),
+                    ("spec.initContainers", i),
                     use_status && sidecar,
                 )?);
             }
             if let Some(list) = spec.resources.as_ref().and_then(|r| r.requests.as_ref()) {
-                pod_level_requests = Some(parse_list(Some(list), "spec.resources.requests")?);
+                pod_level_requests = Some(parse_list(Some(list), &|| {
+                    "spec.resources.requests".to_string()
+                })?);
             }
             if let Some(list) = spec.overhead.as_ref() {
-                overhead = Some(parse_list(Some(list), "spec.overhead")?);
+                overhead = Some(parse_list(Some(list), &|| "spec.overhead".to_string())?);
             }
         }
         Ok(ParsedPod {
@@ -494,12 +491,12 @@ impl ParsedPod {
 /// Parses an optional resource list of a pod; `path` names the list.
 fn parse_list(
     list: Option<&BTreeMap<String, ApiQuantity>>,
-    path: &str,
+    path: &dyn Fn() -> String,
 ) -> Result<ResourceList, PodQuantityError> {
     let mut out = ResourceList::new();
     for (name, q) in list.into_iter().flatten() {
         let v = parse_api_quantity(q).map_err(|source| PodQuantityError {
-            field: format!("{path}.{name}"),
+            field: format!("{}.{name}", path()),
             value: q.0.clone(),
             source,
         })?;

@@ -41,6 +41,50 @@ pub fn pod_resource_requests(
     requests: Requests,
     pod_level: PodLevelResources,
 ) -> Result<Vec<i64>, Status> {
+    if scoring_requests_are_effective(pod, resources) {
+        // What the pod's PodInfo computed when it was made: no need to read its
+        // containers again.
+        Ok(from_effective_requests(pod, resources, requests))
+    } else {
+        from_scoring_requests(pod, resources, requests, pod_level)
+    }
+}
+
+/// [`pod_resource_requests`] from the pod's effective requests, where
+/// [`scoring_requests_are_effective`].
+fn from_effective_requests(
+    pod: &PodInfo,
+    resources: &[ResourceSpec],
+    requests: Requests,
+) -> Vec<i64> {
+    let effective = pod.resources();
+    let non_zero = requests == Requests::NonZero;
+    resources
+        .iter()
+        .map(|r| match r.name.as_str() {
+            "cpu" if non_zero => effective.non_zero_milli_cpu,
+            "cpu" => effective.requests.milli_cpu,
+            "memory" if non_zero => effective.non_zero_memory,
+            "memory" => effective.requests.memory,
+            "ephemeral-storage" => effective.requests.ephemeral_storage,
+            "pods" => effective.requests.allowed_pod_number,
+            name => effective
+                .requests
+                .scalar_resources
+                .get(name)
+                .copied()
+                .unwrap_or(0),
+        })
+        .collect()
+}
+
+/// [`pod_resource_requests`] from the pod's spec, as kube-scheduler's scorers read it.
+fn from_scoring_requests(
+    pod: &PodInfo,
+    resources: &[ResourceSpec],
+    requests: Requests,
+    pod_level: PodLevelResources,
+) -> Result<Vec<i64>, Status> {
     let list = pod
         .scoring_requests(
             requests == Requests::NonZero,
@@ -61,7 +105,8 @@ pub fn pod_resource_requests(
 /// pod's requests through [`pod_resource_requests`]: its batching `fragments` plus the
 /// requests it scores, under `key`. Two pods whose effective requests are equal (the
 /// batching signature) may still be scored apart, one with pod-level requests and one
-/// with the same requests on its containers, say.
+/// with the same requests on its containers, say, or one with a request on a sidecar
+/// and one on its main container (the non-zero defaults differ).
 pub fn with_scoring_requests(
     mut fragments: Vec<SignFragment>,
     key: &'static str,
@@ -76,6 +121,33 @@ pub fn with_scoring_requests(
         value: format!("{values:?}"),
     });
     Ok(fragments)
+}
+
+/// Whether every request a scorer reads is in the pod's [`PodInfo::resources`], its
+/// effective and non-zero requests, computed once when the pod's PodInfo was made: with
+/// no pod-level requests and no resized container, the scoring requests are the
+/// effective requests, and the non-zero ones its non-zero cpu and memory, for every
+/// resource it keeps (cpu, memory, ephemeral-storage, pods and the scalar resources).
+fn scoring_requests_are_effective(pod: &PodInfo, resources: &[ResourceSpec]) -> bool {
+    let pod_level = pod
+        .spec()
+        .resources
+        .as_ref()
+        .and_then(|r| r.requests.as_ref())
+        .is_some_and(|r| !r.is_empty());
+    let resized = pod.pod().status.as_ref().is_some_and(|s| {
+        (s.container_statuses.iter().flatten())
+            .chain(s.init_container_statuses.iter().flatten())
+            .any(|cs| cs.resources.is_some())
+    });
+    !pod_level
+        && !resized
+        && resources.iter().all(|r| {
+            matches!(
+                r.name.as_str(),
+                "cpu" | "memory" | "ephemeral-storage" | "pods"
+            ) || is_scalar_resource_name(&r.name)
+        })
 }
 
 /// A configured resource, classified once when the plugin is built so the per-node
@@ -231,4 +303,135 @@ pub fn resource_columns<'a>(
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::Pod;
+    use serde_json::{Value, json};
+    use std::sync::Arc;
+
+    fn pod(spec: Value, status: Value) -> PodInfo {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "p", "namespace": "default"},
+            "spec": spec,
+            "status": status,
+        }))
+        .unwrap();
+        PodInfo::new(Arc::new(pod)).unwrap()
+    }
+
+    fn specs(names: &[&str]) -> Vec<ResourceSpec> {
+        names.iter().map(|n| ResourceSpec::new(n, 1)).collect()
+    }
+
+    /// The effective requests PodInfo keeps give what the scorers read from the spec,
+    /// for every way a pod without pod-level requests may ask.
+    #[test]
+    fn effective_requests_give_the_scoring_requests_where_they_apply() {
+        let resources = specs(&[
+            "cpu",
+            "memory",
+            "ephemeral-storage",
+            "pods",
+            "example.com/gpu",
+            "hugepages-2Mi",
+        ]);
+        let requests = |r: Value| json!({"requests": r});
+        let pods = [
+            json!({"containers": [{"name": "a"}]}),
+            json!({"containers": [
+                {"name": "a", "resources": requests(json!({"cpu": "250m"}))},
+                {"name": "b"},
+            ]}),
+            json!({"containers": [
+                {"name": "a", "resources": requests(json!({"cpu": "0", "memory": "0"}))},
+            ]}),
+            json!({
+                "initContainers": [
+                    {"name": "i", "resources": requests(json!({"cpu": "2", "memory": "1Gi"}))},
+                    {"name": "s", "restartPolicy": "Always",
+                     "resources": requests(json!({"cpu": "100m"}))},
+                ],
+                "containers": [{"name": "a", "resources": requests(json!({
+                    "memory": "64Mi", "ephemeral-storage": "1Gi", "example.com/gpu": "1",
+                }))}],
+            }),
+            json!({
+                "overhead": {"cpu": "50m", "memory": "10Mi"},
+                "containers": [{"name": "a", "resources": requests(json!({
+                    "cpu": "1500m", "hugepages-2Mi": "4Mi", "pods": "1",
+                }))}],
+            }),
+            json!({"containers": [
+                {"name": "a", "resources": requests(json!({"cpu": "0.3m", "memory": "1.5k"}))},
+            ]}),
+            json!({
+                "initContainers": [{"name": "i", "resources": requests(json!({"cpu": "1", "memory": "1Gi"}))}],
+                "containers": [{"name": "a"}],
+            }),
+            json!({
+                "initContainers": [{"name": "s", "restartPolicy": "Always",
+                    "resources": requests(json!({"cpu": "1", "memory": "1Gi"}))}],
+                "containers": [{"name": "a"}],
+            }),
+        ];
+        for spec in pods {
+            let pod = pod(spec.clone(), json!({}));
+            assert!(scoring_requests_are_effective(&pod, &resources), "{spec}");
+            for requests in [Requests::Actual, Requests::NonZero] {
+                for pod_level in [PodLevelResources::Honoured, PodLevelResources::Ignored] {
+                    assert_eq!(
+                        from_effective_requests(&pod, &resources, requests),
+                        from_scoring_requests(&pod, &resources, requests, pod_level).unwrap(),
+                        "{spec} {requests:?} {pod_level:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn pod_level_requests_a_resize_or_an_unkept_resource_read_the_spec() {
+        let cpu = specs(&["cpu"]);
+        let pod_level = pod(
+            json!({"resources": {"requests": {"cpu": "1"}}, "containers": [{"name": "a"}]}),
+            json!({}),
+        );
+        assert!(!scoring_requests_are_effective(&pod_level, &cpu));
+        // NodeResourcesFit's scorer leaves pod-level requests out; the effective
+        // requests hold them.
+        let scored = pod_resource_requests(
+            &pod_level,
+            &cpu,
+            Requests::NonZero,
+            PodLevelResources::Ignored,
+        );
+        assert_eq!(scored.unwrap(), vec![100]);
+        assert_eq!(pod_level.resources().non_zero_milli_cpu, 1000);
+
+        let resized = pod(
+            json!({"containers": [{"name": "a", "resources": {"requests": {"cpu": "100m"}}}]}),
+            json!({"containerStatuses": [{
+                "name": "a", "image": "x", "imageID": "x", "ready": true, "restartCount": 0,
+                "resources": {"requests": {"cpu": "300m"}},
+            }]}),
+        );
+        assert!(!scoring_requests_are_effective(&resized, &cpu));
+        let scored = pod_resource_requests(
+            &resized,
+            &cpu,
+            Requests::Actual,
+            PodLevelResources::Honoured,
+        );
+        assert_eq!(scored.unwrap(), vec![100]);
+        assert_eq!(resized.resources().requests.milli_cpu, 300);
+
+        let plain = pod(json!({"containers": [{"name": "a"}]}), json!({}));
+        assert!(!scoring_requests_are_effective(
+            &plain,
+            &specs(&["not-scalar"])
+        ));
+    }
 }
