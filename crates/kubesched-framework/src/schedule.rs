@@ -833,8 +833,10 @@ impl Scheduler {
             }
         }
         let snapshot = &self.snapshot;
-        let candidates: Vec<usize> = match &pre.result.node_names {
-            None => (0..snapshot.num_nodes()).collect(),
+        // The nodes PreFilter left, when it narrowed them; `None` is every node, not
+        // listed, since a cycle on kept verdicts reads none of them.
+        let listed: Option<Vec<usize>> = match &pre.result.node_names {
+            None => None,
             Some(names) => {
                 let mut v: Vec<usize> = names.iter().filter_map(|n| snapshot.index_of(n)).collect();
                 v.sort_unstable();
@@ -849,23 +851,24 @@ impl Scheduler {
                             .join(" ")
                     ),
                 ));
-                v
+                Some(v)
             }
         };
+        let total = listed.as_ref().map_or(snapshot.num_nodes(), Vec::len);
+        let candidate = |i: usize| listed.as_ref().map_or(i, |v| v[i]);
         let (to_find, start) = match self.options.node_search {
-            NodeSearch::Exhaustive => (candidates.len(), 0),
+            NodeSearch::Exhaustive => (total, 0),
             NodeSearch::Adaptive => {
                 let percentage = fwk
                     .percentage_of_nodes_to_score()
                     .or(self.options.percentage_of_nodes_to_score);
-                let mut n = Self::num_feasible_nodes_to_find(percentage, candidates.len());
+                let mut n = Self::num_feasible_nodes_to_find(percentage, total);
                 if !fwk.has_score_plugins() {
                     n = 1;
                 }
                 (n, self.next_start_node_index)
             }
         };
-        let total = candidates.len();
         // The round-robin index counts every node of the snapshot, but a PreFilter
         // result can leave fewer candidates: like kube-scheduler's
         // findNodesThatPassFilters, start at the index modulo the candidates searched.
@@ -873,7 +876,7 @@ impl Scheduler {
         let state: &CycleState = state;
         let (feasible, mut rejected) = if !fwk.has_filter_plugins() {
             let feasible = (0..to_find.min(total))
-                .map(|i| candidates[(start + i) % total])
+                .map(|i| candidate((start + i) % total))
                 .collect();
             (feasible, Vec::new())
         } else if let (Some(key), Some(cache), true) = (
@@ -907,6 +910,14 @@ impl Scheduler {
             }
             cache.verdicts(key)
         } else {
+            let every_node: Vec<usize>;
+            let candidates = match &listed {
+                Some(listed) => listed.as_slice(),
+                None => {
+                    every_node = (0..total).collect();
+                    &every_node
+                }
+            };
             // kube-scheduler times the whole pass over the nodes as the Filter
             // extension point: Error when a filter failed, else Success.
             fwk.timed_point("Filter", filter_pass_code, || {
@@ -916,7 +927,7 @@ impl Scheduler {
                     pod,
                     snapshot,
                     &self.nominated_pods,
-                    &candidates,
+                    candidates,
                     start,
                     to_find,
                 )
