@@ -107,7 +107,7 @@ pub struct Snapshot {
     affinity_pods: usize,
     index: HashMap<String, usize>,
     /// Image name → (summary, the nodes that report it, in node order).
-    images: HashMap<String, (ImageStateSummary, Vec<usize>)>,
+    images: HashMap<String, (ImageStateSummary, Arc<[usize]>)>,
     objects: Arc<ClusterObjects>,
     /// `None` when the caller does not track storage objects (the volume plugins then
     /// refuse pods that need them rather than pass them silently).
@@ -203,7 +203,10 @@ impl Snapshot {
         for (info, states) in self.nodes.iter_mut().zip(per_node) {
             info.set_image_states(states);
         }
-        self.images = images;
+        self.images = images
+            .into_iter()
+            .map(|(name, (summary, holders))| (name, (summary, holders.into())))
+            .collect();
     }
 
     /// The cluster's other objects.
@@ -226,12 +229,10 @@ impl Snapshot {
         self.storage = storage;
     }
 
-    /// An image name's summary (size, node count) and the nodes that report it, in
-    /// node order.
-    pub fn image(&self, name: &str) -> Option<(ImageStateSummary, &[usize])> {
-        self.images
-            .get(name)
-            .map(|(s, nodes)| (*s, nodes.as_slice()))
+    /// An image name's summary (size, node count) and the positions of the nodes that
+    /// report it, in node order (shared, so that a plugin may keep them for a cycle).
+    pub fn image(&self, name: &str) -> Option<(ImageStateSummary, &Arc<[usize]>)> {
+        self.images.get(name).map(|(s, nodes)| (*s, nodes))
     }
 
     /// The number of nodes.

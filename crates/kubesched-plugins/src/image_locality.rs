@@ -5,6 +5,8 @@
 //! v1.36 (with the ImageVolume gate, on by default) adds the images of the pod's image
 //! volumes to the sum; the thresholds still count containers only.
 
+use std::sync::{Arc, OnceLock};
+
 use kubesched_framework::{
     CycleState, MAX_NODE_SCORE, NodeInfo, Plugin, PodInfo, ScorePlugin, Snapshot, Status,
 };
@@ -35,23 +37,34 @@ impl ImageLocality {
     }
 }
 
-/// Per pod, computed once before scoring ([`ScorePlugin::prepare`]): the scaled size
-/// of each of the pod's images that some node has, each node's sum of them when many
-/// nodes are to be scored, and the number of containers.
+/// Per pod, computed once before scoring ([`ScorePlugin::prepare`]): the pod's images
+/// that some node has, and the number of containers.
 #[derive(Clone, Debug)]
 struct PodImageScores {
-    /// The pod's images that some node has, each with its scaled size, once per
-    /// container (or image volume) that names it.
-    images: Vec<(String, i64)>,
-    /// Each node's sum of `images`, by node index, when `prepare` was given more than
-    /// [`DENSE_FROM`] nodes; otherwise each node looks its images up.
-    sums: Option<Vec<i64>>,
+    /// The pod's images that some node has, once per container (or image volume) that
+    /// names it.
+    images: Vec<PodImage>,
+    /// Each node's sum of the scaled sizes of `images`, by node position, made the
+    /// first time more than [`DENSE_FROM`] nodes are scored at once.
+    sums: OnceLock<Vec<i64>>,
+    /// The number of nodes in the snapshot.
+    total: usize,
     containers: i64,
 }
 
-/// From how many nodes to score on, one pass over the image index (a sum for every
-/// node of the cluster) beats a lookup of the pod's images on each node: a cycle that
-/// rescores the few nodes that changed (exact incremental scheduling) looks them up.
+/// One of the pod's images that some node has.
+#[derive(Clone, Debug)]
+struct PodImage {
+    /// Its size scaled by its spread.
+    scaled: i64,
+    /// The positions of the nodes that have it, in node order.
+    holders: Arc<[usize]>,
+}
+
+/// From how many nodes scored at once one pass over the holders of the pod's images
+/// (a sum for every node of the cluster) beats a binary search of them per node: a
+/// cycle that rescores the few nodes that changed (exact incremental scheduling)
+/// searches.
 const DENSE_FROM: usize = 64;
 
 impl Plugin for ImageLocality {
@@ -93,18 +106,12 @@ impl Plugin for ImageLocality {
 }
 
 impl ScorePlugin for ImageLocality {
-    /// Sums, for every node, the scaled sizes of the pod's images it has: an image's
-    /// size and spread are the same on every node that reports it, so one pass over the
-    /// snapshot's image index replaces a lookup per node and container. kube-scheduler's
-    /// ImageLocality has no PreScore (it does this in Score), so this is not one: a
-    /// profile that enables only its Score still scores.
-    fn prepare(
-        &self,
-        state: &mut CycleState,
-        pod: &PodInfo,
-        nodes: &[&NodeInfo],
-        snapshot: &Snapshot,
-    ) {
+    /// Finds the pod's images in the snapshot's image index: an image's size and
+    /// spread are the same on every node that reports it, so a node's score is the sum
+    /// over the images whose holders it is among. kube-scheduler's ImageLocality has no
+    /// PreScore (it does this in Score), so this is not one: a profile that enables
+    /// only its Score still scores.
+    fn prepare(&self, state: &mut CycleState, pod: &PodInfo, _: &[&NodeInfo], snapshot: &Snapshot) {
         let total = snapshot.num_nodes();
         let spec = pod.spec();
         let mut containers = 0;
@@ -124,31 +131,27 @@ impl ScorePlugin for ImageLocality {
             .filter(|_| self.image_volumes)
             .filter_map(|v| v.image.as_ref())
             .map(|i| i.reference.as_deref().unwrap_or(""));
-        let mut images = Vec::new();
-        let mut sums: Option<Vec<i64>> = None;
-        let dense = nodes.len() > DENSE_FROM;
-        for image in container_images.chain(volume_images) {
-            let name = normalized_image_name(image);
-            if let Some((summary, holders)) = snapshot.image(&name) {
-                let scaled = scaled_image_score(summary.size, summary.num_nodes, total);
-                if dense {
-                    let sums = sums.get_or_insert_with(|| vec![0; total]);
-                    for &i in holders {
-                        sums[i] += scaled;
-                    }
-                }
-                images.push((name.into_owned(), scaled));
-            }
-        }
+        let images = container_images
+            .chain(volume_images)
+            .filter_map(|image| {
+                let (summary, holders) = snapshot.image(&normalized_image_name(image))?;
+                Some(PodImage {
+                    scaled: scaled_image_score(summary.size, summary.num_nodes, total),
+                    holders: holders.clone(),
+                })
+            })
+            .collect();
         state.write(PodImageScores {
             images,
-            sums,
+            sums: OnceLock::new(),
+            total,
             containers,
         });
     }
 
     fn score(&self, state: &CycleState, _: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        Ok(prescored(state)?.score(node))
+        let scores = prescored(state)?;
+        Ok(scores.priority(scores.sum(node.index())))
     }
 
     fn score_nodes(
@@ -161,10 +164,15 @@ impl ScorePlugin for ImageLocality {
         let scores = prescored(state)?;
         if scores.images.is_empty() {
             // No node has any of the pod's images: one score for all.
-            out.fill(calculate_priority(0, scores.containers));
+            out.fill(scores.priority(0));
+        } else if nodes.len() > DENSE_FROM {
+            let sums = scores.sums();
+            for (node, out) in nodes.iter().zip(out) {
+                *out = scores.priority(sums.get(node.index()).copied().unwrap_or(0));
+            }
         } else {
             for (node, out) in nodes.iter().zip(out) {
-                *out = scores.score(node);
+                *out = scores.priority(scores.sum(node.index()));
             }
         }
         Ok(())
@@ -179,18 +187,34 @@ fn prescored(state: &CycleState) -> Result<&PodImageScores, Status> {
 }
 
 impl PodImageScores {
-    /// The node's score.
-    fn score(&self, node: &NodeInfo) -> i64 {
-        let sum = match &self.sums {
-            Some(sums) => sums.get(node.index()).copied().unwrap_or(0),
-            None => {
-                let states = node.image_states();
-                (self.images.iter())
-                    .filter(|(name, _)| states.contains_key(name))
-                    .map(|(_, scaled)| scaled)
-                    .sum()
+    /// The sum of the scaled sizes of the pod's images that the node at `position` has.
+    fn sum(&self, position: usize) -> i64 {
+        if let Some(sums) = self.sums.get() {
+            return sums.get(position).copied().unwrap_or(0);
+        }
+        (self.images.iter())
+            .filter(|image| image.holders.binary_search(&position).is_ok())
+            .map(|image| image.scaled)
+            .sum()
+    }
+
+    /// Every node's sum, by position, from one pass over the images' holders.
+    fn sums(&self) -> &[i64] {
+        self.sums.get_or_init(|| {
+            let mut sums = vec![0; self.total];
+            for image in &self.images {
+                for &i in image.holders.iter() {
+                    if let Some(sum) = sums.get_mut(i) {
+                        *sum += image.scaled;
+                    }
+                }
             }
-        };
+            sums
+        })
+    }
+
+    /// A node's score from its sum.
+    fn priority(&self, sum: i64) -> i64 {
         calculate_priority(sum, self.containers)
     }
 }
@@ -269,7 +293,7 @@ mod tests {
     }
 
     #[test]
-    fn a_lookup_per_node_gives_the_scores_of_the_pass_over_the_image_index() {
+    fn a_search_per_node_gives_the_scores_of_the_pass_over_the_image_index() {
         let snapshot = cluster(200);
         let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
             "metadata": {"name": "p"},
@@ -282,17 +306,31 @@ mod tests {
         .unwrap();
         let pod = PodInfo::new(std::sync::Arc::new(pod)).unwrap();
         let nodes: Vec<&NodeInfo> = snapshot.nodes().iter().collect();
-        let scores = |given: &[&NodeInfo]| {
+        let plugin = ImageLocality::default();
+        let prepared = || {
             let mut state = CycleState::new();
-            ImageLocality::default().prepare(&mut state, &pod, given, &snapshot);
-            let mut out = vec![0; nodes.len()];
-            ImageLocality::default()
-                .score_nodes(&state, &pod, &nodes, &mut out)
-                .unwrap();
-            out
+            plugin.prepare(&mut state, &pod, &[], &snapshot);
+            state
         };
-        let dense = scores(&nodes);
-        assert_eq!(dense, scores(&[]));
+        // All at once (one pass over the index), then a few at a time (searches),
+        // then one by one through `score`, each from a fresh cycle.
+        let state = prepared();
+        let mut dense = vec![0; nodes.len()];
+        plugin
+            .score_nodes(&state, &pod, &nodes, &mut dense)
+            .unwrap();
+        let state = prepared();
+        let mut searched = vec![0; nodes.len()];
+        for (chunk, out) in nodes.chunks(7).zip(searched.chunks_mut(7)) {
+            plugin.score_nodes(&state, &pod, chunk, out).unwrap();
+        }
+        assert!(state.read::<PodImageScores>().unwrap().sums.get().is_none());
+        let state = prepared();
+        let one_by_one: Vec<i64> = (nodes.iter())
+            .map(|n| plugin.score(&state, &pod, n).unwrap())
+            .collect();
+        assert_eq!(dense, searched);
+        assert_eq!(dense, one_by_one);
         assert!(dense[0] > dense[2] && dense[2] > 0 && dense[3] > 0 && dense[1] == 0);
     }
 
