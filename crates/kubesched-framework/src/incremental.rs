@@ -26,7 +26,8 @@
 //!
 //! A signature is kept from its second pod, wherever it comes
 //! (`IncrementalCache::admit`): pods whose signature was not seen before cost what they
-//! cost without the cache. Memory is bounded:
+//! cost without the cache. Once most pods have come with a signature seen before, a new
+//! signature is kept from its first pod, since it will likely come back. Memory is bounded:
 //! entries beyond [`MEMORY_BUDGET`] bytes (estimated) are dropped,
 //! least recently used first.
 
@@ -329,6 +330,10 @@ pub(crate) struct IncrementalCache {
     entries: HashMap<Key, Entry>,
     /// The keys seen once and not kept, for [`IncrementalCache::admit`].
     seen: HashSet<Key>,
+    /// How many pods [`IncrementalCache::admit`] was asked about, and how many of them
+    /// came with a signature seen before.
+    sightings: u64,
+    repeats: u64,
     uses: u64,
     pub(crate) stats: IncrementalStats,
 }
@@ -339,10 +344,18 @@ impl IncrementalCache {
     /// second pod (the next of a run, as a ReplicaSet's come, or one that comes back
     /// after others, as pods of a few shapes do) and used whenever it comes back after
     /// that. A pod whose signature was not seen before runs the full pass and keeps
-    /// nothing, so pods that never repeat cost what they did without the cache.
+    /// nothing, so pods that never repeat cost what they did without the cache; but
+    /// while more than half of the pods so far came with a signature seen before, a new
+    /// one is kept at once (building an entry costs about two full passes, and its
+    /// second pod would build it anyway).
     pub(crate) fn admit(&mut self, candidate: Option<Key>) -> Option<Key> {
         let key = candidate?;
+        self.sightings += 1;
         if self.entries.contains_key(&key) || self.seen.remove(&key) {
+            self.repeats += 1;
+            return Some(key);
+        }
+        if self.repeats * 2 > self.sightings {
             return Some(key);
         }
         if self.seen.len() >= SEEN_CAPACITY {
@@ -634,7 +647,50 @@ fn retotal(ranking: &mut Ranking, entry: &Entry) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::Tournament;
+    use super::{Entry, IncrementalCache, Key, Tournament};
+    use crate::signature::{PodSignature, SignFragment};
+
+    /// Whether a pod of `shape` is kept; a kept one gets its entry, as its cycle's
+    /// filter makes it.
+    fn kept(cache: &mut IncrementalCache, shape: u32) -> bool {
+        let signature = PodSignature::from_fragments([SignFragment {
+            key: "shape",
+            value: shape.to_string(),
+        }]);
+        let key = Key {
+            profile: 0,
+            signature,
+        };
+        let Some(key) = cache.admit(Some(key)) else {
+            return false;
+        };
+        cache.entries.entry(key).or_insert_with(|| Entry::new(1));
+        true
+    }
+
+    #[test]
+    fn a_signature_is_kept_from_its_second_pod_until_most_pods_repeat_one() {
+        let mut cache = IncrementalCache::default();
+        assert!(cache.admit(None).is_none());
+        // Pods that never repeat keep nothing.
+        for shape in 0..10 {
+            assert!(!kept(&mut cache, shape), "shape {shape}");
+        }
+        // The second pod of a signature keeps it, wherever it comes.
+        assert!(kept(&mut cache, 3));
+        assert!(kept(&mut cache, 0));
+        assert!(!kept(&mut cache, 11));
+        // Repeats until they are most of the pods so far (11 new, 12 repeats is not
+        // yet more than half with the next)...
+        for _ in 0..10 {
+            assert!(kept(&mut cache, 3));
+        }
+        assert!(!kept(&mut cache, 12));
+        assert!(kept(&mut cache, 3));
+        assert!(kept(&mut cache, 3));
+        // ... and then a new signature is kept from its first pod (12 new, 14 repeats).
+        assert!(kept(&mut cache, 100));
+    }
 
     /// The first node with the highest total, by looking at every node.
     fn first_best(totals: &[Option<i64>]) -> Option<usize> {
