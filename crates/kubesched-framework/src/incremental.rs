@@ -27,7 +27,8 @@
 //! A signature is kept from its second pod, wherever it comes
 //! (`IncrementalCache::admit`): pods whose signature was not seen before cost what they
 //! cost without the cache. Once most pods have come with a signature seen before, a new
-//! signature is kept from its first pod, since it will likely come back. Memory is bounded:
+//! signature is kept from its first pod, since it will likely come back (unless the
+//! memory budget has had to drop an entry). Memory is bounded:
 //! entries beyond [`MEMORY_BUDGET`] bytes (estimated) are dropped,
 //! least recently used first.
 
@@ -111,8 +112,14 @@ impl Entry {
         }
     }
 
+    /// The bytes of a new entry of `nodes` nodes: a generation, a verdict and a
+    /// generation of scores per node.
+    fn base_bytes(nodes: usize) -> usize {
+        nodes * (8 + 8 + 8)
+    }
+
     fn bytes(&self) -> usize {
-        self.filtered.len() * (8 + 8 + 8)
+        Entry::base_bytes(self.filtered.len())
             + self.raw.len() * 8
             + self.ranking.as_ref().map_or(0, Ranking::bytes)
     }
@@ -334,6 +341,10 @@ pub(crate) struct IncrementalCache {
     /// came with a signature seen before.
     sightings: u64,
     repeats: u64,
+    /// The memory budget has made the cache drop an entry: signatures are then kept
+    /// from their second pod only, since an entry kept at the first may be dropped
+    /// before its second comes.
+    full: bool,
     uses: u64,
     pub(crate) stats: IncrementalStats,
 }
@@ -347,7 +358,8 @@ impl IncrementalCache {
     /// nothing, so pods that never repeat cost what they did without the cache; but
     /// while more than half of the pods so far came with a signature seen before, a new
     /// one is kept at once (building an entry costs about two full passes, and its
-    /// second pod would build it anyway).
+    /// second pod would build it anyway), unless the memory budget has already made
+    /// the cache drop an entry.
     pub(crate) fn admit(&mut self, candidate: Option<Key>) -> Option<Key> {
         let key = candidate?;
         self.sightings += 1;
@@ -355,7 +367,7 @@ impl IncrementalCache {
             self.repeats += 1;
             return Some(key);
         }
-        if self.repeats * 2 > self.sightings {
+        if self.repeats * 2 > self.sightings && !self.full {
             return Some(key);
         }
         if self.seen.len() >= SEEN_CAPACITY {
@@ -606,7 +618,7 @@ impl IncrementalCache {
     /// Drops the least recently used entries until one more of `nodes` nodes fits the
     /// budget (an entry dropped is seen anew).
     fn make_room(&mut self, nodes: usize) {
-        let one = Entry::new(nodes).bytes().max(1);
+        let one = Entry::base_bytes(nodes).max(1);
         let mut used: usize = self.entries.values().map(Entry::bytes).sum();
         while used + one > MEMORY_BUDGET {
             let Some(oldest) = self
@@ -619,6 +631,7 @@ impl IncrementalCache {
             };
             if let Some(dropped) = self.entries.remove(&oldest) {
                 used -= dropped.bytes();
+                self.full = true;
             }
         }
     }
@@ -690,6 +703,10 @@ mod tests {
         assert!(kept(&mut cache, 3));
         // ... and then a new signature is kept from its first pod (12 new, 14 repeats).
         assert!(kept(&mut cache, 100));
+        // Not once the memory budget has dropped an entry.
+        cache.full = true;
+        assert!(!kept(&mut cache, 101));
+        assert!(kept(&mut cache, 101));
     }
 
     /// The first node with the highest total, by looking at every node.
