@@ -4,6 +4,7 @@
 use std::sync::{Arc, OnceLock};
 
 use k8s_openapi::api::core::v1::{Pod, PodAffinityTerm, PodSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::quantity::Quantity;
 use crate::resource::{
@@ -109,6 +110,12 @@ impl PodInfo {
     /// The pod's spec (an empty spec when the object has none).
     pub fn spec(&self) -> &PodSpec {
         spec_or_empty(self.pod())
+    }
+
+    /// The pod's metadata, which a copy made by [`PodInfo::bound_to`] shares without
+    /// copying the pod (as [`PodInfo::pod`] does for it).
+    pub fn metadata(&self) -> &ObjectMeta {
+        &self.given.metadata
     }
 
     /// The spec as given: the same as [`PodInfo::spec`] but for `nodeName`, which
@@ -380,6 +387,9 @@ mod tests {
         assert_eq!(bound.node_name(), Some("node-a"));
         assert_eq!(bound.key(), "default/p");
         assert_eq!(bound.label("app"), Some("web"));
+        // The cheap accessors read the pod as given: no copy is made for them.
+        assert_eq!(bound.metadata().name.as_deref(), Some("p"));
+        assert!(bound.assumed_pod.get().is_none());
         assert_eq!(bound.spec().node_name.as_deref(), Some("node-a"));
         assert_eq!(
             bound.pod().spec.as_ref().unwrap().node_name.as_deref(),

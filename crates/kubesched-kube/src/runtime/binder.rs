@@ -84,7 +84,7 @@ impl PodBinder for ApiBinder {
             metadata: ObjectMeta {
                 name: Some(pod.name().to_string()),
                 namespace: Some(pod.namespace().to_string()),
-                uid: pod.pod().metadata.uid.clone(),
+                uid: pod.metadata().uid.clone(),
                 ..Default::default()
             },
             target: ObjectReference {

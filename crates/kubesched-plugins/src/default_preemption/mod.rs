@@ -232,7 +232,7 @@ pub fn filter_pods_with_pdb_violation(
     let mut non_violating = Vec::new();
     for pod in pods {
         let mut violated = false;
-        if let Some(labels) = pod.pod().metadata.labels.as_ref().filter(|l| !l.is_empty()) {
+        if let Some(labels) = pod.metadata().labels.as_ref().filter(|l| !l.is_empty()) {
             for (i, b) in budgets.iter().enumerate() {
                 if b.covers(pod, labels) {
                     allowed[i] -= 1;
@@ -255,7 +255,7 @@ pub fn filter_pods_with_pdb_violation(
 /// deletion timestamp and a `DisruptionTarget` condition that is `True` with reason
 /// `PreemptionByScheduler`.
 pub fn pod_terminating_by_preemption(pod: &PodInfo) -> bool {
-    if pod.pod().metadata.deletion_timestamp.is_none() {
+    if pod.metadata().deletion_timestamp.is_none() {
         return false;
     }
     pod.pod()

@@ -68,7 +68,7 @@ pub fn pod_claims(state: &DraState, pod: &PodInfo) -> Result<Vec<Arc<ResourceCla
 }
 
 fn owned_by(claim: &ResourceClaim, pod: &PodInfo) -> bool {
-    let uid = pod.pod().metadata.uid.as_deref();
+    let uid = pod.metadata().uid.as_deref();
     claim
         .metadata
         .owner_references

@@ -305,7 +305,7 @@ impl Plugin for InterPodAffinity {
         use kubesched_framework::signature::{SignFragment, signers};
         Ok(vec![
             terms_fragment(pod),
-            SignFragment::json(signers::LABELS, &pod.pod().metadata.labels),
+            SignFragment::json(signers::LABELS, &pod.metadata().labels),
         ])
     }
     // Asked only while no pod, this one or any in the cluster, has affinity terms

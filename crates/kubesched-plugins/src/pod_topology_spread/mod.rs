@@ -157,7 +157,7 @@ fn count_pods_match_selector(pods: &[Arc<PodInfo>], selector: &Selector, namespa
     }
     pods.iter()
         .filter(|p| {
-            p.pod().metadata.deletion_timestamp.is_none()
+            p.metadata().deletion_timestamp.is_none()
                 && p.namespace() == namespace
                 && selector.matches(pod_labels(p))
         })

@@ -117,7 +117,7 @@ pub fn ephemeral_claim_is_for_pod(
     pod: &PodInfo,
     claim: &PersistentVolumeClaim,
 ) -> Result<(), String> {
-    let pod_uid = pod.pod().metadata.uid.as_deref();
+    let pod_uid = pod.metadata().uid.as_deref();
     let owned = claim
         .metadata
         .owner_references
