@@ -165,12 +165,11 @@ impl ScorePlugin for ImageLocality {
         if scores.images.is_empty() {
             // No node has any of the pod's images: one score for all.
             out.fill(scores.priority(0));
-        } else if nodes.len() > DENSE_FROM {
-            let sums = scores.sums();
-            for (node, out) in nodes.iter().zip(out) {
-                *out = scores.priority(sums.get(node.index()).copied().unwrap_or(0));
-            }
         } else {
+            if nodes.len() > DENSE_FROM {
+                // Every node's sum at once; `sum` then reads it.
+                scores.sums();
+            }
             for (node, out) in nodes.iter().zip(out) {
                 *out = scores.priority(scores.sum(node.index()));
             }
@@ -198,7 +197,8 @@ impl PodImageScores {
             .sum()
     }
 
-    /// Every node's sum, by position, from one pass over the images' holders.
+    /// Every node's sum, by position, from one pass over the images' holders (kept
+    /// for [`PodImageScores::sum`]).
     fn sums(&self) -> &[i64] {
         self.sums.get_or_init(|| {
             let mut sums = vec![0; self.total];
