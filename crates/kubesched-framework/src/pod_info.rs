@@ -6,11 +6,7 @@ use std::sync::{Arc, OnceLock};
 use k8s_openapi::api::core::v1::{Pod, PodAffinityTerm, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::quantity::Quantity;
-use crate::resource::{
-    DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, PodQuantityError, PodRequestOptions,
-    PodResources, Resource, ResourceList, pod_requests, pod_resources,
-};
+use crate::resource::{PodQuantityError, PodResources, Resource, pod_resources};
 
 /// The scheduler name a pod gets when its `spec.schedulerName` is empty.
 pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
@@ -60,14 +56,7 @@ pub struct PodInfo {
     key: String,
     resources: PodResources,
     host_ports: Vec<HostPort>,
-    /// [`PodInfo::scoring_requests`], shared with the copies [`PodInfo::bound_to`] makes.
-    scoring_requests: Arc<ScoringRequests>,
 }
-
-/// The pod's requests as scoring reads them, each computed on first use: by
-/// `non_zero` (bit 0) and `skip_pod_level` (bit 1).
-#[derive(Debug, Default)]
-struct ScoringRequests([OnceLock<Result<ResourceList, PodQuantityError>>; 4]);
 
 impl PodInfo {
     /// Derives the pod's info. Fails only on a resource quantity that does not parse.
@@ -86,7 +75,6 @@ impl PodInfo {
             key,
             resources,
             host_ports,
-            scoring_requests: Arc::default(),
         })
     }
 
@@ -228,41 +216,6 @@ impl PodInfo {
         &self.resources
     }
 
-    /// component-helpers' `PodRequests` of the pod's spec (its status is not read;
-    /// overhead included) as kube-scheduler's scoring plugins ask for it: with 100m cpu
-    /// and 200Mi memory for every container that names neither when `non_zero`, and
-    /// without pod-level requests (`spec.resources`) when `skip_pod_level`. Computed
-    /// once per pod and combination, since a cycle asks for it in PreScore and again
-    /// when it signs the pod.
-    pub fn scoring_requests(
-        &self,
-        non_zero: bool,
-        skip_pod_level: bool,
-    ) -> Result<&ResourceList, PodQuantityError> {
-        let slot =
-            &self.scoring_requests.0[usize::from(non_zero) | usize::from(skip_pod_level) << 1];
-        let computed = slot.get_or_init(|| {
-            let opts = PodRequestOptions {
-                skip_pod_level_resources: skip_pod_level,
-                non_missing_container_requests: non_zero.then(|| {
-                    ResourceList::from([
-                        (
-                            "cpu".to_string(),
-                            Quantity::from_milli(i128::from(DEFAULT_MILLI_CPU_REQUEST)),
-                        ),
-                        (
-                            "memory".to_string(),
-                            Quantity::from_value(DEFAULT_MEMORY_REQUEST),
-                        ),
-                    ])
-                }),
-                ..Default::default()
-            };
-            pod_requests(&self.given, &opts)
-        });
-        computed.as_ref().map_err(Clone::clone)
-    }
-
     /// The host ports the pod uses.
     pub fn host_ports(&self) -> &[HostPort] {
         &self.host_ports
@@ -333,7 +286,6 @@ impl PodInfo {
             key: self.key.clone(),
             resources: self.resources.clone(),
             host_ports: self.host_ports.clone(),
-            scoring_requests: self.scoring_requests.clone(),
         }
     }
 }

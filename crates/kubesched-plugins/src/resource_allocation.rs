@@ -3,7 +3,11 @@
 //! with the pod on it (kube-scheduler's `resourceAllocationScorer`).
 
 use kubesched_config::args::ResourceSpec;
-use kubesched_framework::resource::is_scalar_resource_name;
+use kubesched_framework::quantity::Quantity;
+use kubesched_framework::resource::{
+    DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, PodRequestOptions, ResourceList,
+    is_scalar_resource_name, pod_requests,
+};
 use kubesched_framework::signature::SignFragment;
 use kubesched_framework::{BaseResources, NodeInfo, PodInfo, Status};
 
@@ -85,12 +89,23 @@ fn from_scoring_requests(
     requests: Requests,
     pod_level: PodLevelResources,
 ) -> Result<Vec<i64>, Status> {
-    let list = pod
-        .scoring_requests(
-            requests == Requests::NonZero,
-            pod_level == PodLevelResources::Ignored,
-        )
-        .map_err(|e| Status::error(e.to_string()))?;
+    let opts = PodRequestOptions {
+        skip_pod_level_resources: pod_level == PodLevelResources::Ignored,
+        non_missing_container_requests: (requests == Requests::NonZero).then(|| {
+            ResourceList::from([
+                (
+                    "cpu".to_string(),
+                    Quantity::from_milli(i128::from(DEFAULT_MILLI_CPU_REQUEST)),
+                ),
+                (
+                    "memory".to_string(),
+                    Quantity::from_value(DEFAULT_MEMORY_REQUEST),
+                ),
+            ])
+        }),
+        ..Default::default()
+    };
+    let list = pod_requests(pod.pod(), &opts).map_err(|e| Status::error(e.to_string()))?;
     Ok(resources
         .iter()
         .map(|r| match list.get(&r.name) {
