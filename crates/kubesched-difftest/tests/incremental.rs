@@ -32,11 +32,12 @@ fn lines(scenario: &Scenario, options: &SimulationOptions, incremental: bool) ->
 
 /// The decisions of a run that reads nothing else (`Prepared::run_decisions`, where
 /// incremental cycles choose from kept totals), with what incremental scheduling
-/// saved.
+/// saved; `budget` is the incremental cache's (`None` for the default).
 fn decisions(
     scenario: &Scenario,
     options: &SimulationOptions,
     incremental: bool,
+    budget: Option<usize>,
 ) -> (Result<Vec<Decision>, String>, IncrementalStats) {
     let registry = kubesched_plugins::in_tree_registry();
     let options = SimulationOptions {
@@ -45,6 +46,7 @@ fn decisions(
     };
     match prepare(scenario, &options, &registry) {
         Ok(mut prepared) => {
+            prepared.scheduler.set_incremental_budget(budget);
             let decisions = prepared.run_decisions();
             let stats = prepared.scheduler.incremental_stats().unwrap_or_default();
             (Ok(decisions), stats)
@@ -179,8 +181,16 @@ fn incremental_scheduling_gives_the_full_passs_lines() {
         let full = lines(scenario, options, false);
         let incremental = lines(scenario, options, true);
         compared += 1;
-        let (full_decisions, _) = decisions(scenario, options, false);
-        let (ranked_decisions, stats) = decisions(scenario, options, true);
+        let (full_decisions, _) = decisions(scenario, options, false, None);
+        let (ranked_decisions, stats) = decisions(scenario, options, true, None);
+        // A budget of one byte drops every other signature's entry to make room for
+        // the one in use.
+        let (squeezed_decisions, _) = decisions(scenario, options, true, Some(1));
+        if full_decisions != squeezed_decisions {
+            failures.push(format!(
+                "{name}: decisions differ with a one-byte budget:\n  full:        {full_decisions:?}\n  incremental: {squeezed_decisions:?}"
+            ));
+        }
         reused_nodes += stats.nodes_reused;
         ranked_cycles += stats.ranked;
         if full_decisions != ranked_decisions {

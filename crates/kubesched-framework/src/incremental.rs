@@ -28,9 +28,9 @@
 //! (`IncrementalCache::admit`): pods whose signature was not seen before cost what they
 //! cost without the cache. Once most pods have come with a signature seen before, a new
 //! signature is kept from its first pod, since it will likely come back (unless the
-//! memory budget has had to drop an entry). Memory is bounded:
-//! entries beyond [`MEMORY_BUDGET`] bytes (estimated) are dropped,
-//! least recently used first.
+//! memory budget has had to drop an entry). Memory is bounded: entries beyond the
+//! budget ([`default_budget`] unless [`crate::Scheduler::set_incremental_budget`] sets
+//! one; estimated bytes) are dropped, least recently used first.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -45,8 +45,23 @@ use crate::signature::PodSignature;
 use crate::snapshot::{ChangeMark, Snapshot};
 use crate::status::Status;
 
-/// About how many bytes the kept verdicts and scores may take.
+/// The least memory the kept verdicts and scores may take by default, in bytes.
 pub const MEMORY_BUDGET: usize = 128 << 20;
+
+/// The default bytes per node of the budget beyond [`MEMORY_BUDGET`]: room for about
+/// 400 signatures of a profile with three Score plugins (an entry takes about 51 bytes
+/// per node with three raw scores, 8 more per Score plugin).
+pub const BUDGET_PER_NODE: usize = 20 << 10;
+
+/// How many bytes the kept verdicts and scores may take by default for a cluster of
+/// `nodes` nodes: [`MEMORY_BUDGET`], or [`BUDGET_PER_NODE`] per node when that is more.
+/// The budget grows with the cluster because an entry does: a fixed one holds fewer
+/// signatures the more nodes there are, and signatures that no longer fit are computed
+/// again and again (at 50,000 nodes, 128 MiB held about 50 of 315 and made a run 20
+/// times slower).
+pub fn default_budget(nodes: usize) -> usize {
+    MEMORY_BUDGET.max(nodes.saturating_mul(BUDGET_PER_NODE))
+}
 
 /// How many signatures seen once are remembered, so that the second pod of one is
 /// kept however many other pods came between (the memory of the first sightings
@@ -75,8 +90,8 @@ struct Entry {
     mark: Option<ChangeMark>,
     /// The Score plugins the raw scores are of (those PreScore did not skip).
     plugins: Vec<Arc<str>>,
-    /// The generation each node's raw scores were computed at; 0 for never.
-    scored: Vec<u64>,
+    /// Whether each node's raw scores were computed at the generation of its verdict.
+    scored: Vec<bool>,
     /// Raw scores, node-major: `raw[node * plugins.len() + column]`.
     raw: Vec<i64>,
     /// The feasible nodes' totals, when a cycle ranked them.
@@ -102,7 +117,7 @@ impl Entry {
             errors: 0,
             mark: None,
             plugins: Vec::new(),
-            scored: vec![0; nodes],
+            scored: vec![false; nodes],
             raw: Vec::new(),
             ranking: None,
             synced: false,
@@ -113,9 +128,9 @@ impl Entry {
     }
 
     /// The bytes of a new entry of `nodes` nodes: a generation, a verdict and a
-    /// generation of scores per node.
+    /// scores flag per node.
     fn base_bytes(nodes: usize) -> usize {
-        nodes * (8 + 8 + 8)
+        nodes * (8 + 8 + 1)
     }
 
     fn bytes(&self) -> usize {
@@ -151,12 +166,11 @@ impl Entry {
             stale.iter().map(|&i| (i, snapshot.node_at(i))).collect();
         let fresh = fwk.raw_scores(state, pod, &nodes)?;
         let rows = fresh.len();
-        let generations = snapshot.generations();
         for (row, &i) in stale.iter().enumerate() {
             for column in 0..width {
                 self.raw[i * width + column] = fresh.scores[column * rows + row];
             }
-            self.scored[i] = generations[i];
+            self.scored[i] = true;
         }
         Ok(())
     }
@@ -165,7 +179,7 @@ impl Entry {
     fn use_plugins(&mut self, plugins: Vec<Arc<str>>) {
         if self.plugins != plugins {
             self.raw = vec![0; self.scored.len() * plugins.len()];
-            self.scored.fill(0);
+            self.scored.fill(false);
             self.plugins = plugins;
             self.ranking = None;
         }
@@ -252,20 +266,44 @@ impl Ranking {
 
 /// A tournament tree over the nodes' totals: the winner is the highest total, the
 /// first in node order among equals (FORMAT.md's pick); updating one node costs
-/// O(log n).
+/// O(log n). The leaves are blocks of [`Tournament::BLOCK`] nodes, whose winner is found
+/// by looking at each, and each match keeps its winner's total, so that the tree takes
+/// four bytes per node and a climb reads only the tree (which stays in cache when the
+/// totals of 50,000 nodes do not).
 struct Tournament {
     /// Each node's total; [`Tournament::OUT`] for a node out of the running.
     totals: Vec<i64>,
-    /// The winner of each match, by node: node `i`'s leaf is at `nodes + i`, and the
-    /// match at `k` is between `2k` and `2k + 1`, so that every leaf plays up to the
-    /// final at 1 whatever the number of nodes.
-    tree: Vec<u32>,
+    /// The winner of each match: block `b`'s winner is at `blocks + b`, and the match
+    /// at `k` is between `2k` and `2k + 1`, so that every block plays up to the final
+    /// at 1 whatever the number of blocks.
+    tree: Vec<Seat>,
+}
+
+/// A node and its total, as a match of the [`Tournament`] keeps its winner.
+#[derive(Clone, Copy, Debug, Default)]
+struct Seat {
+    total: i64,
+    node: u32,
+}
+
+impl Seat {
+    /// The winner of a match: the higher total, the first in node order among equals.
+    fn winner(self, other: Seat) -> Seat {
+        if (other.total, Reverse(other.node)) > (self.total, Reverse(self.node)) {
+            other
+        } else {
+            self
+        }
+    }
 }
 
 impl Tournament {
     /// The total of a node out of the running, below every real total (scores are
     /// within 0..=100 and weights positive).
     const OUT: i64 = i64::MIN;
+
+    /// How many nodes a leaf of the tree holds.
+    const BLOCK: usize = 8;
 
     fn new(nodes: usize) -> Tournament {
         let mut best = Tournament {
@@ -277,44 +315,79 @@ impl Tournament {
     }
 
     fn bytes(&self) -> usize {
-        self.totals.len() * 8 + self.tree.len() * 4
+        self.totals.len() * 8 + self.tree.len() * std::mem::size_of::<Seat>()
     }
 
-    /// The winner of a match between nodes `a` and `b`.
-    fn winner(&self, a: u32, b: u32) -> u32 {
-        let key = |i: u32| (self.totals[i as usize], Reverse(i));
-        if key(b) > key(a) { b } else { a }
+    fn blocks(&self) -> usize {
+        self.totals.len().div_ceil(Self::BLOCK)
+    }
+
+    /// The winner among block `b`'s nodes.
+    fn block_winner(&self, b: usize) -> Seat {
+        let start = b * Self::BLOCK;
+        let end = (start + Self::BLOCK).min(self.totals.len());
+        let node = (start + 1..end).fold(start, |best, i| {
+            if self.totals[i] > self.totals[best] {
+                i
+            } else {
+                best
+            }
+        });
+        Seat {
+            total: self.totals[node],
+            node: node as u32,
+        }
     }
 
     /// Sets every node's total at once (`None` for a node out of the running), in O(n).
     fn fill(&mut self, totals: impl Iterator<Item = Option<i64>>) {
         self.totals.clear();
         self.totals.extend(totals.map(|t| t.unwrap_or(Self::OUT)));
-        let nodes = self.totals.len();
+        let blocks = self.blocks();
         self.tree.clear();
-        self.tree.resize(nodes, 0);
-        self.tree.extend(0..nodes as u32);
-        for at in (1..nodes).rev() {
-            self.tree[at] = self.winner(self.tree[2 * at], self.tree[2 * at + 1]);
+        self.tree.resize(blocks, Seat::default());
+        for b in 0..blocks {
+            let winner = self.block_winner(b);
+            self.tree.push(winner);
+        }
+        for at in (1..blocks).rev() {
+            self.tree[at] = self.tree[2 * at].winner(self.tree[2 * at + 1]);
         }
     }
 
-    fn set(&mut self, node: usize, total: Option<i64>) {
+    /// Sets a node's total; [`Tournament::refresh`] then brings the matches up to date.
+    fn set_total(&mut self, node: usize, total: Option<i64>) {
         self.totals[node] = total.unwrap_or(Self::OUT);
-        let mut at = self.totals.len() + node;
-        while at > 1 {
-            at /= 2;
-            self.tree[at] = self.winner(self.tree[2 * at], self.tree[2 * at + 1]);
+    }
+
+    /// Plays again the matches of `nodes` (in node order), whose totals changed: each
+    /// match once per round however many of them it holds, so that the upper rounds,
+    /// shared by all, are played once.
+    fn refresh(&mut self, nodes: &[usize]) {
+        let blocks = self.blocks();
+        let mut round: Vec<usize> = nodes.iter().map(|&i| blocks + i / Self::BLOCK).collect();
+        round.dedup();
+        for &at in &round {
+            self.tree[at] = self.block_winner(at - blocks);
+        }
+        // The leaves span two depths when the blocks are not a power of two, so a
+        // round may hold a match and its parent; the parent, played before its child,
+        // is played again in the next round, the child's parent.
+        while round.last().is_some_and(|&at| at > 1) {
+            for at in &mut round {
+                *at /= 2;
+            }
+            round.dedup();
+            for &at in round.iter().filter(|&&at| at >= 1) {
+                self.tree[at] = self.tree[2 * at].winner(self.tree[2 * at + 1]);
+            }
         }
     }
 
     fn best(&self) -> Option<usize> {
-        let winner = match self.totals.len() {
-            0 => return None,
-            1 => 0,
-            _ => self.tree[1] as usize,
-        };
-        (self.totals[winner] != Self::OUT).then_some(winner)
+        // With one block, its leaf is at 1.
+        let winner = self.tree.get(1)?;
+        (winner.total != Self::OUT).then_some(winner.node as usize)
     }
 }
 
@@ -345,6 +418,8 @@ pub(crate) struct IncrementalCache {
     /// from their second pod only, since an entry kept at the first may be dropped
     /// before its second comes.
     full: bool,
+    /// The memory budget in bytes; `None` for [`default_budget`] of the cluster.
+    pub(crate) budget: Option<usize>,
     uses: u64,
     pub(crate) stats: IncrementalStats,
 }
@@ -445,6 +520,7 @@ impl IncrementalCache {
                 entry.errors -= 1;
             }
             entry.filtered[i] = generations[i];
+            entry.scored[i] = false;
         }
         for (i, status) in rejected {
             if !status.is_rejected() {
@@ -515,7 +591,6 @@ impl IncrementalCache {
         entry.use_plugins(fwk.active_score_plugins(state));
         let width = entry.plugins.len();
         let nodes = entry.filtered.len();
-        let generations = snapshot.generations();
         let kept = entry
             .ranking
             .take()
@@ -539,7 +614,7 @@ impl IncrementalCache {
         let stale: Vec<usize> = touched
             .iter()
             .copied()
-            .filter(|&i| entry.passed(i) && entry.scored[i] != generations[i])
+            .filter(|&i| entry.passed(i) && !entry.scored[i])
             .collect();
         entry.rescore(fwk, state, pod, snapshot, &stale)?;
         for &i in &touched {
@@ -552,14 +627,16 @@ impl IncrementalCache {
         let ok = if fresh || moved {
             retotal(&mut ranking, entry)
         } else {
-            touched.iter().all(|&i| {
+            let ok = touched.iter().all(|&i| {
                 let total = ranking.ranked[i].then(|| ranking.total(entry.raw_of(i)));
                 if total == Some(None) {
                     return false;
                 }
-                ranking.best.set(i, total.flatten());
+                ranking.best.set_total(i, total.flatten());
                 true
-            })
+            });
+            ranking.best.refresh(&touched);
+            ok
         };
         let result = ok.then_some(ranking);
         let Some(ranking) = result else {
@@ -591,11 +668,10 @@ impl IncrementalCache {
             .entry(key.clone())
             .or_insert_with(|| Entry::new(nodes));
         entry.use_plugins(fwk.active_score_plugins(state));
-        let generations = snapshot.generations();
         let stale: Vec<usize> = feasible
             .iter()
             .copied()
-            .filter(|&i| entry.scored[i] != generations[i])
+            .filter(|&i| !entry.scored[i])
             .collect();
         entry.rescore(fwk, state, pod, snapshot, &stale)?;
         let width = entry.plugins.len();
@@ -619,8 +695,9 @@ impl IncrementalCache {
     /// budget (an entry dropped is seen anew).
     fn make_room(&mut self, nodes: usize) {
         let one = Entry::base_bytes(nodes).max(1);
+        let budget = self.budget.unwrap_or_else(|| default_budget(nodes));
         let mut used: usize = self.entries.values().map(Entry::bytes).sum();
-        while used + one > MEMORY_BUDGET {
+        while used + one > budget {
             let Some(oldest) = self
                 .entries
                 .iter()
@@ -717,7 +794,7 @@ mod tests {
 
     #[test]
     fn tournament_picks_the_first_best_whatever_the_number_of_nodes() {
-        for nodes in 0..40usize {
+        for nodes in 0..90usize {
             let mut totals: Vec<Option<i64>> = (0..nodes)
                 .map(|i| (i % 3 != 0).then_some((i as i64 * 7) % 5))
                 .collect();
@@ -725,12 +802,20 @@ mod tests {
             assert_eq!(best.best(), None, "{nodes} empty nodes");
             best.fill(totals.iter().copied());
             assert_eq!(best.best(), first_best(&totals), "{nodes} nodes filled");
-            // Updates one node at a time, raising, lowering and dropping totals.
+            // Updates a few nodes at a time (one, then two, ...), raising, lowering and
+            // dropping totals.
             for step in 0..3 * nodes {
-                let node = (step * 11) % nodes;
-                let total = (step % 4 != 3).then_some(((step * 13) % 9) as i64);
-                totals[node] = total;
-                best.set(node, total);
+                let mut batch: Vec<usize> = (0..step % 5 + 1)
+                    .map(|k| (step * 11 + k * 7) % nodes)
+                    .collect();
+                batch.sort_unstable();
+                batch.dedup();
+                for (k, &node) in batch.iter().enumerate() {
+                    let total = ((step + k) % 4 != 3).then_some(((step * 13 + k) % 9) as i64);
+                    totals[node] = total;
+                    best.set_total(node, total);
+                }
+                best.refresh(&batch);
                 assert_eq!(
                     best.best(),
                     first_best(&totals),

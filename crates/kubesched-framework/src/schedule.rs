@@ -284,6 +284,8 @@ pub struct Scheduler {
     /// The kept verdicts and scores, when scheduling incrementally
     /// ([`Scheduler::set_incremental`]).
     incremental: Option<IncrementalCache>,
+    /// The budget of [`Scheduler::set_incremental_budget`].
+    incremental_budget: Option<usize>,
     /// Only the decision of a cycle is read ([`Scheduler::set_decisions_only`]).
     decisions_only: bool,
 }
@@ -353,6 +355,7 @@ impl Scheduler {
             rng: SplitMix64(seed),
             explained_pod: None,
             incremental: None,
+            incremental_budget: None,
             decisions_only: false,
         })
     }
@@ -441,7 +444,23 @@ impl Scheduler {
     /// the same results as a full pass. Off by default; turning it off drops what was
     /// kept.
     pub fn set_incremental(&mut self, on: bool) {
-        self.incremental = on.then(IncrementalCache::default);
+        let budget = self.incremental_budget;
+        self.incremental = on.then(|| {
+            let mut cache = IncrementalCache::default();
+            cache.budget = budget;
+            cache
+        });
+    }
+
+    /// How many bytes (estimated) incremental scheduling may keep; `None`, the default,
+    /// for [`crate::incremental::default_budget`] of the cluster's size. Past it, the
+    /// signatures used least recently are dropped (and computed again when they come
+    /// back). Applies now and to a cache that [`Scheduler::set_incremental`] starts later.
+    pub fn set_incremental_budget(&mut self, bytes: Option<usize>) {
+        self.incremental_budget = bytes;
+        if let Some(cache) = &mut self.incremental {
+            cache.budget = bytes;
+        }
     }
 
     /// Says that only the decision of each cycle is read (the chosen node, or the error

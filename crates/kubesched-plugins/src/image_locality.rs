@@ -45,7 +45,7 @@ struct PodImageScores {
     /// names it.
     images: Vec<PodImage>,
     /// Each node's sum of the scaled sizes of `images`, by node position, made the
-    /// first time more than [`DENSE_FROM`] nodes are scored at once.
+    /// first time enough nodes are scored at once ([`PodImageScores::dense_pays`]).
     sums: OnceLock<Vec<i64>>,
     /// The number of nodes in the snapshot.
     total: usize,
@@ -60,12 +60,6 @@ struct PodImage {
     /// The positions of the nodes that have it, in node order.
     holders: Arc<[usize]>,
 }
-
-/// From how many nodes scored at once one pass over the holders of the pod's images
-/// (a sum for every node of the cluster) beats a binary search of them per node: a
-/// cycle that rescores the few nodes that changed (exact incremental scheduling)
-/// searches.
-const DENSE_FROM: usize = 64;
 
 impl Plugin for ImageLocality {
     fn name(&self) -> &str {
@@ -166,7 +160,7 @@ impl ScorePlugin for ImageLocality {
             // No node has any of the pod's images: one score for all.
             out.fill(scores.priority(0));
         } else {
-            if nodes.len() > DENSE_FROM {
+            if scores.dense_pays(nodes.len()) {
                 // Every node's sum at once; `sum` then reads it.
                 scores.sums();
             }
@@ -195,6 +189,21 @@ impl PodImageScores {
             .filter(|image| image.holders.binary_search(&position).is_ok())
             .map(|image| image.scaled)
             .sum()
+    }
+
+    /// Whether one pass over the holders of the pod's images (a sum for every node of
+    /// the cluster) costs less than a binary search of them for each of `scored` nodes:
+    /// a cycle that rescores the few nodes that changed (exact incremental scheduling)
+    /// searches, however large the cluster.
+    fn dense_pays(&self, scored: usize) -> bool {
+        if self.sums.get().is_some() {
+            return true;
+        }
+        let pass: usize = self.total + self.images.iter().map(|i| i.holders.len()).sum::<usize>();
+        let searches: usize = (self.images.iter())
+            .map(|i| scored * (i.holders.len() + 1).ilog2() as usize)
+            .sum();
+        pass < searches
     }
 
     /// Every node's sum, by position, from one pass over the images' holders (kept
@@ -319,6 +328,7 @@ mod tests {
         plugin
             .score_nodes(&state, &pod, &nodes, &mut dense)
             .unwrap();
+        assert!(state.read::<PodImageScores>().unwrap().sums.get().is_some());
         let state = prepared();
         let mut searched = vec![0; nodes.len()];
         for (chunk, out) in nodes.chunks(7).zip(searched.chunks_mut(7)) {
