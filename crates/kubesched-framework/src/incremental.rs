@@ -149,7 +149,8 @@ impl Entry {
         self.filtered[node] != 0 && self.rejected[node].is_none()
     }
 
-    /// Computes the raw scores of `stale` nodes again, as the full pass does.
+    /// Computes the raw scores of `stale` nodes again, as the full pass does
+    /// (`scratch` holds them on the way).
     fn rescore(
         &mut self,
         fwk: &Framework,
@@ -157,6 +158,7 @@ impl Entry {
         pod: &PodInfo,
         snapshot: &Snapshot,
         stale: &[usize],
+        scratch: &mut Vec<i64>,
     ) -> Result<(), Status> {
         if stale.is_empty() {
             return Ok(());
@@ -164,11 +166,11 @@ impl Entry {
         let width = self.plugins.len();
         let nodes: Vec<(usize, &NodeInfo)> =
             stale.iter().map(|&i| (i, snapshot.node_at(i))).collect();
-        let fresh = fwk.raw_scores(state, pod, &nodes)?;
-        let rows = fresh.len();
+        fwk.raw_scores_into(state, pod, &nodes, scratch)?;
+        let rows = nodes.len();
         for (row, &i) in stale.iter().enumerate() {
             for column in 0..width {
-                self.raw[i * width + column] = fresh.scores[column * rows + row];
+                self.raw[i * width + column] = scratch[column * rows + row];
             }
             self.scored[i] = true;
         }
@@ -421,6 +423,8 @@ pub(crate) struct IncrementalCache {
     /// The memory budget in bytes; `None` for [`default_budget`] of the cluster.
     pub(crate) budget: Option<usize>,
     uses: u64,
+    /// The raw scores of a cycle's stale nodes on their way into an entry.
+    scratch: Vec<i64>,
     pub(crate) stats: IncrementalStats,
 }
 
@@ -616,7 +620,7 @@ impl IncrementalCache {
             .copied()
             .filter(|&i| entry.passed(i) && !entry.scored[i])
             .collect();
-        entry.rescore(fwk, state, pod, snapshot, &stale)?;
+        entry.rescore(fwk, state, pod, snapshot, &stale, &mut self.scratch)?;
         for &i in &touched {
             if entry.passed(i) {
                 ranking.count(entry.raw_of(i), 1);
@@ -673,7 +677,7 @@ impl IncrementalCache {
             .copied()
             .filter(|&i| !entry.scored[i])
             .collect();
-        entry.rescore(fwk, state, pod, snapshot, &stale)?;
+        entry.rescore(fwk, state, pod, snapshot, &stale, &mut self.scratch)?;
         let width = entry.plugins.len();
         let rows = feasible.len();
         let mut table = ScoreTable {

@@ -197,6 +197,26 @@ impl Framework {
         pod: &PodInfo,
         nodes: &[(usize, &NodeInfo)],
     ) -> Result<ScoreTable, Status> {
+        let mut table = ScoreTable {
+            plugins: self.active_score_plugins(state),
+            node_indices: nodes.iter().map(|&(i, _)| i).collect(),
+            scores: Vec::new(),
+            totals: vec![0; nodes.len()],
+        };
+        self.raw_scores_into(state, pod, nodes, &mut table.scores)?;
+        Ok(table)
+    }
+
+    /// [`Framework::raw_scores`] into `scores`, one column of `nodes.len()` rows per
+    /// active Score plugin (as [`Framework::active_score_plugins`] lists them): a caller
+    /// that scores again and again reuses one buffer rather than fresh memory each time.
+    pub(crate) fn raw_scores_into(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[(usize, &NodeInfo)],
+        scores: &mut Vec<i64>,
+    ) -> Result<(), Status> {
         let obs = sampled(&self.observer, state);
         let active = self.active_scores(state);
         let width = active.len();
@@ -210,14 +230,10 @@ impl Framework {
                 rows,
             );
         }
-        let mut table = ScoreTable {
-            plugins: active.iter().map(|s| s.wired.name.clone()).collect(),
-            node_indices: nodes.iter().map(|&(i, _)| i).collect(),
-            scores: vec![0; rows * width],
-            totals: vec![0; rows],
-        };
+        scores.clear();
+        scores.resize(rows * width, 0);
         if width == 0 || rows == 0 {
-            return Ok(table);
+            return Ok(());
         }
         // Scores for a run of nodes, given each plugin's column for the run: one
         // plugin at a time over the run (one call per plugin, not per node), or, in a
@@ -257,7 +273,7 @@ impl Framework {
         let mut runs: Vec<Vec<&mut [i64]>> = (0..rows.div_ceil(piece))
             .map(|_| Vec::with_capacity(width))
             .collect();
-        for column in table.scores.chunks_mut(rows) {
+        for column in scores.chunks_mut(rows) {
             for (run, part) in runs.iter_mut().zip(column.chunks_mut(piece)) {
                 run.push(part);
             }
@@ -271,7 +287,7 @@ impl Framework {
                 score_run(&mut columns, run)?;
             }
         }
-        Ok(table)
+        Ok(())
     }
 
     /// Finishes a table of raw scores ([`Framework::raw_scores`]): normalises the
