@@ -46,8 +46,14 @@ pub fn run(
     mode: Mode,
     seed: u64,
     versions: &crate::versions::VersionArgs,
+    cache: &crate::memory::CacheArgs,
     registry: &Registry,
 ) -> Result<(), String> {
+    if mode != Mode::Exact && cache.cache_memory.is_some() {
+        return Err(
+            "--cache-memory: only --mode exact keeps verdicts and scores; the other modes evaluate every node they search".to_string(),
+        );
+    }
     let (features, version_note) = versions.features(None)?;
     say_note!("{version_note}");
     let start = Instant::now();
@@ -65,10 +71,10 @@ pub fn run(
             features,
             ..Default::default()
         },
-        Mode::Exact => SimulationOptions {
+        Mode::Exact => cache.apply(SimulationOptions {
             features,
             ..Default::default()
-        },
+        }),
         Mode::FullPass => SimulationOptions {
             features,
             incremental: false,

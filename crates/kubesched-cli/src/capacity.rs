@@ -38,6 +38,8 @@ pub struct CapacityArgs {
     pub whatif: WhatIfArgs,
     #[command(flatten)]
     pub versions: crate::versions::VersionArgs,
+    #[command(flatten)]
+    pub cache: crate::memory::CacheArgs,
 }
 
 /// Where `--max-limit 0` stops copies scheduled one at a time.
@@ -78,10 +80,10 @@ fn answer(args: &CapacityArgs, registry: &Registry) -> Result<String, String> {
     let answer = capacity(
         &scenario,
         &pod,
-        &SimulationOptions {
+        &args.cache.apply(SimulationOptions {
             features,
             ..SimulationOptions::default()
-        },
+        }),
         registry,
         copies,
     )

@@ -89,6 +89,8 @@ enum Commands {
         whatif: whatif::WhatIfArgs,
         #[command(flatten)]
         versions: versions::VersionArgs,
+        #[command(flatten)]
+        cache: memory::CacheArgs,
     },
     /// How many more copies of a pod fit in the cluster, and which plugin stops the
     /// next one (cluster-capacity's question, kube-scheduler's rules).
@@ -118,6 +120,8 @@ enum Commands {
         seed: u64,
         #[command(flatten)]
         versions: versions::VersionArgs,
+        #[command(flatten)]
+        cache: memory::CacheArgs,
     },
     /// Run as a scheduler of a real cluster: watch the API server, schedule and bind
     /// the pending pods whose spec.schedulerName is one of the configuration's
@@ -131,6 +135,7 @@ mod say;
 
 mod bench;
 mod capacity;
+mod memory;
 mod report;
 mod rollout;
 mod simulate;
@@ -304,7 +309,8 @@ fn dispatch(command: Commands, plugins: Registry, registry: &Registry) -> ExitCo
             mode,
             seed,
             versions,
-        } => match bench::run(&file, mode, seed, &versions, registry) {
+            cache,
+        } => match bench::run(&file, mode, seed, &versions, &cache, registry) {
             Ok(()) => ExitCode::SUCCESS,
             Err(message) => fail(&message),
         },
@@ -318,6 +324,7 @@ fn dispatch(command: Commands, plugins: Registry, registry: &Registry) -> ExitCo
             compare_versions,
             whatif,
             versions,
+            cache,
         } => match simulate::run(
             &simulate::Request {
                 files: &files,
@@ -329,6 +336,7 @@ fn dispatch(command: Commands, plugins: Registry, registry: &Registry) -> ExitCo
                 compare_versions,
                 whatif: &whatif,
                 versions: &versions,
+                cache: &cache,
             },
             registry,
         ) {

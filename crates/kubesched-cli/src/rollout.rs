@@ -33,6 +33,8 @@ pub struct RolloutArgs {
     pub whatif: WhatIfArgs,
     #[command(flatten)]
     pub versions: crate::versions::VersionArgs,
+    #[command(flatten)]
+    pub cache: crate::memory::CacheArgs,
 }
 
 /// Runs the command: exit 0 when the rollout completes, 1 when it stalls, 2 on bad input.
@@ -61,10 +63,10 @@ fn answer(args: &RolloutArgs, registry: &Registry) -> Result<(String, bool), Str
     let answer = rollout(
         &scenario,
         &deployment,
-        &SimulationOptions {
+        &args.cache.apply(SimulationOptions {
             features,
             ..SimulationOptions::default()
-        },
+        }),
         registry,
         args.whatif.scenario.max_pods,
     )

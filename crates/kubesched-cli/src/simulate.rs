@@ -58,6 +58,7 @@ pub struct Request<'a> {
     pub compare_versions: Option<(KubernetesVersion, KubernetesVersion)>,
     pub whatif: &'a whatif::WhatIfArgs,
     pub versions: &'a VersionArgs,
+    pub cache: &'a crate::memory::CacheArgs,
 }
 
 /// Runs `simulate`; an error is the one line to print.
@@ -87,12 +88,12 @@ pub fn run(req: &Request, registry: &Registry) -> Result<(), String> {
         (Format::Jsonl, None) => req.detail.map_or(Detail::All, Detail::from),
         _ => Detail::All,
     };
-    let options = SimulationOptions {
+    let options = req.cache.apply(SimulationOptions {
         preemption: req.preemption,
         detail,
         features,
         ..Default::default()
-    };
+    });
     let mut prepared = prepare(&scenario, &options, registry).map_err(|e| e.to_string())?;
     // The explained pod's plugins say which claim or volume stopped each node.
     prepared.scheduler.set_explained_pod(explain.clone());
@@ -191,10 +192,10 @@ fn compare(
 ) -> Result<(), String> {
     let before = req.versions.with_version(old)?;
     let after = req.versions.with_version(new)?;
-    let options = SimulationOptions {
+    let options = req.cache.apply(SimulationOptions {
         preemption: req.preemption,
         ..Default::default()
-    };
+    });
     let comparison =
         kubesched_sim::compare::compare_versions(scenario, &options, &before, &after, registry)
             .map_err(|e| e.to_string())?;

@@ -701,3 +701,93 @@ fn a_resource_claim_of_a_missing_device_class_is_a_scheduling_outcome() {
          kubesched: note: kube-scheduler v1.36.1 behaviour (the default)\n"
     );
 }
+
+/// Pods in runs of a few shapes over a few nodes: exact incremental scheduling keeps
+/// their verdicts, so how much memory it may keep must change nothing of the answer.
+fn repeated_shapes_scenario() -> String {
+    let mut yaml = String::new();
+    for n in 0..12 {
+        yaml += &format!(
+            "---\napiVersion: v1\nkind: Node\nmetadata: {{name: node-{n:02}, labels: {{kubernetes.io/hostname: node-{n:02}}}}}\nstatus: {{allocatable: {{cpu: '{}', memory: 8Gi, pods: '110'}}}}\n",
+            2 + n % 3
+        );
+    }
+    for p in 0..40 {
+        let cpu = [100, 250, 400][p % 3];
+        yaml += &format!(
+            "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: pod-{p:02}, namespace: default}}\nspec:\n  containers:\n  - name: app\n    image: nginx\n    resources: {{requests: {{cpu: {cpu}m, memory: 256Mi}}}}\n"
+        );
+    }
+    yaml
+}
+
+#[test]
+fn cache_memory_changes_no_answer_and_zero_turns_the_cache_off() {
+    let scenario = repeated_shapes_scenario();
+    let answer = |extra: &[&str]| {
+        let mut args = vec!["simulate", "-", "--format", "jsonl"];
+        args.extend_from_slice(extra);
+        let o = with_stdin(&args, &scenario);
+        assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
+        stdout(&o)
+    };
+    let default = answer(&[]);
+    assert_eq!(default.lines().count(), 40);
+    for size in ["0", "1", "64Ki", "1Gi"] {
+        assert_eq!(
+            answer(&["--cache-memory", size]),
+            default,
+            "--cache-memory {size}"
+        );
+    }
+    // bench reports what the cache kept: nothing with 0.
+    let dir = std::env::temp_dir().join(format!("kubesched-cache-memory-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("shapes.yaml");
+    std::fs::write(&file, &scenario).unwrap();
+    let bench = |size: &str| {
+        let o = kubesched(&[
+            "bench",
+            "--mode",
+            "exact",
+            "--cache-memory",
+            size,
+            file.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+    };
+    assert!(!bench("0").contains("incremental:"), "{}", bench("0"));
+    let kept = bench("1Gi");
+    assert!(
+        kept.contains("incremental: ") && !kept.contains("incremental: 0 of"),
+        "{kept}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn cache_memory_errors_name_the_flag() {
+    let o = kubesched(&["simulate", "--cache-memory", "512MB"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains("--cache-memory") && err.contains("such as 512Mi"),
+        "{err}"
+    );
+    let o = kubesched(&["simulate", "--cache-memory=-1Gi"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("negative"), "{}", stderr(&o));
+    let o = kubesched(&[
+        "bench",
+        "--mode",
+        "upstream",
+        "--cache-memory",
+        "1Gi",
+        "missing.yaml",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("--cache-memory: only --mode exact"), "{err}");
+}

@@ -35,6 +35,12 @@ pub struct SimulationOptions {
     /// that rarely repeat (see docs/architecture.md). On by default; off evaluates
     /// every node for every pod.
     pub incremental: bool,
+    /// How many bytes (estimated) incremental scheduling may keep; past it, the
+    /// signatures used least recently are dropped (and computed again if they come
+    /// back). `None`, the default, for
+    /// [`default_budget`](kubesched_framework::incremental::default_budget) of the
+    /// cluster ([`Scheduler::set_incremental_budget`]).
+    pub incremental_budget: Option<usize>,
 }
 
 /// How much per-node detail a [`PodResult`] records. Every node's scores and reasons
@@ -60,6 +66,7 @@ impl Default for SimulationOptions {
             detail: Detail::All,
             features: Features::default(),
             incremental: true,
+            incremental_budget: None,
         }
     }
 }
@@ -426,6 +433,7 @@ pub fn prepare(
             error,
         }
     })?;
+    scheduler.set_incremental_budget(options.incremental_budget);
     scheduler.set_incremental(options.incremental && options.node_search == NodeSearch::Exhaustive);
     let mut queue: Vec<QueuedPodInfo> = pending
         .into_iter()
