@@ -1,7 +1,7 @@
-//! `--cache-memory`, shared by `simulate`, `capacity`, `rollout` and `bench`: how much
-//! memory exact incremental scheduling may keep (docs/architecture.md), for clusters
-//! where its default (128 MiB, or 20 KiB per node when that is more) is too much for
-//! the machine or too little for the number of pod shapes.
+//! `--cache-memory`, shared by `simulate`, `capacity`, `rollout`, `report` and `bench`:
+//! how much memory exact incremental scheduling may keep (docs/architecture.md), for
+//! clusters where its default (128 MiB, or 20 KiB per node when that is more) is too
+//! much for the machine or too little for the number of pod shapes.
 
 use clap::Args;
 use kubesched_framework::quantity::Quantity;

@@ -68,6 +68,8 @@ pub struct ReportArgs {
     pub scenario: ScenarioArgs,
     #[command(flatten)]
     pub versions: crate::versions::VersionArgs,
+    #[command(flatten)]
+    pub cache: crate::memory::CacheArgs,
 }
 
 /// Runs the command: exit 0 with the report written, 2 on bad input.
@@ -182,11 +184,11 @@ fn write(args: &ReportArgs, registry: &Registry) -> Result<(), String> {
         None => None,
     };
     let options = Options {
-        simulation: SimulationOptions {
+        simulation: args.cache.apply(SimulationOptions {
             preemption: args.preemption,
             features,
             ..SimulationOptions::default()
-        },
+        }),
         reference,
         detail_budget: args.detail_budget,
         detail_pods: args.detail_pod.clone(),
