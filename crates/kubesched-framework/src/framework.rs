@@ -36,6 +36,12 @@ pub use scoring::ScoreTable;
 /// more than a short loop. Results never depend on it.
 pub const PARALLEL_THRESHOLD: usize = 1024;
 
+/// Below this many nodes, one plugin's Filter or Score over a run of nodes (exact
+/// incremental scheduling keeps each plugin's answers apart) runs on the calling
+/// thread: one plugin costs tens of nanoseconds a node, so fork/join pays only over
+/// longer runs than a whole pass does. Results never depend on it.
+pub(crate) const PLUGIN_PARALLEL_THRESHOLD: usize = 8 * PARALLEL_THRESHOLD;
+
 /// A plugin at one extension point, with its name cached for statuses.
 pub struct Wired<T: ?Sized> {
     /// The plugin's name.

@@ -153,6 +153,7 @@ pub struct NodeInfo {
     used_ports: HostPortInfo,
     image_states: HashMap<String, ImageStateSummary>,
     generation: u64,
+    object_generation: u64,
 }
 
 impl NodeInfo {
@@ -185,6 +186,7 @@ impl NodeInfo {
             allocatable,
             image_states: HashMap::new(),
             generation: next_generation(),
+            object_generation: next_generation(),
             index: 0,
             unschedulable: node
                 .spec
@@ -311,9 +313,18 @@ impl NodeInfo {
         self.generation
     }
 
+    /// The generation of what the node is apart from its pods (the Node object and
+    /// its image states): a new one on every change of those, none when pods come and
+    /// go, so what was computed from the node object alone stays right while it is
+    /// unchanged.
+    pub fn object_generation(&self) -> u64 {
+        self.object_generation
+    }
+
     pub(crate) fn set_image_states(&mut self, states: HashMap<String, ImageStateSummary>) {
         self.image_states = states;
         self.generation = next_generation();
+        self.object_generation = next_generation();
     }
 
     /// Adds a pod: its requests, ports and affinity count from now on.

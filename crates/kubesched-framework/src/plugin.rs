@@ -216,6 +216,32 @@ pub trait Plugin: Send + Sync {
         false
     }
 
+    /// Whether this plugin's Filter verdict or Score for `pod` on a node reads the pods
+    /// on that node (their requests, ports, volumes, labels), asked when
+    /// [`Plugin::node_scoped`] says yes. Exact incremental scheduling keeps each
+    /// plugin's answers apart, under the plugin's own part of the signature: the
+    /// answers of a plugin that says no are computed once per node and part, and stay
+    /// right while the node object does
+    /// ([`NodeInfo::object_generation`](crate::NodeInfo::object_generation)), however
+    /// many pods are placed; the others are computed again on a node after every
+    /// placement there. The default says yes: correct, just not faster. A plugin that
+    /// reads only the node object (labels, taints, images) opts out:
+    ///
+    /// ```
+    /// use kubesched_framework::{Plugin, PodInfo};
+    ///
+    /// /// Filters on the node's labels only.
+    /// struct GpuNodes;
+    /// impl Plugin for GpuNodes {
+    ///     fn name(&self) -> &str { "GpuNodes" }
+    ///     fn reads_node_pods(&self, _pod: &PodInfo) -> bool { false }
+    /// }
+    /// ```
+    fn reads_node_pods(&self, pod: &PodInfo) -> bool {
+        let _ = pod;
+        true
+    }
+
     /// This plugin's part of the pod's signature for exact incremental scheduling,
     /// asked when [`Plugin::node_scoped`] says yes: the same contract as
     /// [`Plugin::sign_pod`], which it defaults to. A plugin whose batching signature

@@ -250,6 +250,19 @@ impl Framework {
         self.sign_with_exact(pod, true, |_, f| f())
     }
 
+    /// One plugin's part of `pod`'s signature for exact incremental scheduling (its
+    /// [`Plugin::sign_pod_exact`] alone), and whether its answers read the pods on a
+    /// node ([`Plugin::reads_node_pods`]); `None` when there is no such plugin or it
+    /// cannot sign the pod.
+    pub(crate) fn plugin_part(&self, name: &str, pod: &PodInfo) -> Option<(PodSignature, bool)> {
+        let plugin = self.plugin(name)?;
+        let fragments = plugin.sign_pod_exact(pod).ok()?;
+        Some((
+            PodSignature::from_fragments(fragments),
+            plugin.reads_node_pods(pod),
+        ))
+    }
+
     fn sign_with(
         &self,
         pod: &PodInfo,

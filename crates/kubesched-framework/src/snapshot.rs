@@ -101,6 +101,8 @@ pub struct Snapshot {
     /// Each node's generation, in node order (kept beside the nodes so that a pass
     /// over all of them reads one contiguous slice).
     generations: Vec<u64>,
+    /// Each node's object generation ([`NodeInfo::object_generation`]), in node order.
+    object_generations: Vec<u64>,
     /// Which nodes' generations changed, in order.
     changes: ChangeLog,
     /// How many pods on the nodes have pod affinity or anti-affinity terms.
@@ -142,6 +144,11 @@ impl Snapshot {
             }
         }
         snapshot.generations = snapshot.nodes.iter().map(NodeInfo::generation).collect();
+        snapshot.object_generations = snapshot
+            .nodes
+            .iter()
+            .map(NodeInfo::object_generation)
+            .collect();
         snapshot.affinity_pods = snapshot
             .nodes
             .iter()
@@ -278,6 +285,11 @@ impl Snapshot {
     /// Each node's generation ([`NodeInfo::generation`]), in node order.
     pub fn generations(&self) -> &[u64] {
         &self.generations
+    }
+
+    /// Each node's object generation ([`NodeInfo::object_generation`]), in node order.
+    pub fn object_generations(&self) -> &[u64] {
+        &self.object_generations
     }
 
     /// The point in this snapshot's history that [`Snapshot::nodes_changed_since`]

@@ -73,6 +73,10 @@ impl Plugin for ImageLocality {
     fn node_scoped(&self, _pod: &PodInfo, _snapshot: &kubesched_framework::Snapshot) -> bool {
         true
     }
+    // Reads the node's images and how many nodes have each only.
+    fn reads_node_pods(&self, _pod: &PodInfo) -> bool {
+        false
+    }
     fn sign_pod(
         &self,
         pod: &PodInfo,

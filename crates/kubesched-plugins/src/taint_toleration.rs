@@ -36,6 +36,10 @@ impl Plugin for TaintToleration {
     fn node_scoped(&self, _pod: &PodInfo, _snapshot: &kubesched_framework::Snapshot) -> bool {
         true
     }
+    // Reads the node's taints only.
+    fn reads_node_pods(&self, _pod: &PodInfo) -> bool {
+        false
+    }
     fn sign_pod(
         &self,
         pod: &PodInfo,

@@ -307,6 +307,62 @@ impl Framework {
         rejected[first..].sort_by_key(|(i, _)| *i);
     }
 
+    /// The Filter plugin at `position` in the profile's Filter list alone, on `nodes`
+    /// (`position` is one PreFilter did not skip): pushes `(i, status)` onto
+    /// `rejected` for each `nodes[i]` it does not pass, in increasing `i`, with the
+    /// status [`Framework::run_filter_plugins_on_nodes`] would give when this plugin is
+    /// the first to reject the node (the plugin named; an error in its context). Exact
+    /// incremental scheduling keeps each plugin's verdicts apart
+    /// ([`crate::incremental`]); the first rejection in the profile's order is then the
+    /// node's, as in a pass over all of them.
+    pub(crate) fn filter_with_plugin(
+        &self,
+        position: usize,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        rejected: &mut Vec<(usize, Status)>,
+    ) {
+        let Some(w) = self.filter.get(position) else {
+            return;
+        };
+        evaluated(
+            &self.observer,
+            &self.profile_name,
+            &w.name,
+            "Filter",
+            nodes.len(),
+        );
+        let name = |status: Status| {
+            rejection_or_error(status, || format!("running {:?} filter plugin", &*w.name))
+                .with_plugin(w.name.clone())
+        };
+        if nodes.len() < super::PLUGIN_PARALLEL_THRESHOLD {
+            let first = rejected.len();
+            w.plugin.filter_nodes(state, pod, nodes, rejected);
+            for (_, status) in &mut rejected[first..] {
+                *status = name(std::mem::take(status));
+            }
+            return;
+        }
+        use rayon::prelude::*;
+        let piece = nodes.len().div_ceil(rayon::current_num_threads() * 4);
+        let pieces: Vec<Vec<(usize, Status)>> = nodes
+            .par_chunks(piece)
+            .enumerate()
+            .map(|(k, run)| {
+                let mut found = Vec::new();
+                w.plugin.filter_nodes(state, pod, run, &mut found);
+                for (i, status) in &mut found {
+                    *i += k * piece;
+                    *status = name(std::mem::take(status));
+                }
+                found
+            })
+            .collect();
+        rejected.extend(pieces.into_iter().flatten());
+    }
+
     /// Runs the Filter plugins on one node with the pods nominated to it, as
     /// kube-scheduler's `RunFilterPluginsWithNominatedPods`. When pods of priority
     /// greater than or equal to `pod`'s are nominated to the node, the filters run

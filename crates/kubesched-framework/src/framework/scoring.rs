@@ -1,7 +1,7 @@
 //! PreScore and Score: every feasible node's score from each plugin, normalised and
 //! weighted, in a [`ScoreTable`].
 
-use super::{Framework, PARALLEL_THRESHOLD, WeightedScore};
+use super::{Framework, PARALLEL_THRESHOLD, PLUGIN_PARALLEL_THRESHOLD, WeightedScore};
 use crate::cycle_state::CycleState;
 use crate::node_info::NodeInfo;
 use crate::observer::{evaluated, sampled, timed};
@@ -170,6 +170,56 @@ impl Framework {
             .iter()
             .map(|s| s.wired.name.clone())
             .collect()
+    }
+
+    /// The positions in the profile's Score list of the Score plugins that score in
+    /// this cycle (PreScore has run), in the order of
+    /// [`Framework::active_score_plugins`].
+    pub(crate) fn active_score_positions(&self, state: &CycleState) -> Vec<usize> {
+        let skip = state.skip_score_plugins();
+        (0..self.score.len())
+            .filter(|&i| skip.is_empty() || !skip.contains(&*self.score[i].wired.name))
+            .collect()
+    }
+
+    /// The Score plugin at `position` in the profile's Score list alone: its raw
+    /// scores of `nodes` into `scores` (one per node), before NormalizeScore and
+    /// weights, with the error [`Framework::raw_scores`] would give. Exact incremental
+    /// scheduling keeps each plugin's scores apart ([`crate::incremental`]).
+    pub(crate) fn score_with_plugin(
+        &self,
+        position: usize,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        scores: &mut Vec<i64>,
+    ) -> Result<(), Status> {
+        scores.clear();
+        scores.resize(nodes.len(), 0);
+        let Some(s) = self.score.get(position) else {
+            return Ok(());
+        };
+        evaluated(
+            &self.observer,
+            &self.profile_name,
+            &s.wired.name,
+            "Score",
+            nodes.len(),
+        );
+        let run = |column: &mut [i64], run: &[&NodeInfo]| {
+            s.wired
+                .plugin
+                .score_nodes(state, pod, run, column)
+                .map_err(|e| score_failed("running Score plugins", s, e))
+        };
+        if nodes.len() < PLUGIN_PARALLEL_THRESHOLD {
+            return run(scores, nodes);
+        }
+        let piece = nodes.len().div_ceil(rayon::current_num_threads() * 4);
+        scores
+            .par_chunks_mut(piece)
+            .zip(nodes.par_chunks(piece))
+            .try_for_each(|(column, nodes)| run(column, nodes))
     }
 
     /// Each active Score plugin's weight and NormalizeScore rule in this cycle

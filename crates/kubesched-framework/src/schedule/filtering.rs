@@ -133,23 +133,18 @@ impl Scheduler {
             key,
             self.incremental.as_mut(),
             total == snapshot.num_nodes() && to_find >= total,
+        ) && let Some((changed, _)) = fwk.timed_point(
+            "Filter",
+            |r: &Option<(Vec<usize>, bool)>| match r {
+                Some((_, true)) => Code::Error,
+                _ => Code::Success,
+            },
+            || {
+                let changed = cache.filter(key, fwk, state, pod, snapshot)?;
+                Some((changed, cache.failed(key)))
+            },
         ) {
             // Every node, the unchanged ones from what was kept.
-            let nominated = &self.nominated_pods;
-            let changed = cache.filter(key, snapshot, |changed| {
-                fwk.timed_point("Filter", filter_pass_code, || {
-                    filter_nodes(
-                        fwk,
-                        state,
-                        pod,
-                        snapshot,
-                        nominated,
-                        changed,
-                        0,
-                        changed.len(),
-                    )
-                })
-            });
             if self.decisions_only
                 && self.options.host_selection == HostSelection::FirstInNodeOrder
                 && hint_rejection.is_none()

@@ -158,6 +158,10 @@ impl Plugin for NodeAffinity {
     fn node_scoped(&self, _pod: &PodInfo, _snapshot: &kubesched_framework::Snapshot) -> bool {
         true
     }
+    // Reads the node's labels only.
+    fn reads_node_pods(&self, _pod: &PodInfo) -> bool {
+        false
+    }
     fn sign_pod(
         &self,
         pod: &PodInfo,

@@ -1,0 +1,311 @@
+//! One plugin's answers node by node, kept under the plugin's own part of the pod's
+//! signature: a Filter plugin's verdicts or a Score plugin's raw scores. Every
+//! signature with that part shares the column, so a pod of a new shape computes only
+//! the plugins whose part is new to the cache, and each answer records the generation
+//! of the node it was computed at: the node's ([`crate::NodeInfo::generation`]) when
+//! the plugin reads the pods on the node, else the node object's
+//! ([`crate::NodeInfo::object_generation`]), which placements leave alone.
+
+use std::collections::HashMap;
+
+use crate::cycle_state::CycleState;
+use crate::framework::Framework;
+use crate::node_info::NodeInfo;
+use crate::pod_info::PodInfo;
+use crate::signature::PodSignature;
+use crate::snapshot::Snapshot;
+use crate::status::Status;
+
+/// What a cycle computes a column's answers with: the profile, the cycle's state
+/// (PreFilter and PreScore have run), the pod and the cluster.
+#[derive(Clone, Copy)]
+pub(super) struct Cycle<'a> {
+    pub(super) fwk: &'a Framework,
+    pub(super) state: &'a CycleState,
+    pub(super) pod: &'a PodInfo,
+    pub(super) snapshot: &'a Snapshot,
+}
+
+/// The extension point a column answers for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Point {
+    Filter,
+    Score,
+}
+
+/// What a column is kept under.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) struct ColumnKey {
+    pub(super) profile: usize,
+    pub(super) point: Point,
+    /// The plugin's position in the profile's list for the point.
+    pub(super) position: usize,
+    /// The plugin's part of the signature ([`crate::Plugin::sign_pod_exact`]).
+    pub(super) part: PodSignature,
+    /// The plugin reads the pods on the node ([`crate::Plugin::reads_node_pods`]).
+    pub(super) reads_pods: bool,
+}
+
+/// One plugin's answers for one part, per node (in node order).
+pub(super) struct Column {
+    /// The plugin reads the pods on the node ([`crate::Plugin::reads_node_pods`]).
+    reads_pods: bool,
+    /// The generation each node's answer was computed at; 0 for never.
+    at: Vec<u64>,
+    /// A Filter column's rejection of each node, `None` when it passed.
+    rejected: Vec<Option<Box<Status>>>,
+    /// A Score column's raw score of each node.
+    raw: Vec<i64>,
+    /// How many kept signatures use the column.
+    users: usize,
+    /// When it was last acquired or released (the store's clock).
+    last_used: u64,
+}
+
+impl Column {
+    fn new(point: Point, reads_pods: bool, nodes: usize) -> Column {
+        Column {
+            reads_pods,
+            at: vec![0; nodes],
+            rejected: match point {
+                Point::Filter => vec![None; nodes],
+                Point::Score => Vec::new(),
+            },
+            raw: match point {
+                Point::Filter => Vec::new(),
+                Point::Score => vec![0; nodes],
+            },
+            users: 0,
+            last_used: 0,
+        }
+    }
+
+    /// The bytes of a column of `nodes` nodes.
+    pub(super) fn bytes_for(nodes: usize) -> usize {
+        nodes * 16
+    }
+
+    fn bytes(&self) -> usize {
+        Column::bytes_for(self.at.len())
+    }
+
+    /// How many nodes the column is of.
+    pub(super) fn len(&self) -> usize {
+        self.at.len()
+    }
+
+    /// The generations the column's answers follow, in node order.
+    fn generations<'a>(&self, snapshot: &'a Snapshot) -> &'a [u64] {
+        if self.reads_pods {
+            snapshot.generations()
+        } else {
+            snapshot.object_generations()
+        }
+    }
+
+    /// The nodes among `nodes` whose answer is not of their current generation.
+    pub(super) fn stale(
+        &self,
+        snapshot: &Snapshot,
+        nodes: impl IntoIterator<Item = usize>,
+    ) -> Vec<usize> {
+        let now = self.generations(snapshot);
+        nodes
+            .into_iter()
+            .filter(|&i| self.at[i] != now[i])
+            .collect()
+    }
+
+    /// Node `node`'s rejection by the Filter plugin, `None` when it passed.
+    pub(super) fn rejection(&self, node: usize) -> Option<&Status> {
+        self.rejected[node].as_deref()
+    }
+
+    /// Node `node`'s raw score from the Score plugin.
+    pub(super) fn raw(&self, node: usize) -> i64 {
+        self.raw[node]
+    }
+
+    /// Every node's raw score from the Score plugin, in node order.
+    pub(super) fn raws(&self) -> &[i64] {
+        &self.raw
+    }
+
+    /// Filters `stale` again with the Filter plugin at `position`.
+    pub(super) fn filter(&mut self, cycle: Cycle, position: usize, stale: &[usize]) {
+        if stale.is_empty() {
+            return;
+        }
+        let Cycle {
+            fwk,
+            state,
+            pod,
+            snapshot,
+        } = cycle;
+        let nodes: Vec<&NodeInfo> = stale.iter().map(|&i| snapshot.node_at(i)).collect();
+        let mut rejected = Vec::new();
+        fwk.filter_with_plugin(position, state, pod, &nodes, &mut rejected);
+        let now = self.generations(snapshot);
+        for &i in stale {
+            self.rejected[i] = None;
+            self.at[i] = now[i];
+        }
+        for (k, status) in rejected {
+            self.rejected[stale[k]] = Some(Box::new(status));
+        }
+    }
+
+    /// Scores `stale` again with the Score plugin at `position` (`scratch` holds the
+    /// scores on the way).
+    pub(super) fn score(
+        &mut self,
+        cycle: Cycle,
+        position: usize,
+        stale: &[usize],
+        scratch: &mut Vec<i64>,
+    ) -> Result<(), Status> {
+        if stale.is_empty() {
+            return Ok(());
+        }
+        let Cycle {
+            fwk,
+            state,
+            pod,
+            snapshot,
+        } = cycle;
+        let nodes: Vec<&NodeInfo> = stale.iter().map(|&i| snapshot.node_at(i)).collect();
+        fwk.score_with_plugin(position, state, pod, &nodes, scratch)?;
+        let now = self.generations(snapshot);
+        for (&i, &raw) in stale.iter().zip(scratch.iter()) {
+            self.raw[i] = raw;
+            self.at[i] = now[i];
+        }
+        Ok(())
+    }
+}
+
+/// How many columns no kept signature uses are kept, for the signatures to come (the
+/// columns of the node object's plugins, which most pods share, and of the last pods'
+/// shapes); beyond it, the least recently used is dropped.
+const IDLE_COLUMNS: usize = 64;
+
+/// Every kept column, shared by the signatures that use it. A column that none uses any
+/// more stays idle, for the next pod whose part it is (a pod of a new shape shares most
+/// of its plugins' parts with pods before it), until [`IDLE_COLUMNS`] others are idle
+/// or the memory budget wants it.
+#[derive(Default)]
+pub(super) struct Columns {
+    slots: Vec<Option<(ColumnKey, Column)>>,
+    /// Slots whose column was dropped, for the next one.
+    free: Vec<usize>,
+    index: HashMap<ColumnKey, usize>,
+    /// The bytes the kept columns take.
+    bytes: usize,
+    /// How many kept columns no signature uses.
+    idle: usize,
+    /// Counts acquisitions and releases, to find the least recently used idle column.
+    clock: u64,
+}
+
+impl Columns {
+    /// The column kept under `key`, for one more user: the one kept (emptied first if
+    /// it is of another number of nodes), or a new one of `nodes` nodes. Returns its
+    /// id.
+    pub(super) fn acquire(&mut self, key: ColumnKey, nodes: usize) -> usize {
+        self.clock += 1;
+        let reads_pods = key.reads_pods;
+        if let Some(&id) = self.index.get(&key)
+            && let Some((_, column)) = &mut self.slots[id]
+        {
+            if column.len() != nodes {
+                self.bytes -= column.bytes();
+                let users = column.users;
+                *column = Column::new(key.point, reads_pods, nodes);
+                column.users = users;
+                self.bytes += column.bytes();
+            }
+            if column.users == 0 {
+                self.idle -= 1;
+            }
+            column.users += 1;
+            column.last_used = self.clock;
+            return id;
+        }
+        let mut column = Column::new(key.point, reads_pods, nodes);
+        column.users = 1;
+        column.last_used = self.clock;
+        self.bytes += column.bytes();
+        let id = match self.free.pop() {
+            Some(id) => id,
+            None => {
+                self.slots.push(None);
+                self.slots.len() - 1
+            }
+        };
+        self.index.insert(key.clone(), id);
+        self.slots[id] = Some((key, column));
+        id
+    }
+
+    /// Whether a column is kept under `key`.
+    pub(super) fn contains(&self, key: &ColumnKey) -> bool {
+        self.index.contains_key(key)
+    }
+
+    /// One user fewer for column `id`; the last leaves it idle.
+    pub(super) fn release(&mut self, id: usize) {
+        self.clock += 1;
+        let Some(Some((_, column))) = self.slots.get_mut(id) else {
+            return;
+        };
+        column.users -= 1;
+        column.last_used = self.clock;
+        if column.users == 0 {
+            self.idle += 1;
+            if self.idle > IDLE_COLUMNS {
+                self.drop_idle();
+            }
+        }
+    }
+
+    /// Drops the least recently used idle column; `false` when none is idle.
+    pub(super) fn drop_idle(&mut self) -> bool {
+        let oldest = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter_map(|(id, slot)| slot.as_ref().map(|(_, column)| (id, column)))
+            .filter(|(_, column)| column.users == 0)
+            .min_by_key(|(_, column)| column.last_used)
+            .map(|(id, _)| id);
+        let Some((key, column)) = oldest.and_then(|id| self.slots[id].take()) else {
+            return false;
+        };
+        self.bytes -= column.bytes();
+        self.idle -= 1;
+        if let Some(id) = self.index.remove(&key) {
+            self.free.push(id);
+        }
+        true
+    }
+
+    /// Column `id`, which a kept signature uses.
+    pub(super) fn get(&self, id: usize) -> &Column {
+        match &self.slots[id] {
+            Some((_, column)) => column,
+            None => unreachable!("column {id} is used, so it is kept"),
+        }
+    }
+
+    pub(super) fn get_mut(&mut self, id: usize) -> &mut Column {
+        match &mut self.slots[id] {
+            Some((_, column)) => column,
+            None => unreachable!("column {id} is used, so it is kept"),
+        }
+    }
+
+    /// The bytes the kept columns take.
+    pub(super) fn bytes(&self) -> usize {
+        self.bytes
+    }
+}

@@ -1,0 +1,735 @@
+//! Exact incremental scheduling: every node filtered and scored, as the exhaustive
+//! search does (FORMAT.md), without calling the plugins again on the nodes that did not
+//! change.
+//!
+//! Two pods with the same signature ([`crate::signature`]) get the same Filter verdicts
+//! and the same scores on the same nodes in the same state. When every PreFilter,
+//! Filter, PreScore and Score plugin of the profile also answers for the pod node by
+//! node ([`Plugin::node_scoped`](crate::Plugin::node_scoped): a node's verdict and raw
+//! score read that node only), what was computed on a node stays right while the node
+//! is unchanged.
+//!
+//! What is kept is split by plugin ([`columns`]): each Filter plugin's verdicts and each
+//! Score plugin's raw scores, node by node, under that plugin's own part of the
+//! signature ([`Plugin::sign_pod_exact`](crate::Plugin::sign_pod_exact)), shared by
+//! every signature with that part, each answer with the generation of the node it was
+//! computed at. A plugin that reads the pods on a node
+//! ([`Plugin::reads_node_pods`](crate::Plugin::reads_node_pods)) is asked again on a
+//! node after a placement there; one that reads only the node object (taints, labels,
+//! images) is not. So a pod of a shape never seen before costs only the plugins whose
+//! part is new (with pods alike but for their requests, NodeResourcesFit's), and a
+//! cycle after a placement asks only the plugins that read pods, on the nodes that
+//! changed.
+//!
+//! Per profile and signature, an entry keeps which columns make it up, each node's
+//! verdict (the first rejection in the profile's order, as a pass over every plugin
+//! gives it) and where the snapshot's history of changes stood at its last cycle; a
+//! cycle brings the verdicts of the nodes changed since up to date, then runs
+//! NormalizeScore and the weights over every feasible node, as every cycle does, so the
+//! score table, the choice and the reasons are the full pass's.
+//!
+//! When only the decision is wanted ([`crate::Scheduler::set_decisions_only`]) and every
+//! active Score plugin declares its NormalizeScore rule
+//! ([`ScoreExtensions::normalization`](crate::ScoreExtensions::normalization)), a cycle
+//! does not even visit the nodes that did not change: the entry keeps each feasible
+//! node's weighted total and a tournament tree over the totals ([`ranking`]: the best
+//! total, the first in node order among equals, in O(log n) per changed node), and per
+//! [`Normalization::ScaledToMax`] column a count of each raw score, so that the highest
+//! raw score, which scales every node's score, is known at once; when it moves, every
+//! total is computed again.
+//!
+//! A signature is kept from its second pod, wherever it comes
+//! (`IncrementalCache::admit`): pods whose signature was not seen before cost what they
+//! cost without the cache. Once most pods have come with a signature seen before, a new
+//! signature is kept from its first pod, since it will likely come back (unless the
+//! memory budget has had to drop an entry). Memory is bounded: entries beyond the
+//! budget ([`default_budget`] unless [`crate::Scheduler::set_incremental_budget`] sets
+//! one; estimated bytes) are dropped, least recently used first, and a column with the
+//! last entry that uses it.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use crate::cycle_state::CycleState;
+use crate::framework::{Framework, ScoreTable};
+use crate::node_info::NodeInfo;
+use crate::plugin::Normalization;
+use crate::pod_info::PodInfo;
+use crate::signature::PodSignature;
+use crate::snapshot::{ChangeMark, Snapshot};
+use crate::status::Status;
+
+mod columns;
+mod ranking;
+
+use columns::{Column, ColumnKey, Columns, Cycle, Point};
+use ranking::Ranking;
+
+/// The least memory the kept verdicts and scores may take by default, in bytes.
+pub const MEMORY_BUDGET: usize = 128 << 20;
+
+/// The default bytes per node of the budget beyond [`MEMORY_BUDGET`]: room for about
+/// 1,000 signatures of a profile with one scaled Score plugin (an entry takes about 22
+/// bytes per node, and the columns it shares with others more).
+pub const BUDGET_PER_NODE: usize = 20 << 10;
+
+/// How many bytes the kept verdicts and scores may take by default for a cluster of
+/// `nodes` nodes: [`MEMORY_BUDGET`], or [`BUDGET_PER_NODE`] per node when that is more.
+/// The budget grows with the cluster because an entry does: a fixed one holds fewer
+/// signatures the more nodes there are, and signatures that no longer fit are computed
+/// again and again (at 50,000 nodes, 128 MiB held about 50 of 315 and made a run 20
+/// times slower).
+pub fn default_budget(nodes: usize) -> usize {
+    MEMORY_BUDGET.max(nodes.saturating_mul(BUDGET_PER_NODE))
+}
+
+/// How many signatures seen once are remembered, so that the second pod of one is
+/// kept however many other pods came between (the memory of the first sightings
+/// starts afresh when full).
+const SEEN_CAPACITY: usize = 1 << 14;
+
+/// What a cycle's verdicts and scores are kept under.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Key {
+    pub(crate) profile: usize,
+    pub(crate) signature: PodSignature,
+}
+
+/// A node's verdict under one signature.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verdict {
+    /// Not filtered yet.
+    Unknown,
+    Passed,
+    Rejected,
+    /// A filter failed (an error rather than a rejection).
+    Failed,
+}
+
+/// One signature's verdicts and the columns they come from.
+struct Entry {
+    /// The Filter plugins the signature's pods run (PreFilter did not skip them):
+    /// their positions in the profile's Filter list and their columns, in that order.
+    filters: Vec<(usize, usize)>,
+    /// Each node's verdict, from the filter columns.
+    verdicts: Vec<Verdict>,
+    /// How many nodes passed.
+    feasible: usize,
+    /// How many nodes a filter failed on.
+    errors: usize,
+    /// Where the snapshot's history stood when the verdicts were last brought up to
+    /// date.
+    mark: Option<ChangeMark>,
+    /// The Score plugins that score the signature's pods (PreScore did not skip them),
+    /// as the score table names them.
+    plugins: Vec<Arc<str>>,
+    /// Their positions in the profile's Score list and their columns, in that order.
+    scores: Vec<(usize, usize)>,
+    /// The feasible nodes' totals, when a cycle ranked them.
+    ranking: Option<Ranking>,
+    /// The ranking was up to date when the previous cycle of this entry ended.
+    synced: bool,
+    /// This cycle may bring the ranking up to date from the nodes it filtered again
+    /// (it was in sync when the cycle began).
+    rankable: bool,
+    /// Some active Score plugin's NormalizeScore has no declared rule for this
+    /// signature: its cycles rank nothing.
+    opaque: bool,
+    /// When it was last used (the cache's use counter).
+    last_used: u64,
+}
+
+impl Entry {
+    fn new(nodes: usize, filters: Vec<(usize, usize)>) -> Entry {
+        Entry {
+            filters,
+            verdicts: vec![Verdict::Unknown; nodes],
+            feasible: 0,
+            errors: 0,
+            mark: None,
+            plugins: Vec::new(),
+            scores: Vec::new(),
+            ranking: None,
+            synced: false,
+            rankable: false,
+            opaque: false,
+            last_used: 0,
+        }
+    }
+
+    /// The bytes an entry of `nodes` nodes takes once ranked (with one scaled column),
+    /// before the columns it shares.
+    fn base_bytes(nodes: usize) -> usize {
+        nodes * (1 + Ranking::bytes_per_node(1))
+    }
+
+    fn bytes(&self) -> usize {
+        self.verdicts.len() + self.ranking.as_ref().map_or(0, Ranking::bytes)
+    }
+
+    fn passed(&self, node: usize) -> bool {
+        self.verdicts[node] == Verdict::Passed
+    }
+
+    /// Whether every column the entry uses is of `nodes` nodes, as the entry is.
+    fn fits(&self, columns: &Columns, nodes: usize) -> bool {
+        self.verdicts.len() == nodes
+            && (self.filters.iter().chain(&self.scores))
+                .all(|&(_, c)| columns.get(c).len() == nodes)
+    }
+
+    /// The entry's filter columns, in the profile's order.
+    fn filter_columns<'a>(&self, columns: &'a Columns) -> Vec<&'a Column> {
+        self.filters.iter().map(|&(_, c)| columns.get(c)).collect()
+    }
+
+    /// The entry's score columns, in the score table's order.
+    fn score_columns<'a>(&self, columns: &'a Columns) -> Vec<&'a Column> {
+        self.scores.iter().map(|&(_, c)| columns.get(c)).collect()
+    }
+
+    /// Makes the Score columns those of the plugins that score this cycle (PreScore
+    /// has run), dropping what was kept for others; `None` when a plugin cannot sign
+    /// the pod (its columns then stay empty).
+    fn use_score_plugins(
+        &mut self,
+        columns: &mut Columns,
+        profile: usize,
+        fwk: &Framework,
+        state: &CycleState,
+        pod: &PodInfo,
+    ) -> Option<()> {
+        let positions = fwk.active_score_positions(state);
+        if self.scores.len() == positions.len()
+            && self.scores.iter().zip(&positions).all(|(s, &p)| s.0 == p)
+        {
+            return Some(());
+        }
+        for (_, c) in self.scores.drain(..) {
+            columns.release(c);
+        }
+        self.plugins.clear();
+        self.ranking = None;
+        let nodes = self.verdicts.len();
+        for p in positions {
+            let name = fwk.score_plugins()[p].wired.name.clone();
+            let (part, reads_pods) = fwk.plugin_part(&name, pod)?;
+            let key = ColumnKey {
+                profile,
+                point: Point::Score,
+                position: p,
+                part,
+                reads_pods,
+            };
+            self.scores.push((p, columns.acquire(key, nodes)));
+            self.plugins.push(name);
+        }
+        Some(())
+    }
+
+    /// Brings the raw scores of `nodes` that passed up to date in every Score column.
+    fn rescore(
+        &self,
+        columns: &mut Columns,
+        cycle: Cycle,
+        nodes: &[usize],
+        scratch: &mut Vec<i64>,
+    ) -> Result<(), Status> {
+        for &(position, c) in &self.scores {
+            let column: &mut Column = columns.get_mut(c);
+            let passed = nodes.iter().copied().filter(|&i| self.passed(i));
+            let stale = column.stale(cycle.snapshot, passed);
+            column.score(cycle, position, &stale, scratch)?;
+        }
+        Ok(())
+    }
+
+    /// Gives back every column the entry uses.
+    fn release(self, columns: &mut Columns) {
+        for &(_, c) in self.filters.iter().chain(&self.scores) {
+            columns.release(c);
+        }
+    }
+}
+
+/// The rejection of a node by `filters` (an entry's filter columns, in the profile's
+/// order): the first one's, as a pass over every plugin gives it; `None` when it passed.
+fn rejection<'a>(filters: &[&'a Column], node: usize) -> Option<&'a Status> {
+    filters.iter().find_map(|column| column.rejection(node))
+}
+
+/// How many of `changed` (in node order) some column asked again: the union of
+/// `stale`, each in node order and a part of `changed`.
+fn asked_nodes(changed: &[usize], stale: &[Vec<usize>]) -> usize {
+    let mut next = vec![0; stale.len()];
+    let mut asked = 0;
+    for &i in changed {
+        let mut hit = false;
+        for (column, at) in stale.iter().zip(&mut next) {
+            if column.get(*at) == Some(&i) {
+                *at += 1;
+                hit = true;
+            }
+        }
+        asked += usize::from(hit);
+    }
+    asked
+}
+
+/// How much the kept verdicts and scores saved ([`crate::Scheduler::incremental_stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IncrementalStats {
+    /// Cycles that filtered from what was kept.
+    pub cycles: u64,
+    /// Nodes those cycles filtered again: some Filter plugin was asked about them
+    /// (their generation, or their object's, had changed since that plugin's answer
+    /// was kept).
+    pub nodes_filtered: u64,
+    /// Nodes whose verdict those cycles took from what was kept.
+    pub nodes_reused: u64,
+    /// Cycles that chose from kept totals, without a score table.
+    pub ranked: u64,
+}
+
+/// The kept verdicts and scores of a [`crate::Scheduler`] (see the module doc).
+#[derive(Default)]
+pub(crate) struct IncrementalCache {
+    entries: HashMap<Key, Entry>,
+    /// The plugins' answers the entries are made of.
+    columns: Columns,
+    /// The keys seen once and not kept, for [`IncrementalCache::admit`].
+    seen: HashSet<Key>,
+    /// The key of the last pod whose signature was seen for the first time and not
+    /// kept: its entry is dropped when the next such pod comes.
+    transient: Option<Key>,
+    /// How many pods [`IncrementalCache::admit`] was asked about, and how many of them
+    /// came with a signature seen before.
+    sightings: u64,
+    repeats: u64,
+    /// The memory budget has made the cache drop an entry: signatures are then kept
+    /// from their second pod only, since an entry kept at the first may be dropped
+    /// before its second comes.
+    full: bool,
+    /// The memory budget in bytes; `None` for [`default_budget`] of the cluster.
+    pub(crate) budget: Option<usize>,
+    uses: u64,
+    /// Raw scores on their way into a column.
+    scratch: Vec<i64>,
+    pub(crate) stats: IncrementalStats,
+}
+
+impl IncrementalCache {
+    /// The key a cycle keeps its verdicts under, from the key it may use
+    /// (`candidate`, `None` for a pod that cannot be kept). A signature is kept from its
+    /// second pod (the next of a run, as a ReplicaSet's come, or one that comes back
+    /// after others, as pods of a few shapes do) and used whenever it comes back after
+    /// that. A pod whose signature was not seen before gets a transient entry, dropped
+    /// when the next such pod comes, so that pods that never repeat take no more memory
+    /// than one entry (and the memory of the one before, already faulted in), yet still
+    /// share the columns of the kept signatures; but while more than half of the pods
+    /// so far came with a signature seen before, a new one is kept at once (its second
+    /// pod would build the entry anyway), unless the memory budget has already made the
+    /// cache drop an entry.
+    pub(crate) fn admit(&mut self, candidate: Option<Key>) -> Option<Key> {
+        let key = candidate?;
+        self.sightings += 1;
+        let seen = self.seen.remove(&key);
+        if self.entries.contains_key(&key) || seen {
+            self.repeats += 1;
+            if self.transient.as_ref() == Some(&key) {
+                self.transient = None;
+            }
+            return Some(key);
+        }
+        if self.repeats * 2 > self.sightings && !self.full {
+            return Some(key);
+        }
+        if self.seen.len() >= SEEN_CAPACITY {
+            self.seen.clear();
+        }
+        self.seen.insert(key.clone());
+        if let Some(previous) = self.transient.replace(key.clone())
+            && let Some(entry) = self.entries.remove(&previous)
+        {
+            entry.release(&mut self.columns);
+        }
+        Some(key)
+    }
+
+    /// Brings `key`'s verdicts up to date (PreFilter has run and kept every node): the
+    /// Filter plugins the pod runs are asked again about the nodes whose answer they
+    /// kept is of another generation than the node's now, among the nodes that changed
+    /// since the entry's last cycle (every node for a new entry); the others keep their
+    /// verdict. Returns the nodes that changed, or `None` when a plugin cannot sign the
+    /// pod (the caller then runs the full pass).
+    pub(crate) fn filter(
+        &mut self,
+        key: &Key,
+        fwk: &Framework,
+        state: &CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+    ) -> Option<Vec<usize>> {
+        let nodes = snapshot.num_nodes();
+        self.uses += 1;
+        let positions: Vec<usize> = (0..fwk.filter_plugins().len())
+            .filter(|&p| !state.skips_filter(p))
+            .collect();
+        let kept = self.entries.get(key).is_some_and(|e| {
+            e.fits(&self.columns, nodes)
+                && e.filters.len() == positions.len()
+                && e.filters.iter().zip(&positions).all(|(f, &p)| f.0 == p)
+        });
+        if !kept {
+            if let Some(stale) = self.entries.remove(key) {
+                stale.release(&mut self.columns);
+            }
+            let mut parts = Vec::with_capacity(positions.len());
+            for &p in &positions {
+                let (part, reads_pods) = fwk.plugin_part(&fwk.filter_plugins()[p].name, pod)?;
+                parts.push(ColumnKey {
+                    profile: key.profile,
+                    point: Point::Filter,
+                    position: p,
+                    part,
+                    reads_pods,
+                });
+            }
+            // A transient entry is worth building from kept columns only: computing a
+            // new column for one pod costs more than the full pass.
+            if self.transient.as_ref() == Some(key)
+                && !parts.iter().all(|column| self.columns.contains(column))
+            {
+                return None;
+            }
+            self.make_room(nodes);
+            let filters = parts
+                .into_iter()
+                .map(|column| (column.position, self.columns.acquire(column, nodes)))
+                .collect();
+            self.entries.insert(key.clone(), Entry::new(nodes, filters));
+        }
+        let uses = self.uses;
+        let entry = self.entries.get_mut(key)?;
+        entry.last_used = uses;
+        entry.rankable = std::mem::take(&mut entry.synced);
+        // The nodes that changed: from the snapshot's log of changes when it has them,
+        // else every node.
+        let changed: Vec<usize> = match entry.mark.and_then(|m| snapshot.nodes_changed_since(m)) {
+            Some(logged) => {
+                let mut changed = logged.to_vec();
+                changed.sort_unstable();
+                changed.dedup();
+                changed
+            }
+            None => (0..nodes).collect(),
+        };
+        entry.mark = Some(snapshot.change_mark());
+        let cycle = Cycle {
+            fwk,
+            state,
+            pod,
+            snapshot,
+        };
+        let mut stale_by_column = Vec::with_capacity(entry.filters.len());
+        for &(position, c) in &entry.filters {
+            let column = self.columns.get_mut(c);
+            let stale = column.stale(snapshot, changed.iter().copied());
+            column.filter(cycle, position, &stale);
+            stale_by_column.push(stale);
+        }
+        let asked = asked_nodes(&changed, &stale_by_column);
+        self.stats.cycles += 1;
+        self.stats.nodes_filtered += asked as u64;
+        self.stats.nodes_reused += (nodes - asked) as u64;
+        let filters = entry.filter_columns(&self.columns);
+        for &i in &changed {
+            let verdict = match rejection(&filters, i) {
+                None => Verdict::Passed,
+                Some(status) if status.is_rejected() => Verdict::Rejected,
+                Some(_) => Verdict::Failed,
+            };
+            match entry.verdicts[i] {
+                Verdict::Passed => entry.feasible -= 1,
+                Verdict::Failed => entry.errors -= 1,
+                _ => {}
+            }
+            match verdict {
+                Verdict::Passed => entry.feasible += 1,
+                Verdict::Failed => entry.errors += 1,
+                _ => {}
+            }
+            entry.verdicts[i] = verdict;
+        }
+        Some(changed)
+    }
+
+    /// `key`'s verdicts ([`IncrementalCache::filter`] has run in this cycle): the
+    /// feasible nodes in node order and the rejected ones with their status.
+    pub(crate) fn verdicts(&self, key: &Key) -> (Vec<usize>, Vec<(usize, Status)>) {
+        let Some(entry) = self.entries.get(key) else {
+            return (Vec::new(), Vec::new());
+        };
+        let mut feasible = Vec::with_capacity(entry.feasible);
+        let mut rejected = Vec::new();
+        let filters = entry.filter_columns(&self.columns);
+        for i in 0..entry.verdicts.len() {
+            match rejection(&filters, i) {
+                None => feasible.push(i),
+                Some(status) => rejected.push((i, status.clone())),
+            }
+        }
+        (feasible, rejected)
+    }
+
+    /// Whether a filter failed (rather than rejected) on some node in `key`'s last
+    /// cycle.
+    pub(crate) fn failed(&self, key: &Key) -> bool {
+        self.entries.get(key).is_some_and(|e| e.errors > 0)
+    }
+
+    /// Whether this cycle of `key` may choose from kept totals
+    /// ([`IncrementalCache::rank`]): more than one node passed, no filter failed, and
+    /// its Score plugins' NormalizeScore rules are known.
+    pub(crate) fn may_rank(&self, key: &Key) -> bool {
+        self.entries
+            .get(key)
+            .is_some_and(|e| e.feasible > 1 && e.errors == 0 && !e.opaque)
+    }
+
+    /// How many nodes passed `key`'s filters.
+    pub(crate) fn feasible_count(&self, key: &Key) -> usize {
+        self.entries.get(key).map_or(0, |e| e.feasible)
+    }
+
+    /// The best feasible node of `key` (PreScore has run; `changed` are the nodes
+    /// [`IncrementalCache::filter`] found changed in this cycle): the node the full
+    /// pass picks with [`crate::HostSelection::FirstInNodeOrder`]. Only the changed
+    /// nodes are scored and totalled again, unless the ranking was not kept in the
+    /// previous cycle or a scaled column's highest raw score moved. `Ok(None)` when it
+    /// cannot say: a NormalizeScore rule is opaque, a plugin cannot sign the pod, or a
+    /// score is out of range (the full pass reports that error).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn rank(
+        &mut self,
+        key: &Key,
+        fwk: &Framework,
+        state: &CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+        changed: &[usize],
+    ) -> Result<Option<usize>, Status> {
+        let IncrementalCache {
+            entries,
+            columns,
+            scratch,
+            stats,
+            ..
+        } = self;
+        let Some(entry) = entries.get_mut(key) else {
+            return Ok(None);
+        };
+        let rules = fwk.score_rules(state);
+        if rules.iter().any(|(_, r)| *r == Normalization::Opaque) {
+            entry.opaque = true;
+            entry.ranking = None;
+            return Ok(None);
+        }
+        if entry
+            .use_score_plugins(columns, key.profile, fwk, state, pod)
+            .is_none()
+        {
+            return Ok(None);
+        }
+        let nodes = entry.verdicts.len();
+        let kept = entry
+            .ranking
+            .take()
+            .filter(|r| entry.rankable && r.rules == rules);
+        // The nodes to score and total again: those that changed in this cycle when
+        // the ranking was kept, else all (a new ranking).
+        let fresh = kept.is_none();
+        let (mut ranking, touched) = match kept {
+            Some(mut ranking) => {
+                for &i in changed {
+                    ranking.remove(i);
+                }
+                (ranking, changed.to_vec())
+            }
+            None => (Ranking::new(rules, nodes), (0..nodes).collect()),
+        };
+        let cycle = Cycle {
+            fwk,
+            state,
+            pod,
+            snapshot,
+        };
+        entry.rescore(columns, cycle, &touched, scratch)?;
+        let scores = entry.score_columns(columns);
+        let ok = if fresh {
+            let passed: Vec<bool> = entry
+                .verdicts
+                .iter()
+                .map(|v| *v == Verdict::Passed)
+                .collect();
+            ranking.add_all(&passed, &scores);
+            ranking.retotal(&scores)
+        } else {
+            for &i in &touched {
+                if entry.passed(i) {
+                    ranking.add(i, &scores);
+                }
+            }
+            if ranking.maxima_moved() {
+                ranking.retotal(&scores)
+            } else {
+                ranking.settle(&touched, &scores)
+            }
+        };
+        if !ok {
+            return Ok(None);
+        }
+        let best = ranking.best();
+        entry.ranking = Some(ranking);
+        entry.synced = true;
+        stats.ranked += 1;
+        Ok(best)
+    }
+
+    /// The score table of `feasible` (in node order; PreScore has run): raw scores of
+    /// the nodes that changed since their column kept them are computed again, as the
+    /// full pass computes them; then NormalizeScore and the weights run over every
+    /// feasible node, as in every cycle.
+    pub(crate) fn score(
+        &mut self,
+        key: &Key,
+        fwk: &Framework,
+        state: &CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+        feasible: &[usize],
+    ) -> Result<ScoreTable, Status> {
+        let IncrementalCache {
+            entries,
+            columns,
+            scratch,
+            ..
+        } = self;
+        let kept = match entries.get_mut(key) {
+            Some(entry) => entry
+                .use_score_plugins(columns, key.profile, fwk, state, pod)
+                .map(|()| entry),
+            None => None,
+        };
+        let Some(entry) = kept else {
+            let nodes: Vec<(usize, &NodeInfo)> =
+                feasible.iter().map(|&i| (i, snapshot.node_at(i))).collect();
+            return fwk.run_score_plugins(state, pod, &nodes);
+        };
+        let cycle = Cycle {
+            fwk,
+            state,
+            pod,
+            snapshot,
+        };
+        entry.rescore(columns, cycle, feasible, scratch)?;
+        let width = entry.scores.len();
+        let rows = feasible.len();
+        let mut table = ScoreTable {
+            plugins: entry.plugins.clone(),
+            node_indices: feasible.to_vec(),
+            scores: vec![0; rows * width],
+            totals: vec![0; rows],
+        };
+        for (column, &(_, c)) in entry.scores.iter().enumerate() {
+            let kept = columns.get(c);
+            for (row, &i) in feasible.iter().enumerate() {
+                table.scores[column * rows + row] = kept.raw(i);
+            }
+        }
+        fwk.normalize_and_weigh(state, pod, &mut table)?;
+        Ok(table)
+    }
+
+    /// Drops idle columns, then the least recently used entries, until one more entry
+    /// of `nodes` nodes fits the budget (an entry dropped is seen anew).
+    fn make_room(&mut self, nodes: usize) {
+        let one = Entry::base_bytes(nodes).max(1);
+        let budget = self.budget.unwrap_or_else(|| default_budget(nodes));
+        let mut entries: usize = self.entries.values().map(Entry::bytes).sum();
+        while entries + self.columns.bytes() + one > budget {
+            if self.columns.drop_idle() {
+                continue;
+            }
+            let Some(oldest) = self
+                .entries
+                .iter()
+                .min_by_key(|(_, e)| e.last_used)
+                .map(|(k, _)| k.clone())
+            else {
+                return;
+            };
+            if let Some(dropped) = self.entries.remove(&oldest) {
+                entries -= dropped.bytes();
+                dropped.release(&mut self.columns);
+                self.full = true;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Entry, IncrementalCache, Key};
+    use crate::signature::{PodSignature, SignFragment};
+
+    /// Whether a pod of `shape` is kept; a kept one gets its entry, as its cycle's
+    /// filter makes it.
+    fn kept(cache: &mut IncrementalCache, shape: u32) -> bool {
+        let signature = PodSignature::from_fragments([SignFragment {
+            key: "shape",
+            value: shape.to_string(),
+        }]);
+        let key = Key {
+            profile: 0,
+            signature,
+        };
+        let Some(key) = cache.admit(Some(key)) else {
+            return false;
+        };
+        cache
+            .entries
+            .entry(key.clone())
+            .or_insert_with(|| Entry::new(1, Vec::new()));
+        cache.transient.as_ref() != Some(&key)
+    }
+
+    #[test]
+    fn a_signature_is_kept_from_its_second_pod_until_most_pods_repeat_one() {
+        let mut cache = IncrementalCache::default();
+        assert!(cache.admit(None).is_none());
+        // Pods that never repeat keep nothing but the last one's transient entry.
+        for shape in 0..10 {
+            assert!(!kept(&mut cache, shape), "shape {shape}");
+            assert_eq!(cache.entries.len(), 1, "shape {shape}");
+        }
+        // The second pod of a signature keeps it, wherever it comes.
+        assert!(kept(&mut cache, 3));
+        assert!(kept(&mut cache, 0));
+        assert!(!kept(&mut cache, 11));
+        // Repeats until they are most of the pods so far (11 new, 12 repeats is not
+        // yet more than half with the next)...
+        for _ in 0..10 {
+            assert!(kept(&mut cache, 3));
+        }
+        assert!(!kept(&mut cache, 12));
+        assert!(kept(&mut cache, 3));
+        assert!(kept(&mut cache, 3));
+        // ... and then a new signature is kept from its first pod (12 new, 14 repeats).
+        assert!(kept(&mut cache, 100));
+        // Not once the memory budget has dropped an entry.
+        cache.full = true;
+        assert!(!kept(&mut cache, 101));
+        assert!(kept(&mut cache, 101));
+    }
+}

@@ -1,0 +1,431 @@
+//! One signature's feasible nodes ranked by weighted total, with the best at hand: the
+//! tournament tree that finds it again in O(log n) per changed node, and per scaled
+//! column the count of each raw score, which says at once when the highest one (that
+//! scales every node's score) moved.
+
+use std::cmp::Reverse;
+
+use super::columns::Column;
+use crate::plugin::{MAX_NODE_SCORE, MIN_NODE_SCORE, Normalization, scale_to_max_score};
+
+/// The feasible nodes' weighted totals, with the best of them at hand.
+pub(super) struct Ranking {
+    /// Each column's weight and NormalizeScore rule (none opaque).
+    pub(super) rules: Vec<(i64, Normalization)>,
+    /// Per [`Normalization::ScaledToMax`] column, how many ranked nodes have each raw
+    /// score (empty for the other columns).
+    counts: Vec<Counts>,
+    /// Per scaled column, the raw score each ranked node was counted with (empty for
+    /// the other columns): the score kept for the node may have been computed again
+    /// since, for another signature that shares it, so it is not the one to uncount.
+    counted: Vec<Vec<i64>>,
+    /// The highest raw score (at least 0) of each scaled column, as the totals were
+    /// computed with.
+    maxima: Vec<i64>,
+    /// Whether each node is ranked (it passed the filters and has a total).
+    ranked: Vec<bool>,
+    /// The best total and its node.
+    best: Tournament,
+}
+
+impl Ranking {
+    /// An empty ranking of `nodes` nodes under `rules` (one per column).
+    pub(super) fn new(rules: Vec<(i64, Normalization)>, nodes: usize) -> Ranking {
+        let scaled = |rule: &Normalization| matches!(rule, Normalization::ScaledToMax { .. });
+        Ranking {
+            counts: rules.iter().map(|_| Counts::default()).collect(),
+            counted: rules
+                .iter()
+                .map(|(_, rule)| {
+                    if scaled(rule) {
+                        vec![0; nodes]
+                    } else {
+                        Vec::new()
+                    }
+                })
+                .collect(),
+            maxima: vec![0; rules.len()],
+            ranked: vec![false; nodes],
+            best: Tournament::new(nodes),
+            rules,
+        }
+    }
+
+    pub(super) fn bytes(&self) -> usize {
+        self.ranked.len()
+            + self.best.bytes()
+            + self.counted.iter().map(|c| c.len() * 8).sum::<usize>()
+    }
+
+    /// Per-node bytes of a ranking with `scaled` scaled columns.
+    pub(super) fn bytes_per_node(scaled: usize) -> usize {
+        1 + Tournament::BYTES_PER_NODE + 8 * scaled
+    }
+
+    /// Ranks `node` (it passed the filters), with its raw scores in `scores` (one
+    /// column each); its total is set by [`Ranking::settle`] or [`Ranking::retotal`].
+    pub(super) fn add(&mut self, node: usize, scores: &[&Column]) {
+        for (c, counted) in self.counted.iter_mut().enumerate() {
+            if !counted.is_empty() {
+                let raw = scores[c].raw(node);
+                counted[node] = raw;
+                self.counts[c].add(raw);
+            }
+        }
+        self.ranked[node] = true;
+    }
+
+    /// Ranks every node that `passed`, column by column (a new ranking).
+    pub(super) fn add_all(&mut self, passed: &[bool], scores: &[&Column]) {
+        self.ranked.copy_from_slice(passed);
+        for (c, counted) in self.counted.iter_mut().enumerate() {
+            if counted.is_empty() {
+                continue;
+            }
+            let raws = scores[c].raws();
+            let counts = &mut self.counts[c];
+            // Runs of equal scores are counted at once: most nodes score alike.
+            let mut run: Option<(i64, u32)> = None;
+            for (i, &raw) in raws.iter().enumerate() {
+                if !passed[i] {
+                    continue;
+                }
+                counted[i] = raw;
+                run = match run {
+                    Some((value, n)) if value == raw => Some((value, n + 1)),
+                    Some((value, n)) => {
+                        counts.add_n(value, n);
+                        Some((raw, 1))
+                    }
+                    None => Some((raw, 1)),
+                };
+            }
+            if let Some((value, n)) = run {
+                counts.add_n(value, n);
+            }
+        }
+    }
+
+    /// Takes `node` out of the ranking.
+    pub(super) fn remove(&mut self, node: usize) {
+        if !std::mem::take(&mut self.ranked[node]) {
+            return;
+        }
+        for (c, counted) in self.counted.iter().enumerate() {
+            if !counted.is_empty() {
+                self.counts[c].remove(counted[node]);
+            }
+        }
+        self.best.set_total(node, None);
+    }
+
+    /// Whether a scaled column's highest raw score differs from the one the totals
+    /// were computed with.
+    pub(super) fn maxima_moved(&self) -> bool {
+        (0..self.rules.len()).any(|c| self.counts[c].maximum() != self.maxima[c])
+    }
+
+    /// Column `c`'s score of a raw score, normalised as its rule says (before the
+    /// weight).
+    fn normalized(&self, c: usize, raw: i64) -> i64 {
+        match self.rules[c].1 {
+            Normalization::ScaledToMax { reverse } => {
+                scale_to_max_score(raw, self.maxima[c], reverse)
+            }
+            _ => raw,
+        }
+    }
+
+    /// A node's total from its raw scores in `scores`, `None` when a normalised score
+    /// is out of 0..=100 (the full pass reports that error).
+    fn total(&self, node: usize, scores: &[&Column]) -> Option<i64> {
+        let mut total = 0;
+        for (c, column) in scores.iter().enumerate() {
+            let score = self.normalized(c, column.raw(node));
+            if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&score) {
+                return None;
+            }
+            total += score * self.rules[c].0;
+        }
+        Some(total)
+    }
+
+    /// Sets the totals of `touched` (in node order; raw scores in `scores`) and plays
+    /// their matches again; `false` when a score is out of range.
+    pub(super) fn settle(&mut self, touched: &[usize], scores: &[&Column]) -> bool {
+        for &i in touched {
+            if !self.ranked[i] {
+                self.best.set_total(i, None);
+                continue;
+            }
+            match self.total(i, scores) {
+                Some(total) => self.best.set_total(i, Some(total)),
+                None => return false,
+            }
+        }
+        self.best.refresh(touched);
+        true
+    }
+
+    /// Every ranked node's total again (raw scores in `scores`), column by column,
+    /// with the scaled columns' current maxima; `false` when a score is out of range.
+    pub(super) fn retotal(&mut self, scores: &[&Column]) -> bool {
+        for c in 0..self.maxima.len() {
+            self.maxima[c] = self.counts[c].maximum();
+        }
+        let mut totals = vec![0i64; self.ranked.len()];
+        for (c, column) in scores.iter().enumerate() {
+            let weight = self.rules[c].0;
+            for ((total, &raw), &ranked) in totals.iter_mut().zip(column.raws()).zip(&self.ranked) {
+                if ranked {
+                    let score = self.normalized(c, raw);
+                    if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&score) {
+                        return false;
+                    }
+                    *total += score * weight;
+                }
+            }
+        }
+        let ranked = &self.ranked;
+        self.best.fill(
+            totals
+                .into_iter()
+                .zip(ranked)
+                .map(|(total, &r)| r.then_some(total)),
+        );
+        true
+    }
+
+    /// The best node: the highest total, the first in node order among equals.
+    pub(super) fn best(&self) -> Option<usize> {
+        self.best.best()
+    }
+}
+
+/// How many ranked nodes have each raw score of one column, in a vector sorted by
+/// score: a column has few distinct scores, and a short vector is searched faster than
+/// a tree is walked.
+#[derive(Default)]
+struct Counts(Vec<(i64, u32)>);
+
+impl Counts {
+    fn add(&mut self, raw: i64) {
+        self.add_n(raw, 1);
+    }
+
+    fn add_n(&mut self, raw: i64, n: u32) {
+        match self.0.binary_search_by_key(&raw, |&(r, _)| r) {
+            Ok(at) => self.0[at].1 += n,
+            Err(at) => self.0.insert(at, (raw, n)),
+        }
+    }
+
+    fn remove(&mut self, raw: i64) {
+        if let Ok(at) = self.0.binary_search_by_key(&raw, |&(r, _)| r) {
+            self.0[at].1 -= 1;
+            if self.0[at].1 == 0 {
+                self.0.remove(at);
+            }
+        }
+    }
+
+    /// The highest counted raw score, at least 0 (the max that kube-scheduler's
+    /// `DefaultNormalizeScore` scales with).
+    fn maximum(&self) -> i64 {
+        self.0.last().map_or(0, |&(raw, _)| raw).max(0)
+    }
+}
+
+/// A tournament tree over the nodes' totals: the winner is the highest total, the
+/// first in node order among equals (FORMAT.md's pick); updating one node costs
+/// O(log n). The leaves are blocks of [`Tournament::BLOCK`] nodes, whose winner is found
+/// by looking at each, and each match keeps its winner's total, so that the tree takes
+/// four bytes per node and a climb reads only the tree (which stays in cache when the
+/// totals of 50,000 nodes do not).
+pub(super) struct Tournament {
+    /// Each node's total; [`Tournament::OUT`] for a node out of the running.
+    totals: Vec<i64>,
+    /// The winner of each match: block `b`'s winner is at `blocks + b`, and the match
+    /// at `k` is between `2k` and `2k + 1`, so that every block plays up to the final
+    /// at 1 whatever the number of blocks.
+    tree: Vec<Seat>,
+}
+
+/// A node and its total, as a match of the [`Tournament`] keeps its winner.
+#[derive(Clone, Copy, Debug, Default)]
+struct Seat {
+    total: i64,
+    node: u32,
+}
+
+impl Seat {
+    /// The winner of a match: the higher total, the first in node order among equals.
+    fn winner(self, other: Seat) -> Seat {
+        if (other.total, Reverse(other.node)) > (self.total, Reverse(self.node)) {
+            other
+        } else {
+            self
+        }
+    }
+}
+
+impl Tournament {
+    /// The total of a node out of the running, below every real total (scores are
+    /// within 0..=100 and weights positive).
+    const OUT: i64 = i64::MIN;
+
+    /// How many nodes a leaf of the tree holds.
+    const BLOCK: usize = 8;
+
+    /// A total per node, and two seats per block.
+    const BYTES_PER_NODE: usize = 8 + 2 * std::mem::size_of::<Seat>() / Self::BLOCK;
+
+    pub(super) fn new(nodes: usize) -> Tournament {
+        let mut best = Tournament {
+            totals: Vec::new(),
+            tree: Vec::new(),
+        };
+        best.fill(std::iter::repeat_n(None, nodes));
+        best
+    }
+
+    fn bytes(&self) -> usize {
+        self.totals.len() * 8 + self.tree.len() * std::mem::size_of::<Seat>()
+    }
+
+    fn blocks(&self) -> usize {
+        self.totals.len().div_ceil(Self::BLOCK)
+    }
+
+    /// The winner among block `b`'s nodes.
+    fn block_winner(&self, b: usize) -> Seat {
+        let start = b * Self::BLOCK;
+        let end = (start + Self::BLOCK).min(self.totals.len());
+        let node = (start + 1..end).fold(start, |best, i| {
+            if self.totals[i] > self.totals[best] {
+                i
+            } else {
+                best
+            }
+        });
+        Seat {
+            total: self.totals[node],
+            node: node as u32,
+        }
+    }
+
+    /// Sets every node's total at once (`None` for a node out of the running), in O(n).
+    pub(super) fn fill(&mut self, totals: impl Iterator<Item = Option<i64>>) {
+        self.totals.clear();
+        self.totals.extend(totals.map(|t| t.unwrap_or(Self::OUT)));
+        let blocks = self.blocks();
+        self.tree.clear();
+        self.tree.resize(blocks, Seat::default());
+        for b in 0..blocks {
+            let winner = self.block_winner(b);
+            self.tree.push(winner);
+        }
+        for at in (1..blocks).rev() {
+            self.tree[at] = self.tree[2 * at].winner(self.tree[2 * at + 1]);
+        }
+    }
+
+    /// Sets a node's total; [`Tournament::refresh`] then brings the matches up to date.
+    pub(super) fn set_total(&mut self, node: usize, total: Option<i64>) {
+        self.totals[node] = total.unwrap_or(Self::OUT);
+    }
+
+    /// Plays again the matches of `nodes` (in node order), whose totals changed: each
+    /// match once per round however many of them it holds, so that the upper rounds,
+    /// shared by all, are played once.
+    pub(super) fn refresh(&mut self, nodes: &[usize]) {
+        let blocks = self.blocks();
+        let mut round: Vec<usize> = nodes.iter().map(|&i| blocks + i / Self::BLOCK).collect();
+        round.dedup();
+        for &at in &round {
+            self.tree[at] = self.block_winner(at - blocks);
+        }
+        // The leaves span two depths when the blocks are not a power of two, so a
+        // round may hold a match and its parent; the parent, played before its child,
+        // is played again in the next round, the child's parent.
+        while round.last().is_some_and(|&at| at > 1) {
+            for at in &mut round {
+                *at /= 2;
+            }
+            round.dedup();
+            for &at in round.iter().filter(|&&at| at >= 1) {
+                self.tree[at] = self.tree[2 * at].winner(self.tree[2 * at + 1]);
+            }
+        }
+    }
+
+    pub(super) fn best(&self) -> Option<usize> {
+        // With one block, its leaf is at 1.
+        let winner = self.tree.get(1)?;
+        (winner.total != Self::OUT).then_some(winner.node as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Counts, Tournament};
+
+    /// The first node with the highest total, by looking at every node.
+    fn first_best(totals: &[Option<i64>]) -> Option<usize> {
+        let best = totals.iter().flatten().max()?;
+        totals.iter().position(|t| t.as_ref() == Some(best))
+    }
+
+    #[test]
+    fn tournament_picks_the_first_best_whatever_the_number_of_nodes() {
+        for nodes in 0..90usize {
+            let mut totals: Vec<Option<i64>> = (0..nodes)
+                .map(|i| (i % 3 != 0).then_some((i as i64 * 7) % 5))
+                .collect();
+            let mut best = Tournament::new(nodes);
+            assert_eq!(best.best(), None, "{nodes} empty nodes");
+            best.fill(totals.iter().copied());
+            assert_eq!(best.best(), first_best(&totals), "{nodes} nodes filled");
+            // Updates a few nodes at a time (one, then two, ...), raising, lowering and
+            // dropping totals.
+            for step in 0..3 * nodes {
+                let mut batch: Vec<usize> = (0..step % 5 + 1)
+                    .map(|k| (step * 11 + k * 7) % nodes)
+                    .collect();
+                batch.sort_unstable();
+                batch.dedup();
+                for (k, &node) in batch.iter().enumerate() {
+                    let total = ((step + k) % 4 != 3).then_some(((step * 13 + k) % 9) as i64);
+                    totals[node] = total;
+                    best.set_total(node, total);
+                }
+                best.refresh(&batch);
+                assert_eq!(
+                    best.best(),
+                    first_best(&totals),
+                    "{nodes} nodes, step {step}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn counts_know_the_highest_score_as_scores_come_and_go() {
+        let mut counts = Counts::default();
+        assert_eq!(counts.maximum(), 0);
+        for raw in [3, -2, 7, 3, 7] {
+            counts.add(raw);
+        }
+        assert_eq!(counts.maximum(), 7);
+        counts.remove(7);
+        assert_eq!(counts.maximum(), 7);
+        counts.remove(7);
+        assert_eq!(counts.maximum(), 3);
+        counts.remove(3);
+        counts.remove(3);
+        // Only a negative score left: the max is 0, as DefaultNormalizeScore takes it.
+        assert_eq!(counts.maximum(), 0);
+        counts.remove(-2);
+        assert!(counts.0.is_empty());
+    }
+}
