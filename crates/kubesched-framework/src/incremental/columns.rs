@@ -184,15 +184,10 @@ impl Column {
     }
 }
 
-/// How many columns no kept signature uses are kept, for the signatures to come (the
-/// columns of the node object's plugins, which most pods share, and of the last pods'
-/// shapes); beyond it, the least recently used is dropped.
-const IDLE_COLUMNS: usize = 64;
-
 /// Every kept column, shared by the signatures that use it. A column that none uses any
 /// more stays idle, for the next pod whose part it is (a pod of a new shape shares most
-/// of its plugins' parts with pods before it), until [`IDLE_COLUMNS`] others are idle
-/// or the memory budget wants it.
+/// of its plugins' parts with pods before it), until the cache trims the idle ones
+/// ([`Columns::trim_idle`]) or the memory budget wants it.
 #[derive(Default)]
 pub(super) struct Columns {
     slots: Vec<Option<(ColumnKey, Column)>>,
@@ -201,8 +196,8 @@ pub(super) struct Columns {
     index: HashMap<ColumnKey, usize>,
     /// The bytes the kept columns take.
     bytes: usize,
-    /// How many kept columns no signature uses.
-    idle: usize,
+    /// The bytes of the kept columns that no signature uses.
+    idle_bytes: usize,
     /// Counts acquisitions and releases, to find the least recently used idle column.
     clock: u64,
 }
@@ -225,7 +220,7 @@ impl Columns {
                 self.bytes += column.bytes();
             }
             if column.users == 0 {
-                self.idle -= 1;
+                self.idle_bytes -= column.bytes();
             }
             column.users += 1;
             column.last_used = self.clock;
@@ -261,10 +256,7 @@ impl Columns {
         column.users -= 1;
         column.last_used = self.clock;
         if column.users == 0 {
-            self.idle += 1;
-            if self.idle > IDLE_COLUMNS {
-                self.drop_idle();
-            }
+            self.idle_bytes += column.bytes();
         }
     }
 
@@ -282,11 +274,17 @@ impl Columns {
             return false;
         };
         self.bytes -= column.bytes();
-        self.idle -= 1;
+        self.idle_bytes -= column.bytes();
         if let Some(id) = self.index.remove(&key) {
             self.free.push(id);
         }
         true
+    }
+
+    /// Drops idle columns, least recently used first, until they take at most `limit`
+    /// bytes.
+    pub(super) fn trim_idle(&mut self, limit: usize) {
+        while self.idle_bytes > limit && self.drop_idle() {}
     }
 
     /// Column `id`, which a kept signature uses.

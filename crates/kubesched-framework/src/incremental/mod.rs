@@ -83,6 +83,10 @@ pub fn default_budget(nodes: usize) -> usize {
     MEMORY_BUDGET.max(nodes.saturating_mul(BUDGET_PER_NODE))
 }
 
+/// Columns that no kept signature uses may take one in this many bytes of the budget,
+/// for the pods to come.
+const IDLE_SHARE: usize = 4;
+
 /// How many signatures seen once are remembered, so that the second pod of one is
 /// kept however many other pods came between (the memory of the first sightings
 /// starts afresh when full).
@@ -299,6 +303,8 @@ pub(crate) struct IncrementalCache {
     columns: Columns,
     /// The keys seen once and not kept, for [`IncrementalCache::admit`].
     seen: HashSet<Key>,
+    /// The columns a transient entry did not build, for the next one with the same part.
+    seen_parts: HashSet<ColumnKey>,
     /// The key of the last pod whose signature was seen for the first time and not
     /// kept: its entry is dropped when the next such pod comes.
     transient: Option<Key>,
@@ -372,6 +378,8 @@ impl IncrementalCache {
     ) -> Option<Vec<usize>> {
         let nodes = snapshot.num_nodes();
         self.uses += 1;
+        let budget = self.budget.unwrap_or_else(|| default_budget(nodes));
+        self.columns.trim_idle(budget / IDLE_SHARE);
         let positions: Vec<usize> = (0..fwk.filter_plugins().len())
             .filter(|&p| !state.skips_filter(p))
             .collect();
@@ -395,12 +403,20 @@ impl IncrementalCache {
                     reads_pods,
                 });
             }
-            // A transient entry is worth building from kept columns only: computing a
-            // new column for one pod costs more than the full pass.
-            if self.transient.as_ref() == Some(key)
-                && !parts.iter().all(|column| self.columns.contains(column))
-            {
-                return None;
+            // A transient entry is worth building from kept columns, and from parts seen
+            // before, which will likely come again: computing a column for one pod costs
+            // more than the full pass.
+            if self.transient.as_ref() == Some(key) {
+                let mut new_part = false;
+                for column in parts.iter().filter(|c| !self.columns.contains(c)) {
+                    if self.seen_parts.len() >= SEEN_CAPACITY {
+                        self.seen_parts.clear();
+                    }
+                    new_part |= self.seen_parts.insert(column.clone());
+                }
+                if new_part {
+                    return None;
+                }
             }
             self.make_room(nodes);
             let filters = parts
