@@ -13,7 +13,7 @@ use crate::framework::Framework;
 use crate::node_info::NodeInfo;
 use crate::pod_info::PodInfo;
 use crate::signature::PodSignature;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{ChangeMark, Snapshot};
 use crate::status::Status;
 
 /// What a cycle computes a column's answers with: the profile, the cycle's state
@@ -56,6 +56,10 @@ pub(super) struct Column {
     rejected: Vec<Option<Box<Status>>>,
     /// A Score column's raw score of each node.
     raw: Vec<i64>,
+    /// Where the snapshot's history stood when every node's answer was last current
+    /// (a Filter column answers every node it is asked about; a Score column only the
+    /// feasible ones, so it keeps none).
+    current_everywhere: Option<ChangeMark>,
     /// How many kept signatures use the column.
     users: usize,
     /// When it was last acquired or released (the store's clock).
@@ -75,6 +79,7 @@ impl Column {
                 Point::Filter => Vec::new(),
                 Point::Score => vec![0; nodes],
             },
+            current_everywhere: None,
             users: 0,
             last_used: 0,
         }
@@ -114,6 +119,42 @@ impl Column {
             .into_iter()
             .filter(|&i| self.at[i] != now[i])
             .collect()
+    }
+
+    /// Every node whose answer is not of its current generation, in node order: from
+    /// the snapshot's log of changes since the column was last current everywhere
+    /// ([`Column::set_current_everywhere`]), else by comparing every node.
+    pub(super) fn stale_everywhere(&self, snapshot: &Snapshot) -> Vec<usize> {
+        let now = self.generations(snapshot);
+        match self
+            .current_everywhere
+            .and_then(|mark| snapshot.nodes_changed_since(mark))
+        {
+            Some(logged) => {
+                let mut stale: Vec<usize> = logged
+                    .iter()
+                    .copied()
+                    .filter(|&i| self.at[i] != now[i])
+                    .collect();
+                stale.sort_unstable();
+                stale.dedup();
+                stale
+            }
+            None => (0..self.at.len())
+                .filter(|&i| self.at[i] != now[i])
+                .collect(),
+        }
+    }
+
+    /// Records that every node's answer is current now (the stale ones were computed
+    /// again).
+    pub(super) fn set_current_everywhere(&mut self, snapshot: &Snapshot) {
+        self.current_everywhere = Some(snapshot.change_mark());
+    }
+
+    /// Every node's rejection by the Filter plugin, in node order (`None` for a pass).
+    pub(super) fn rejections(&self) -> impl Iterator<Item = Option<&Status>> {
+        self.rejected.iter().map(|r| r.as_deref())
     }
 
     /// Node `node`'s rejection by the Filter plugin, `None` when it passed.

@@ -187,6 +187,33 @@ impl Entry {
         self.filters.iter().map(|&(_, c)| columns.get(c)).collect()
     }
 
+    /// Every node's verdict again from `filters` (the entry's filter columns), column
+    /// by column: a node's is the first rejection in the profile's order.
+    fn derive_all_verdicts(&mut self, filters: &[&Column]) {
+        self.verdicts.fill(Verdict::Passed);
+        for column in filters {
+            for (verdict, rejection) in self.verdicts.iter_mut().zip(column.rejections()) {
+                if let (Verdict::Passed, Some(status)) = (*verdict, rejection) {
+                    *verdict = if status.is_rejected() {
+                        Verdict::Rejected
+                    } else {
+                        Verdict::Failed
+                    };
+                }
+            }
+        }
+        self.feasible = self
+            .verdicts
+            .iter()
+            .filter(|v| **v == Verdict::Passed)
+            .count();
+        self.errors = self
+            .verdicts
+            .iter()
+            .filter(|v| **v == Verdict::Failed)
+            .count();
+    }
+
     /// The entry's score columns, in the score table's order.
     fn score_columns<'a>(&self, columns: &'a Columns) -> Vec<&'a Column> {
         self.scores.iter().map(|&(_, c)| columns.get(c)).collect()
@@ -260,24 +287,6 @@ impl Entry {
 /// order): the first one's, as a pass over every plugin gives it; `None` when it passed.
 fn rejection<'a>(filters: &[&'a Column], node: usize) -> Option<&'a Status> {
     filters.iter().find_map(|column| column.rejection(node))
-}
-
-/// How many of `changed` (in node order) some column asked again: the union of
-/// `stale`, each in node order and a part of `changed`.
-fn asked_nodes(changed: &[usize], stale: &[Vec<usize>]) -> usize {
-    let mut next = vec![0; stale.len()];
-    let mut asked = 0;
-    for &i in changed {
-        let mut hit = false;
-        for (column, at) in stale.iter().zip(&mut next) {
-            if column.get(*at) == Some(&i) {
-                *at += 1;
-                hit = true;
-            }
-        }
-        asked += usize::from(hit);
-    }
-    asked
 }
 
 /// How much the kept verdicts and scores saved ([`crate::Scheduler::incremental_stats`]).
@@ -447,35 +456,51 @@ impl IncrementalCache {
             pod,
             snapshot,
         };
-        let mut stale_by_column = Vec::with_capacity(entry.filters.len());
+        // Every node is new to the entry when its mark could not say which changed: each
+        // column then finds its own stale nodes, from where it was last current
+        // everywhere.
+        let everywhere = changed.len() == nodes;
+        let mut asked = Vec::new();
         for &(position, c) in &entry.filters {
             let column = self.columns.get_mut(c);
-            let stale = column.stale(snapshot, changed.iter().copied());
-            column.filter(cycle, position, &stale);
-            stale_by_column.push(stale);
-        }
-        let asked = asked_nodes(&changed, &stale_by_column);
-        self.stats.cycles += 1;
-        self.stats.nodes_filtered += asked as u64;
-        self.stats.nodes_reused += (nodes - asked) as u64;
-        let filters = entry.filter_columns(&self.columns);
-        for &i in &changed {
-            let verdict = match rejection(&filters, i) {
-                None => Verdict::Passed,
-                Some(status) if status.is_rejected() => Verdict::Rejected,
-                Some(_) => Verdict::Failed,
+            let stale = if everywhere {
+                column.stale_everywhere(snapshot)
+            } else {
+                column.stale(snapshot, changed.iter().copied())
             };
-            match entry.verdicts[i] {
-                Verdict::Passed => entry.feasible -= 1,
-                Verdict::Failed => entry.errors -= 1,
-                _ => {}
+            column.filter(cycle, position, &stale);
+            if everywhere {
+                column.set_current_everywhere(snapshot);
             }
-            match verdict {
-                Verdict::Passed => entry.feasible += 1,
-                Verdict::Failed => entry.errors += 1,
-                _ => {}
+            asked.extend(stale);
+        }
+        asked.sort_unstable();
+        asked.dedup();
+        self.stats.cycles += 1;
+        self.stats.nodes_filtered += asked.len() as u64;
+        self.stats.nodes_reused += (nodes - asked.len()) as u64;
+        let filters = entry.filter_columns(&self.columns);
+        if everywhere {
+            entry.derive_all_verdicts(&filters);
+        } else {
+            for &i in &changed {
+                let verdict = match rejection(&filters, i) {
+                    None => Verdict::Passed,
+                    Some(status) if status.is_rejected() => Verdict::Rejected,
+                    Some(_) => Verdict::Failed,
+                };
+                match entry.verdicts[i] {
+                    Verdict::Passed => entry.feasible -= 1,
+                    Verdict::Failed => entry.errors -= 1,
+                    _ => {}
+                }
+                match verdict {
+                    Verdict::Passed => entry.feasible += 1,
+                    Verdict::Failed => entry.errors += 1,
+                    _ => {}
+                }
+                entry.verdicts[i] = verdict;
             }
-            entry.verdicts[i] = verdict;
         }
         Some(changed)
     }
