@@ -99,6 +99,11 @@ impl Column {
         self.at.len()
     }
 
+    /// Whether the plugin reads the pods on a node.
+    pub(super) fn reads_pods(&self) -> bool {
+        self.reads_pods
+    }
+
     /// The generations the column's answers follow, in node order.
     fn generations<'a>(&self, snapshot: &'a Snapshot) -> &'a [u64] {
         if self.reads_pods {

@@ -161,10 +161,10 @@ impl Entry {
         }
     }
 
-    /// The bytes an entry of `nodes` nodes takes once ranked (with one scaled column),
-    /// before the columns it shares.
+    /// The bytes an entry of `nodes` nodes takes once ranked (with no scaled column
+    /// that reads pods, as in-tree profiles have), before the columns it shares.
     fn base_bytes(nodes: usize) -> usize {
-        nodes * (1 + Ranking::bytes_per_node(1))
+        nodes * (1 + Ranking::bytes_per_node(0))
     }
 
     fn bytes(&self) -> usize {
@@ -586,18 +586,28 @@ impl IncrementalCache {
         let kept = entry
             .ranking
             .take()
-            .filter(|r| entry.rankable && r.rules == rules);
+            .filter(|r| entry.rankable && r.rules == rules && changed.len() < nodes);
         // The nodes to score and total again: those that changed in this cycle when
-        // the ranking was kept, else all (a new ranking).
+        // the ranking was kept, else all (a new ranking; also when every node changed,
+        // as after a new snapshot, whose node objects may differ).
         let fresh = kept.is_none();
         let (mut ranking, touched) = match kept {
             Some(mut ranking) => {
+                let scores = entry.score_columns(columns);
                 for &i in changed {
-                    ranking.remove(i);
+                    ranking.remove(i, &scores);
                 }
                 (ranking, changed.to_vec())
             }
-            None => (Ranking::new(rules, nodes), (0..nodes).collect()),
+            None => {
+                let reads_pods: Vec<bool> = (entry.score_columns(columns).iter())
+                    .map(|c| c.reads_pods())
+                    .collect();
+                (
+                    Ranking::new(rules, nodes, &reads_pods),
+                    (0..nodes).collect(),
+                )
+            }
         };
         let cycle = Cycle {
             fwk,

@@ -15,10 +15,15 @@ pub(super) struct Ranking {
     /// Per [`Normalization::ScaledToMax`] column, how many ranked nodes have each raw
     /// score (empty for the other columns).
     counts: Vec<Counts>,
-    /// Per scaled column, the raw score each ranked node was counted with (empty for
-    /// the other columns): the score kept for the node may have been computed again
-    /// since, for another signature that shares it, so it is not the one to uncount.
+    /// Per scaled column whose plugin reads the pods on a node, the raw score each
+    /// ranked node was counted with (empty for the other columns): the score kept for
+    /// the node may have been computed again since, for another signature that shares
+    /// the column, so it is not the one to uncount. A column that reads only the node
+    /// object keeps its score while the snapshot's history does (a ranking is started
+    /// afresh when every node changed), so its node's score now is the one counted.
     counted: Vec<Vec<i64>>,
+    /// Whether each column is scaled (its raw scores are counted).
+    scaled: Vec<bool>,
     /// The highest raw score (at least 0) of each scaled column, as the totals were
     /// computed with.
     maxima: Vec<i64>,
@@ -29,21 +34,31 @@ pub(super) struct Ranking {
 }
 
 impl Ranking {
-    /// An empty ranking of `nodes` nodes under `rules` (one per column).
-    pub(super) fn new(rules: Vec<(i64, Normalization)>, nodes: usize) -> Ranking {
-        let scaled = |rule: &Normalization| matches!(rule, Normalization::ScaledToMax { .. });
+    /// An empty ranking of `nodes` nodes under `rules` (one per column; `reads_pods`
+    /// says of each whether its plugin reads the pods on a node).
+    pub(super) fn new(
+        rules: Vec<(i64, Normalization)>,
+        nodes: usize,
+        reads_pods: &[bool],
+    ) -> Ranking {
+        let scaled: Vec<bool> = rules
+            .iter()
+            .map(|(_, rule)| matches!(rule, Normalization::ScaledToMax { .. }))
+            .collect();
         Ranking {
             counts: rules.iter().map(|_| Counts::default()).collect(),
-            counted: rules
+            counted: scaled
                 .iter()
-                .map(|(_, rule)| {
-                    if scaled(rule) {
+                .zip(reads_pods)
+                .map(|(&scaled, &reads)| {
+                    if scaled && reads {
                         vec![0; nodes]
                     } else {
                         Vec::new()
                     }
                 })
                 .collect(),
+            scaled,
             maxima: vec![0; rules.len()],
             ranked: vec![false; nodes],
             best: Tournament::new(nodes),
@@ -57,18 +72,21 @@ impl Ranking {
             + self.counted.iter().map(|c| c.len() * 8).sum::<usize>()
     }
 
-    /// Per-node bytes of a ranking with `scaled` scaled columns.
-    pub(super) fn bytes_per_node(scaled: usize) -> usize {
-        1 + Tournament::BYTES_PER_NODE + 8 * scaled
+    /// Per-node bytes of a ranking with `counted` scaled columns whose plugin reads
+    /// the pods on a node.
+    pub(super) fn bytes_per_node(counted: usize) -> usize {
+        1 + Tournament::BYTES_PER_NODE + 8 * counted
     }
 
     /// Ranks `node` (it passed the filters), with its raw scores in `scores` (one
     /// column each); its total is set by [`Ranking::settle`] or [`Ranking::retotal`].
     pub(super) fn add(&mut self, node: usize, scores: &[&Column]) {
-        for (c, counted) in self.counted.iter_mut().enumerate() {
-            if !counted.is_empty() {
-                let raw = scores[c].raw(node);
-                counted[node] = raw;
+        for (c, column) in scores.iter().enumerate() {
+            if self.scaled[c] {
+                let raw = column.raw(node);
+                if let Some(counted) = self.counted[c].get_mut(node) {
+                    *counted = raw;
+                }
                 self.counts[c].add(raw);
             }
         }
@@ -78,19 +96,18 @@ impl Ranking {
     /// Ranks every node that `passed`, column by column (a new ranking).
     pub(super) fn add_all(&mut self, passed: &[bool], scores: &[&Column]) {
         self.ranked.copy_from_slice(passed);
-        for (c, counted) in self.counted.iter_mut().enumerate() {
-            if counted.is_empty() {
+        for (c, column) in scores.iter().enumerate() {
+            if !self.scaled[c] {
                 continue;
             }
-            let raws = scores[c].raws();
+            let raws = column.raws();
+            if !self.counted[c].is_empty() {
+                self.counted[c].copy_from_slice(raws);
+            }
             let counts = &mut self.counts[c];
             // Runs of equal scores are counted at once: most nodes score alike.
             let mut run: Option<(i64, u32)> = None;
-            for (i, &raw) in raws.iter().enumerate() {
-                if !passed[i] {
-                    continue;
-                }
-                counted[i] = raw;
+            for (&raw, _) in raws.iter().zip(passed).filter(|(_, p)| **p) {
                 run = match run {
                     Some((value, n)) if value == raw => Some((value, n + 1)),
                     Some((value, n)) => {
@@ -106,14 +123,18 @@ impl Ranking {
         }
     }
 
-    /// Takes `node` out of the ranking.
-    pub(super) fn remove(&mut self, node: usize) {
+    /// Takes `node` out of the ranking (`scores` are the columns it was ranked from).
+    pub(super) fn remove(&mut self, node: usize, scores: &[&Column]) {
         if !std::mem::take(&mut self.ranked[node]) {
             return;
         }
-        for (c, counted) in self.counted.iter().enumerate() {
-            if !counted.is_empty() {
-                self.counts[c].remove(counted[node]);
+        for (c, column) in scores.iter().enumerate() {
+            if self.scaled[c] {
+                let raw = match self.counted[c].get(node) {
+                    Some(&counted) => counted,
+                    None => column.raw(node),
+                };
+                self.counts[c].remove(raw);
             }
         }
         self.best.set_total(node, None);
