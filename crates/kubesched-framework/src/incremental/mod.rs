@@ -9,7 +9,7 @@
 //! score read that node only), what was computed on a node stays right while the node
 //! is unchanged.
 //!
-//! What is kept is split by plugin ([`columns`]): each Filter plugin's verdicts and each
+//! What is kept is split by plugin (`columns.rs`): each Filter plugin's verdicts and each
 //! Score plugin's raw scores, node by node, under that plugin's own part of the
 //! signature ([`Plugin::sign_pod_exact`](crate::Plugin::sign_pod_exact)), shared by
 //! every signature with that part, each answer with the generation of the node it was
@@ -32,7 +32,7 @@
 //! active Score plugin declares its NormalizeScore rule
 //! ([`ScoreExtensions::normalization`](crate::ScoreExtensions::normalization)), a cycle
 //! does not even visit the nodes that did not change: the entry keeps each feasible
-//! node's weighted total and a tournament tree over the totals ([`ranking`]: the best
+//! node's weighted total and a tournament tree over the totals (`ranking.rs`: the best
 //! total, the first in node order among equals, in O(log n) per changed node), and per
 //! [`Normalization::ScaledToMax`] column a count of each raw score, so that the highest
 //! raw score, which scales every node's score, is known at once; when it moves, every
@@ -341,7 +341,8 @@ impl IncrementalCache {
     /// that. A pod whose signature was not seen before gets a transient entry, dropped
     /// when the next such pod comes, so that pods that never repeat take no more memory
     /// than one entry (and the memory of the one before, already faulted in), yet still
-    /// share the columns of the kept signatures; but while more than half of the pods
+    /// share the columns of the kept signatures ([`IncrementalCache::filter`] builds it
+    /// only from columns kept or of parts seen before); but while more than half of the pods
     /// so far came with a signature seen before, a new one is kept at once (its second
     /// pod would build the entry anyway), unless the memory budget has already made the
     /// cache drop an entry.
@@ -375,8 +376,9 @@ impl IncrementalCache {
     /// Filter plugins the pod runs are asked again about the nodes whose answer they
     /// kept is of another generation than the node's now, among the nodes that changed
     /// since the entry's last cycle (every node for a new entry); the others keep their
-    /// verdict. Returns the nodes that changed, or `None` when a plugin cannot sign the
-    /// pod (the caller then runs the full pass).
+    /// verdict. Returns the nodes that changed, or `None` when the cycle is to take the
+    /// full pass: a plugin cannot sign the pod, or the pod's signature is seen for the
+    /// first time and one of its Filter columns would be of a part never seen before.
     pub(crate) fn filter(
         &mut self,
         key: &Key,
