@@ -11,7 +11,7 @@ use std::sync::Arc;
 use crate::batch::{NodeHint, OpportunisticBatch};
 use crate::cycle_state::CycleState;
 use crate::framework::{Framework, NominatedPods, PARALLEL_THRESHOLD, ScoreTable};
-use crate::incremental::{IncrementalCache, Key};
+use crate::incremental::{Cycle, IncrementalCache, Key};
 use crate::node_info::NodeInfo;
 use crate::observer::RecordPluginMetrics;
 use crate::plugin::{NodeToStatus, PostFilterResult, QueuedPodInfo};
@@ -696,7 +696,15 @@ impl Scheduler {
                         |r: &Result<ScoreTable, Status>| {
                             r.as_ref().map_or_else(Status::code, |_| Code::Success)
                         },
-                        || cache.score(key, &fwk, state, pod, snapshot, &feasible),
+                        || {
+                            let cycle = Cycle {
+                                fwk: &fwk,
+                                state,
+                                pod,
+                                snapshot,
+                            };
+                            cache.score(key, cycle, &feasible)
+                        },
                     )
                 }
                 _ => {

@@ -19,11 +19,21 @@ use crate::status::Status;
 /// What a cycle computes a column's answers with: the profile, the cycle's state
 /// (PreFilter and PreScore have run), the pod and the cluster.
 #[derive(Clone, Copy)]
-pub(super) struct Cycle<'a> {
-    pub(super) fwk: &'a Framework,
-    pub(super) state: &'a CycleState,
-    pub(super) pod: &'a PodInfo,
-    pub(super) snapshot: &'a Snapshot,
+pub(crate) struct Cycle<'a> {
+    pub(crate) fwk: &'a Framework,
+    pub(crate) state: &'a CycleState,
+    pub(crate) pod: &'a PodInfo,
+    pub(crate) snapshot: &'a Snapshot,
+}
+
+impl<'a> Cycle<'a> {
+    /// The nodes at `positions`.
+    fn nodes(&self, positions: &[usize]) -> Vec<&'a NodeInfo> {
+        positions
+            .iter()
+            .map(|&i| self.snapshot.node_at(i))
+            .collect()
+    }
 }
 
 /// The extension point a column answers for.
@@ -182,16 +192,10 @@ impl Column {
         if stale.is_empty() {
             return;
         }
-        let Cycle {
-            fwk,
-            state,
-            pod,
-            snapshot,
-        } = cycle;
-        let nodes: Vec<&NodeInfo> = stale.iter().map(|&i| snapshot.node_at(i)).collect();
+        let nodes = cycle.nodes(stale);
         let mut rejected = Vec::new();
-        fwk.filter_with_plugin(position, state, pod, &nodes, &mut rejected);
-        let now = self.generations(snapshot);
+        (cycle.fwk).filter_with_plugin(position, cycle.state, cycle.pod, &nodes, &mut rejected);
+        let now = self.generations(cycle.snapshot);
         for &i in stale {
             self.rejected[i] = None;
             self.at[i] = now[i];
@@ -213,15 +217,9 @@ impl Column {
         if stale.is_empty() {
             return Ok(());
         }
-        let Cycle {
-            fwk,
-            state,
-            pod,
-            snapshot,
-        } = cycle;
-        let nodes: Vec<&NodeInfo> = stale.iter().map(|&i| snapshot.node_at(i)).collect();
-        fwk.score_with_plugin(position, state, pod, &nodes, scratch)?;
-        let now = self.generations(snapshot);
+        let nodes = cycle.nodes(stale);
+        (cycle.fwk).score_with_plugin(position, cycle.state, cycle.pod, &nodes, scratch)?;
+        let now = self.generations(cycle.snapshot);
         for (&i, &raw) in stale.iter().zip(scratch.iter()) {
             self.raw[i] = raw;
             self.at[i] = now[i];

@@ -50,19 +50,18 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use crate::cycle_state::CycleState;
-use crate::framework::{Framework, ScoreTable};
+use crate::framework::ScoreTable;
 use crate::node_info::NodeInfo;
 use crate::plugin::Normalization;
-use crate::pod_info::PodInfo;
 use crate::signature::PodSignature;
-use crate::snapshot::{ChangeMark, Snapshot};
+use crate::snapshot::ChangeMark;
 use crate::status::Status;
 
 mod columns;
 mod ranking;
 
-use columns::{Column, ColumnKey, Columns, Cycle, Point};
+pub(crate) use columns::Cycle;
+use columns::{Column, ColumnKey, Columns, Point};
 use ranking::Ranking;
 
 /// The least memory the kept verdicts and scores may take by default, in bytes.
@@ -226,10 +225,11 @@ impl Entry {
         &mut self,
         columns: &mut Columns,
         profile: usize,
-        fwk: &Framework,
-        state: &CycleState,
-        pod: &PodInfo,
+        cycle: Cycle,
     ) -> Option<()> {
+        let Cycle {
+            fwk, state, pod, ..
+        } = cycle;
         let positions = fwk.active_score_positions(state);
         if self.scores.len() == positions.len()
             && self.scores.iter().zip(&positions).all(|(s, &p)| s.0 == p)
@@ -379,14 +379,13 @@ impl IncrementalCache {
     /// verdict. Returns the nodes that changed, or `None` when the cycle is to take the
     /// full pass: a plugin cannot sign the pod, or the pod's signature is seen for the
     /// first time and one of its Filter columns would be of a part never seen before.
-    pub(crate) fn filter(
-        &mut self,
-        key: &Key,
-        fwk: &Framework,
-        state: &CycleState,
-        pod: &PodInfo,
-        snapshot: &Snapshot,
-    ) -> Option<Vec<usize>> {
+    pub(crate) fn filter(&mut self, key: &Key, cycle: Cycle) -> Option<Vec<usize>> {
+        let Cycle {
+            fwk,
+            state,
+            pod,
+            snapshot,
+        } = cycle;
         let nodes = snapshot.num_nodes();
         self.uses += 1;
         let budget = self.budget.unwrap_or_else(|| default_budget(nodes));
@@ -452,12 +451,6 @@ impl IncrementalCache {
             None => (0..nodes).collect(),
         };
         entry.mark = Some(snapshot.change_mark());
-        let cycle = Cycle {
-            fwk,
-            state,
-            pod,
-            snapshot,
-        };
         // Every node is new to the entry when its mark could not say which changed: each
         // column then finds its own stale nodes, from where it was last current
         // everywhere.
@@ -552,16 +545,13 @@ impl IncrementalCache {
     /// previous cycle or a scaled column's highest raw score moved. `Ok(None)` when it
     /// cannot say: a NormalizeScore rule is opaque, a plugin cannot sign the pod, or a
     /// score is out of range (the full pass reports that error).
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn rank(
         &mut self,
         key: &Key,
-        fwk: &Framework,
-        state: &CycleState,
-        pod: &PodInfo,
-        snapshot: &Snapshot,
+        cycle: Cycle,
         changed: &[usize],
     ) -> Result<Option<usize>, Status> {
+        let Cycle { fwk, state, .. } = cycle;
         let IncrementalCache {
             entries,
             columns,
@@ -579,7 +569,7 @@ impl IncrementalCache {
             return Ok(None);
         }
         if entry
-            .use_score_plugins(columns, key.profile, fwk, state, pod)
+            .use_score_plugins(columns, key.profile, cycle)
             .is_none()
         {
             return Ok(None);
@@ -610,12 +600,6 @@ impl IncrementalCache {
                     (0..nodes).collect(),
                 )
             }
-        };
-        let cycle = Cycle {
-            fwk,
-            state,
-            pod,
-            snapshot,
         };
         entry.rescore(columns, cycle, &touched, scratch)?;
         let scores = entry.score_columns(columns);
@@ -656,12 +640,15 @@ impl IncrementalCache {
     pub(crate) fn score(
         &mut self,
         key: &Key,
-        fwk: &Framework,
-        state: &CycleState,
-        pod: &PodInfo,
-        snapshot: &Snapshot,
+        cycle: Cycle,
         feasible: &[usize],
     ) -> Result<ScoreTable, Status> {
+        let Cycle {
+            fwk,
+            state,
+            pod,
+            snapshot,
+        } = cycle;
         let IncrementalCache {
             entries,
             columns,
@@ -670,7 +657,7 @@ impl IncrementalCache {
         } = self;
         let kept = match entries.get_mut(key) {
             Some(entry) => entry
-                .use_score_plugins(columns, key.profile, fwk, state, pod)
+                .use_score_plugins(columns, key.profile, cycle)
                 .map(|()| entry),
             None => None,
         };
@@ -678,12 +665,6 @@ impl IncrementalCache {
             let nodes: Vec<(usize, &NodeInfo)> =
                 feasible.iter().map(|&i| (i, snapshot.node_at(i))).collect();
             return fwk.run_score_plugins(state, pod, &nodes);
-        };
-        let cycle = Cycle {
-            fwk,
-            state,
-            pod,
-            snapshot,
         };
         entry.rescore(columns, cycle, feasible, scratch)?;
         let width = entry.scores.len();

@@ -140,7 +140,13 @@ impl Scheduler {
                 _ => Code::Success,
             },
             || {
-                let changed = cache.filter(key, fwk, state, pod, snapshot)?;
+                let cycle = Cycle {
+                    fwk,
+                    state,
+                    pod,
+                    snapshot,
+                };
+                let changed = cache.filter(key, cycle)?;
                 Some((changed, cache.failed(key)))
             },
         ) {
@@ -223,7 +229,15 @@ impl Scheduler {
             |r: &Result<Option<usize>, Status>| {
                 r.as_ref().map_or_else(Status::code, |_| Code::Success)
             },
-            || cache.rank(key, &fwk, state, pod, snapshot, changed),
+            || {
+                let cycle = Cycle {
+                    fwk: &fwk,
+                    state,
+                    pod,
+                    snapshot,
+                };
+                cache.rank(key, cycle, changed)
+            },
         );
         Some(ScheduleResult {
             suggested_host: best.ok()??,
