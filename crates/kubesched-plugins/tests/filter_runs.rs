@@ -4,16 +4,19 @@
 //! plugins that reject and fail on different nodes, and that a search over a large
 //! cluster (the parallel path) agrees with a node-by-node scan.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, Pod, PodSpec};
+use k8s_openapi::api::core::v1::{Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kubesched_config::KubeSchedulerConfiguration;
 use kubesched_framework::{
     Code, CycleState, FilterPlugin, Framework, Handle, NodeInfo, NodeSearch, Outcome, Plugin,
     PodInfo, Scheduler, SchedulerOptions, ScorePlugin, Snapshot, Status,
 };
+use support::{number, numbered_nodes};
 
 /// Rejects nodes whose number is a multiple of `every`, with `code`.
 struct RejectEvery {
@@ -29,13 +32,6 @@ impl Plugin for RejectEvery {
     fn as_filter(self: Arc<Self>) -> Option<Arc<dyn FilterPlugin>> {
         Some(self)
     }
-}
-
-fn number(node: &NodeInfo) -> usize {
-    node.name()
-        .trim_start_matches("node-")
-        .parse()
-        .expect("test node names are node-N")
 }
 
 impl FilterPlugin for RejectEvery {
@@ -99,20 +95,6 @@ fn framework(fails_every: usize) -> Framework {
     Framework::new(&loaded.config.profiles[0], &registry, &Handle::default()).expect("framework")
 }
 
-fn nodes(count: usize) -> Vec<Arc<Node>> {
-    (0..count)
-        .map(|i| {
-            Arc::new(Node {
-                metadata: ObjectMeta {
-                    name: Some(format!("node-{i}")),
-                    ..Default::default()
-                },
-                ..Default::default()
-            })
-        })
-        .collect()
-}
-
 fn pod() -> Arc<PodInfo> {
     let pod = Pod {
         metadata: ObjectMeta {
@@ -130,7 +112,7 @@ fn pod() -> Arc<PodInfo> {
 #[test]
 fn a_run_gives_each_node_what_the_per_node_call_gives() {
     let fwk = framework(7);
-    let (snapshot, _) = Snapshot::new(nodes(60), []).expect("snapshot");
+    let (snapshot, _) = Snapshot::new(numbered_nodes(60), []).expect("snapshot");
     let pod = pod();
     let mut state = CycleState::new();
     let pre = fwk.run_pre_filter_plugins(&mut state, &pod, &snapshot);
@@ -163,7 +145,7 @@ fn a_large_cluster_is_searched_as_a_node_by_node_scan_would() {
     // More nodes than the parallel cut-off, so the search runs in parallel pieces.
     let count = 5000;
     let scheduler = |fails_every| {
-        let (snapshot, _) = Snapshot::new(nodes(count), []).expect("snapshot");
+        let (snapshot, _) = Snapshot::new(numbered_nodes(count), []).expect("snapshot");
         Scheduler::new(
             vec![framework(fails_every)],
             snapshot,
@@ -265,7 +247,7 @@ profiles:
 #[test]
 fn scores_are_checked_and_weighed_the_same_in_parallel_runs() {
     for count in [60, 5000] {
-        let (snapshot, _) = Snapshot::new(nodes(count), []).expect("snapshot");
+        let (snapshot, _) = Snapshot::new(numbered_nodes(count), []).expect("snapshot");
         let options = SchedulerOptions::default();
         let mut scheduler =
             Scheduler::new(vec![scoring_framework(false)], snapshot, options).expect("scheduler");
@@ -286,7 +268,7 @@ fn scores_are_checked_and_weighed_the_same_in_parallel_runs() {
     }
     // A score out of range on one node fails the attempt, naming the plugin, in
     // kube-scheduler's wording (RunScorePlugins' weighing phase).
-    let (snapshot, _) = Snapshot::new(nodes(5000), []).expect("snapshot");
+    let (snapshot, _) = Snapshot::new(numbered_nodes(5000), []).expect("snapshot");
     let mut scheduler = Scheduler::new(
         vec![scoring_framework(true)],
         snapshot,

@@ -6,10 +6,12 @@
 //! the node a placement changed, and once per node for each new part. The decisions
 //! are those of the full pass.
 
+mod support;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use k8s_openapi::api::core::v1::{Node, Pod, PodSpec};
+use k8s_openapi::api::core::v1::{Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kubesched_config::KubeSchedulerConfiguration;
 use kubesched_framework::signature::SignFragment;
@@ -17,13 +19,7 @@ use kubesched_framework::{
     Code, CycleState, FilterPlugin, Framework, Handle, NodeInfo, NodeSearch, Outcome, Plugin,
     PodInfo, Scheduler, SchedulerOptions, ScorePlugin, Snapshot, Status,
 };
-
-fn number(node: &NodeInfo) -> i64 {
-    node.name()
-        .trim_start_matches("node-")
-        .parse()
-        .expect("test node names are node-N")
-}
+use support::{number, numbered_nodes};
 
 /// Rejects every fourth node and scores by node number: reads the node object only.
 struct NodeObject(Arc<AtomicUsize>);
@@ -63,7 +59,7 @@ impl FilterPlugin for NodeObject {
 impl ScorePlugin for NodeObject {
     fn score(&self, _: &CycleState, _: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
         self.0.fetch_add(1, Ordering::Relaxed);
-        Ok(number(node) % 7 * 10)
+        Ok((number(node) % 7 * 10) as i64)
     }
 }
 
@@ -144,16 +140,7 @@ fn scheduler(incremental: bool) -> (Scheduler, Arc<AtomicUsize>, Arc<AtomicUsize
     let loaded = KubeSchedulerConfiguration::from_yaml_str(CONFIG, "test").expect("config");
     let fwk = Framework::new(&loaded.config.profiles[0], &registry, &Handle::default())
         .expect("framework");
-    let nodes = (0..NODES).map(|i| {
-        Arc::new(Node {
-            metadata: ObjectMeta {
-                name: Some(format!("node-{i}")),
-                ..Default::default()
-            },
-            ..Default::default()
-        })
-    });
-    let (snapshot, _) = Snapshot::new(nodes, []).expect("snapshot");
+    let (snapshot, _) = Snapshot::new(numbered_nodes(NODES), []).expect("snapshot");
     let mut scheduler = Scheduler::new(
         vec![fwk],
         snapshot,
