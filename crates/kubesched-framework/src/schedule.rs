@@ -11,7 +11,7 @@ use std::sync::Arc;
 use crate::batch::{NodeHint, OpportunisticBatch};
 use crate::cycle_state::CycleState;
 use crate::framework::{Framework, NominatedPods, PARALLEL_THRESHOLD, ScoreTable};
-use crate::incremental::{Cycle, IncrementalCache, Key};
+use crate::incremental::{Changed, Cycle, IncrementalCache, Key};
 use crate::node_info::NodeInfo;
 use crate::observer::RecordPluginMetrics;
 use crate::plugin::{NodeToStatus, PostFilterResult, QueuedPodInfo};
@@ -296,9 +296,9 @@ enum Passed {
     /// otherwise.
     Listed(Vec<usize>),
     /// Kept by incremental scheduling under the cycle's `key`, which may rank them
-    /// ([`IncrementalCache::may_rank`]); `changed` are the nodes filtered again in this
-    /// cycle.
-    Kept { key: Key, changed: Vec<usize> },
+    /// ([`IncrementalCache::may_rank`]); `changed` are the nodes that changed since
+    /// the key's last cycle.
+    Kept { key: Key, changed: Changed },
 }
 
 impl fmt::Debug for Scheduler {

@@ -82,8 +82,28 @@ impl SignFragment {
 
 /// A pod's signature: the scheduler name and every fragment the profile's plugins
 /// gave, by name. Equal signatures mean equal feasibility and scores.
-#[derive(Clone, PartialEq, Eq, Hash)]
-pub struct PodSignature(Arc<str>);
+///
+/// The text's hash is computed once, so that the maps a signature is looked up in
+/// every cycle hash eight bytes rather than the whole text.
+#[derive(Clone)]
+pub struct PodSignature {
+    text: Arc<str>,
+    hash: u64,
+}
+
+impl PartialEq for PodSignature {
+    fn eq(&self, other: &Self) -> bool {
+        self.hash == other.hash && (Arc::ptr_eq(&self.text, &other.text) || self.text == other.text)
+    }
+}
+
+impl Eq for PodSignature {}
+
+impl std::hash::Hash for PodSignature {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
+}
 
 impl PodSignature {
     /// The signature from its fragments (a later fragment of the same name replaces an
@@ -115,18 +135,25 @@ impl PodSignature {
             text.push_str(&f.value);
         }
         text.push('}');
-        PodSignature(text.into())
+        let hash = std::hash::BuildHasher::hash_one(
+            &std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default(),
+            text.as_str(),
+        );
+        PodSignature {
+            text: text.into(),
+            hash,
+        }
     }
 
     /// The signature as text (a JSON object).
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.text
     }
 }
 
 impl fmt::Debug for PodSignature {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.text)
     }
 }
 

@@ -36,6 +36,19 @@ impl<'a> Cycle<'a> {
     }
 }
 
+/// A node's verdict: one Filter plugin's, or the first of an entry's Filter plugins
+/// not to pass it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(super) enum Verdict {
+    Passed,
+    Rejected,
+    /// A filter failed (an error rather than a rejection).
+    Failed,
+    /// Not filtered yet.
+    Unknown,
+}
+
 /// The extension point a column answers for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) enum Point {
@@ -62,7 +75,8 @@ pub(super) struct Column {
     reads_pods: bool,
     /// The generation each node's answer was computed at; 0 for never.
     at: Vec<u64>,
-    /// A Filter column's rejection of each node, `None` when it passed.
+    /// A Filter column's verdict on each node, and its rejection when it did not pass.
+    verdicts: Vec<Verdict>,
     rejected: Vec<Option<Box<Status>>>,
     /// A Score column's raw score of each node.
     raw: Vec<i64>,
@@ -81,6 +95,10 @@ impl Column {
         Column {
             reads_pods,
             at: vec![0; nodes],
+            verdicts: match point {
+                Point::Filter => vec![Verdict::Unknown; nodes],
+                Point::Score => Vec::new(),
+            },
             rejected: match point {
                 Point::Filter => vec![None; nodes],
                 Point::Score => Vec::new(),
@@ -95,13 +113,8 @@ impl Column {
         }
     }
 
-    /// The bytes of a column of `nodes` nodes.
-    pub(super) fn bytes_for(nodes: usize) -> usize {
-        nodes * 16
-    }
-
     fn bytes(&self) -> usize {
-        Column::bytes_for(self.at.len())
+        self.at.len() * 8 + self.verdicts.len() + self.rejected.len() * 8 + self.raw.len() * 8
     }
 
     /// How many nodes the column is of.
@@ -136,24 +149,41 @@ impl Column {
             .collect()
     }
 
+    /// The nodes whose answer is not of their current generation among those that
+    /// `wanted` says (one flag per node, in node order), in node order: the first
+    /// of `into` (grown to one more than the nodes if shorter), whose length is
+    /// returned.
+    pub(super) fn stale_where(
+        &self,
+        snapshot: &Snapshot,
+        wanted: impl Iterator<Item = bool>,
+        into: &mut Vec<usize>,
+    ) -> usize {
+        let now = self.generations(snapshot);
+        if into.len() <= self.at.len() {
+            into.resize(self.at.len() + 1, 0);
+        }
+        // Written at every node and kept where stale, without a branch to mispredict.
+        let mut kept = 0;
+        for (i, ((at, now), wanted)) in self.at.iter().zip(now).zip(wanted).enumerate() {
+            into[kept] = i;
+            kept += usize::from(wanted & (at != now));
+        }
+        kept
+    }
+
     /// Every node whose answer is not of its current generation, in node order: from
     /// the snapshot's log of changes since the column was last current everywhere
     /// ([`Column::set_current_everywhere`]), else by comparing every node.
-    pub(super) fn stale_everywhere(&self, snapshot: &Snapshot) -> Vec<usize> {
+    pub(super) fn stale_everywhere(&self, snapshot: &Snapshot, sorter: &mut NodeSet) -> Vec<usize> {
         let now = self.generations(snapshot);
         match self
             .current_everywhere
             .and_then(|mark| snapshot.nodes_changed_since(mark))
         {
             Some(logged) => {
-                let mut stale: Vec<usize> = logged
-                    .iter()
-                    .copied()
-                    .filter(|&i| self.at[i] != now[i])
-                    .collect();
-                stale.sort_unstable();
-                stale.dedup();
-                stale
+                let logged = logged.iter().copied().filter(|&i| self.at[i] != now[i]);
+                sorter.sorted(now.len(), logged)
             }
             None => (0..self.at.len())
                 .filter(|&i| self.at[i] != now[i])
@@ -167,9 +197,14 @@ impl Column {
         self.current_everywhere = Some(snapshot.change_mark());
     }
 
-    /// Every node's rejection by the Filter plugin, in node order (`None` for a pass).
-    pub(super) fn rejections(&self) -> impl Iterator<Item = Option<&Status>> {
-        self.rejected.iter().map(|r| r.as_deref())
+    /// Every node's verdict from the Filter plugin, in node order.
+    pub(super) fn verdicts(&self) -> &[Verdict] {
+        &self.verdicts
+    }
+
+    /// Node `node`'s verdict from the Filter plugin.
+    pub(super) fn verdict(&self, node: usize) -> Verdict {
+        self.verdicts[node]
     }
 
     /// Node `node`'s rejection by the Filter plugin, `None` when it passed.
@@ -197,10 +232,16 @@ impl Column {
         (cycle.fwk).filter_with_plugin(position, cycle.state, cycle.pod, &nodes, &mut rejected);
         let now = self.generations(cycle.snapshot);
         for &i in stale {
+            self.verdicts[i] = Verdict::Passed;
             self.rejected[i] = None;
             self.at[i] = now[i];
         }
         for (k, status) in rejected {
+            self.verdicts[stale[k]] = if status.is_rejected() {
+                Verdict::Rejected
+            } else {
+                Verdict::Failed
+            };
             self.rejected[stale[k]] = Some(Box::new(status));
         }
     }
@@ -225,6 +266,38 @@ impl Column {
             self.at[i] = now[i];
         }
         Ok(())
+    }
+}
+
+/// Sorts node positions and drops repeats through a bitset of the nodes, in O(k + n / 64)
+/// for k positions of n nodes.
+#[derive(Default)]
+pub(super) struct NodeSet {
+    words: Vec<u64>,
+}
+
+impl NodeSet {
+    /// `positions` (each below `nodes`) in node order, each once.
+    pub(super) fn sorted(
+        &mut self,
+        nodes: usize,
+        positions: impl IntoIterator<Item = usize>,
+    ) -> Vec<usize> {
+        self.words.resize(nodes.div_ceil(64), 0);
+        let mut count = 0;
+        for i in positions {
+            self.words[i / 64] |= 1 << (i % 64);
+            count += 1;
+        }
+        let mut sorted = Vec::with_capacity(count);
+        for (w, word) in self.words.iter_mut().enumerate() {
+            let mut bits = std::mem::take(word);
+            while bits != 0 {
+                sorted.push(w * 64 + bits.trailing_zeros() as usize);
+                bits &= bits - 1;
+            }
+        }
+        sorted
     }
 }
 
@@ -349,5 +422,22 @@ impl Columns {
     /// The bytes the kept columns take.
     pub(super) fn bytes(&self) -> usize {
         self.bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::NodeSet;
+
+    #[test]
+    fn a_node_set_sorts_and_drops_repeats_and_starts_empty_again() {
+        let mut set = NodeSet::default();
+        assert_eq!(
+            set.sorted(130, [129, 3, 64, 3, 0, 63, 129]),
+            [0, 3, 63, 64, 129]
+        );
+        assert_eq!(set.sorted(130, [5]), [5]);
+        assert_eq!(set.sorted(10, []), Vec::<usize>::new());
+        assert_eq!(set.sorted(200, [199, 7]), [7, 199]);
     }
 }

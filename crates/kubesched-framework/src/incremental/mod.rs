@@ -47,7 +47,7 @@
 //! one; estimated bytes) are dropped, least recently used first, and a column with the
 //! last entry that uses it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use crate::framework::ScoreTable;
@@ -61,15 +61,15 @@ mod columns;
 mod ranking;
 
 pub(crate) use columns::Cycle;
-use columns::{Column, ColumnKey, Columns, Point};
+use columns::{Column, ColumnKey, Columns, NodeSet, Point, Verdict};
 use ranking::Ranking;
 
 /// The least memory the kept verdicts and scores may take by default, in bytes.
 pub const MEMORY_BUDGET: usize = 128 << 20;
 
 /// The default bytes per node of the budget beyond [`MEMORY_BUDGET`]: room for about
-/// 1,000 signatures of a profile with one scaled Score plugin (an entry takes about 22
-/// bytes per node, and the columns it shares with others more).
+/// 1,000 signatures (an entry takes 8 bytes per node, and the columns it shares with
+/// others more).
 pub const BUDGET_PER_NODE: usize = 20 << 10;
 
 /// How many bytes the kept verdicts and scores may take by default for a cluster of
@@ -86,6 +86,10 @@ pub fn default_budget(nodes: usize) -> usize {
 /// for the pods to come.
 const IDLE_SHARE: usize = 4;
 
+/// Transient entries (of signatures seen once) may take one in this many bytes of the
+/// budget, for the second pods to come.
+const TRANSIENT_SHARE: usize = 4;
+
 /// How many signatures seen once are remembered, so that the second pod of one is
 /// kept however many other pods came between (the memory of the first sightings
 /// starts afresh when full).
@@ -98,15 +102,13 @@ pub(crate) struct Key {
     pub(crate) signature: PodSignature,
 }
 
-/// A node's verdict under one signature.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Verdict {
-    /// Not filtered yet.
-    Unknown,
-    Passed,
-    Rejected,
-    /// A filter failed (an error rather than a rejection).
-    Failed,
+/// The nodes [`IncrementalCache::filter`] found changed since the entry's last cycle.
+#[derive(Debug)]
+pub(crate) enum Changed {
+    /// Every node: the entry is new, or the snapshot's history could not say which.
+    Every,
+    /// These nodes, in node order.
+    Nodes(Vec<usize>),
 }
 
 /// One signature's verdicts and the columns they come from.
@@ -140,6 +142,9 @@ struct Entry {
     opaque: bool,
     /// When it was last used (the cache's use counter).
     last_used: u64,
+    /// Built for a pod whose signature was seen for the first time, and not used by a
+    /// second pod yet: one of the cache's transient entries.
+    transient: bool,
 }
 
 impl Entry {
@@ -157,6 +162,19 @@ impl Entry {
             rankable: false,
             opaque: false,
             last_used: 0,
+            transient: false,
+        }
+    }
+
+    /// A new entry with the same Filter columns as `sibling` (`filters`), with its
+    /// verdicts as of its last cycle.
+    fn after(sibling: &Entry, filters: Vec<(usize, usize)>) -> Entry {
+        Entry {
+            verdicts: sibling.verdicts.clone(),
+            feasible: sibling.feasible,
+            errors: sibling.errors,
+            mark: sibling.mark,
+            ..Entry::new(0, filters)
         }
     }
 
@@ -189,28 +207,29 @@ impl Entry {
     /// Every node's verdict again from `filters` (the entry's filter columns), column
     /// by column: a node's is the first rejection in the profile's order.
     fn derive_all_verdicts(&mut self, filters: &[&Column]) {
-        self.verdicts.fill(Verdict::Passed);
-        for column in filters {
-            for (verdict, rejection) in self.verdicts.iter_mut().zip(column.rejections()) {
-                if let (Verdict::Passed, Some(status)) = (*verdict, rejection) {
-                    *verdict = if status.is_rejected() {
-                        Verdict::Rejected
-                    } else {
-                        Verdict::Failed
-                    };
+        let rest = match filters.split_first() {
+            Some((first, rest)) => {
+                self.verdicts.copy_from_slice(first.verdicts());
+                rest
+            }
+            None => {
+                self.verdicts.fill(Verdict::Passed);
+                &[]
+            }
+        };
+        for column in rest {
+            for (verdict, &answer) in self.verdicts.iter_mut().zip(column.verdicts()) {
+                if *verdict == Verdict::Passed {
+                    *verdict = answer;
                 }
             }
         }
-        self.feasible = self
-            .verdicts
-            .iter()
-            .filter(|v| **v == Verdict::Passed)
-            .count();
-        self.errors = self
-            .verdicts
-            .iter()
-            .filter(|v| **v == Verdict::Failed)
-            .count();
+        let (mut feasible, mut errors) = (0, 0);
+        for &verdict in &self.verdicts {
+            feasible += usize::from(verdict == Verdict::Passed);
+            errors += usize::from(verdict == Verdict::Failed);
+        }
+        (self.feasible, self.errors) = (feasible, errors);
     }
 
     /// The entry's score columns, in the score table's order.
@@ -264,13 +283,35 @@ impl Entry {
         columns: &mut Columns,
         cycle: Cycle,
         nodes: &[usize],
-        scratch: &mut Vec<i64>,
+        scratch: &mut Scratch,
     ) -> Result<(), Status> {
         for &(position, c) in &self.scores {
             let column: &mut Column = columns.get_mut(c);
             let passed = nodes.iter().copied().filter(|&i| self.passed(i));
             let stale = column.stale(cycle.snapshot, passed);
-            column.score(cycle, position, &stale, scratch)?;
+            column.score(cycle, position, &stale, &mut scratch.scores)?;
+        }
+        Ok(())
+    }
+
+    /// Brings the raw scores of every node that passed up to date in every Score
+    /// column.
+    fn rescore_all(
+        &self,
+        columns: &mut Columns,
+        cycle: Cycle,
+        scratch: &mut Scratch,
+    ) -> Result<(), Status> {
+        for &(position, c) in &self.scores {
+            let column: &mut Column = columns.get_mut(c);
+            let passed = self.verdicts.iter().map(|v| *v == Verdict::Passed);
+            let stale = column.stale_where(cycle.snapshot, passed, &mut scratch.nodes);
+            column.score(
+                cycle,
+                position,
+                &scratch.nodes[..stale],
+                &mut scratch.scores,
+            )?;
         }
         Ok(())
     }
@@ -287,6 +328,15 @@ impl Entry {
 /// order): the first one's, as a pass over every plugin gives it; `None` when it passed.
 fn rejection<'a>(filters: &[&'a Column], node: usize) -> Option<&'a Status> {
     filters.iter().find_map(|column| column.rejection(node))
+}
+
+/// Buffers a cycle's scoring reuses.
+#[derive(Default)]
+struct Scratch {
+    /// Raw scores on their way into a column.
+    scores: Vec<i64>,
+    /// Nodes to score.
+    nodes: Vec<usize>,
 }
 
 /// How much the kept verdicts and scores saved ([`crate::Scheduler::incremental_stats`]).
@@ -314,9 +364,12 @@ pub(crate) struct IncrementalCache {
     seen: HashSet<Key>,
     /// The columns a transient entry did not build, for the next one with the same part.
     seen_parts: HashSet<ColumnKey>,
-    /// The key of the last pod whose signature was seen for the first time and not
-    /// kept: its entry is dropped when the next such pod comes.
-    transient: Option<Key>,
+    /// The keys of the transient entries, oldest first (a key whose entry was dropped
+    /// or kept since may still be listed).
+    transients: VecDeque<Key>,
+    /// The key [`IncrementalCache::admit`] returned last was seen for the first time
+    /// and not kept: its cycle builds a transient entry.
+    first_sighting: bool,
     /// How many pods [`IncrementalCache::admit`] was asked about, and how many of them
     /// came with a signature seen before.
     sightings: u64,
@@ -328,8 +381,12 @@ pub(crate) struct IncrementalCache {
     /// The memory budget in bytes; `None` for [`default_budget`] of the cluster.
     pub(crate) budget: Option<usize>,
     uses: u64,
-    /// Raw scores on their way into a column.
-    scratch: Vec<i64>,
+    /// Buffers for a cycle's scoring.
+    scratch: Scratch,
+    /// Which nodes a cycle's Filter plugins were asked about, to count them once.
+    asked: Vec<bool>,
+    /// Sorts the nodes the snapshot's history lists.
+    sorter: NodeSet,
     pub(crate) stats: IncrementalStats,
 }
 
@@ -338,23 +395,27 @@ impl IncrementalCache {
     /// (`candidate`, `None` for a pod that cannot be kept). A signature is kept from its
     /// second pod (the next of a run, as a ReplicaSet's come, or one that comes back
     /// after others, as pods of a few shapes do) and used whenever it comes back after
-    /// that. A pod whose signature was not seen before gets a transient entry, dropped
-    /// when the next such pod comes, so that pods that never repeat take no more memory
-    /// than one entry (and the memory of the one before, already faulted in), yet still
-    /// share the columns of the kept signatures ([`IncrementalCache::filter`] builds it
-    /// only from columns kept or of parts seen before); but while more than half of the pods
-    /// so far came with a signature seen before, a new one is kept at once (its second
-    /// pod would build the entry anyway), unless the memory budget has already made the
-    /// cache drop an entry.
+    /// that. A pod whose signature was not seen before gets a transient entry, kept
+    /// while the transient entries take at most a share of the memory budget (the
+    /// oldest goes first), so that a second pod that comes soon finds the first one's
+    /// entry, yet pods that never repeat take little memory; a transient entry is built
+    /// only from columns kept or of parts seen before ([`IncrementalCache::filter`]),
+    /// so that it shares the columns of the kept signatures. While more than half of
+    /// the pods so far came with a signature seen before, a new one is kept at once
+    /// (its second pod would build the entry anyway), unless the memory budget has
+    /// already made the cache drop an entry.
     pub(crate) fn admit(&mut self, candidate: Option<Key>) -> Option<Key> {
+        self.first_sighting = false;
         let key = candidate?;
         self.sightings += 1;
         let seen = self.seen.remove(&key);
-        if self.entries.contains_key(&key) || seen {
+        if let Some(entry) = self.entries.get_mut(&key) {
+            entry.transient = false;
             self.repeats += 1;
-            if self.transient.as_ref() == Some(&key) {
-                self.transient = None;
-            }
+            return Some(key);
+        }
+        if seen {
+            self.repeats += 1;
             return Some(key);
         }
         if self.repeats * 2 > self.sightings && !self.full {
@@ -364,12 +425,33 @@ impl IncrementalCache {
             self.seen.clear();
         }
         self.seen.insert(key.clone());
-        if let Some(previous) = self.transient.replace(key.clone())
-            && let Some(entry) = self.entries.remove(&previous)
-        {
-            entry.release(&mut self.columns);
-        }
+        self.first_sighting = true;
         Some(key)
+    }
+
+    /// Lists `key`'s new entry among the transient ones and drops the oldest others
+    /// while they take more than their share of `budget`.
+    fn keep_transient(&mut self, key: &Key, budget: usize) {
+        let entries = &mut self.entries;
+        if let Some(entry) = entries.get_mut(key) {
+            entry.transient = true;
+        }
+        self.transients
+            .retain(|k| entries.get(k).is_some_and(|e| e.transient) && k != key);
+        let mut bytes: usize = (self.transients.iter())
+            .filter_map(|k| entries.get(k))
+            .map(Entry::bytes)
+            .sum::<usize>()
+            + entries.get(key).map_or(0, Entry::bytes);
+        while bytes > budget / TRANSIENT_SHARE
+            && let Some(oldest) = self.transients.pop_front()
+        {
+            if let Some(entry) = entries.remove(&oldest) {
+                bytes -= entry.bytes();
+                entry.release(&mut self.columns);
+            }
+        }
+        self.transients.push_back(key.clone());
     }
 
     /// Brings `key`'s verdicts up to date (PreFilter has run and kept every node): the
@@ -379,7 +461,7 @@ impl IncrementalCache {
     /// verdict. Returns the nodes that changed, or `None` when the cycle is to take the
     /// full pass: a plugin cannot sign the pod, or the pod's signature is seen for the
     /// first time and one of its Filter columns would be of a part never seen before.
-    pub(crate) fn filter(&mut self, key: &Key, cycle: Cycle) -> Option<Vec<usize>> {
+    pub(crate) fn filter(&mut self, key: &Key, cycle: Cycle) -> Option<Changed> {
         let Cycle {
             fwk,
             state,
@@ -416,7 +498,7 @@ impl IncrementalCache {
             // A transient entry is worth building from kept columns, and from parts seen
             // before, which will likely come again: computing a column for one pod costs
             // more than the full pass.
-            if self.transient.as_ref() == Some(key) {
+            if self.first_sighting {
                 let mut new_part = false;
                 for column in parts.iter().filter(|c| !self.columns.contains(c)) {
                     if self.seen_parts.len() >= SEEN_CAPACITY {
@@ -429,11 +511,25 @@ impl IncrementalCache {
                 }
             }
             self.make_room(nodes);
-            let filters = parts
+            let filters: Vec<(usize, usize)> = parts
                 .into_iter()
                 .map(|column| (column.position, self.columns.acquire(column, nodes)))
                 .collect();
-            self.entries.insert(key.clone(), Entry::new(nodes, filters));
+            // A signature whose Filter columns are another's (pods alike but for what
+            // only Score reads, such as their images) has its verdicts: they are taken
+            // as they were at that one's last cycle, and the nodes changed since are
+            // filtered below.
+            let sibling = (self.entries.values())
+                .filter(|e| e.filters == filters && e.mark.is_some() && e.verdicts.len() == nodes)
+                .max_by_key(|e| e.last_used);
+            let entry = match sibling {
+                Some(sibling) => Entry::after(sibling, filters),
+                None => Entry::new(nodes, filters),
+            };
+            self.entries.insert(key.clone(), entry);
+            if self.first_sighting {
+                self.keep_transient(key, budget);
+            }
         }
         let uses = self.uses;
         let entry = self.entries.get_mut(key)?;
@@ -441,60 +537,57 @@ impl IncrementalCache {
         entry.rankable = std::mem::take(&mut entry.synced);
         // The nodes that changed: from the snapshot's log of changes when it has them,
         // else every node.
-        let changed: Vec<usize> = match entry.mark.and_then(|m| snapshot.nodes_changed_since(m)) {
-            Some(logged) => {
-                let mut changed = logged.to_vec();
-                changed.sort_unstable();
-                changed.dedup();
-                changed
+        let changed = match entry.mark.and_then(|m| snapshot.nodes_changed_since(m)) {
+            Some(logged) if logged.len() < nodes => {
+                Changed::Nodes(self.sorter.sorted(nodes, logged.iter().copied()))
             }
-            None => (0..nodes).collect(),
+            _ => Changed::Every,
         };
         entry.mark = Some(snapshot.change_mark());
-        // Every node is new to the entry when its mark could not say which changed: each
-        // column then finds its own stale nodes, from where it was last current
-        // everywhere.
-        let everywhere = changed.len() == nodes;
-        let mut asked = Vec::new();
+        // A column asked about every node finds its own stale nodes, from where it was
+        // last current everywhere.
+        let asked = &mut self.asked;
+        asked.clear();
+        asked.resize(nodes, false);
+        let mut filtered = 0;
         for &(position, c) in &entry.filters {
             let column = self.columns.get_mut(c);
-            let stale = if everywhere {
-                column.stale_everywhere(snapshot)
-            } else {
-                column.stale(snapshot, changed.iter().copied())
+            let stale = match &changed {
+                Changed::Every => column.stale_everywhere(snapshot, &mut self.sorter),
+                Changed::Nodes(changed) => column.stale(snapshot, changed.iter().copied()),
             };
             column.filter(cycle, position, &stale);
-            if everywhere {
+            if let Changed::Every = changed {
                 column.set_current_everywhere(snapshot);
             }
-            asked.extend(stale);
+            for i in stale {
+                filtered += usize::from(!std::mem::replace(&mut asked[i], true));
+            }
         }
-        asked.sort_unstable();
-        asked.dedup();
         self.stats.cycles += 1;
-        self.stats.nodes_filtered += asked.len() as u64;
-        self.stats.nodes_reused += (nodes - asked.len()) as u64;
+        self.stats.nodes_filtered += filtered as u64;
+        self.stats.nodes_reused += (nodes - filtered) as u64;
         let filters = entry.filter_columns(&self.columns);
-        if everywhere {
-            entry.derive_all_verdicts(&filters);
-        } else {
-            for &i in &changed {
-                let verdict = match rejection(&filters, i) {
-                    None => Verdict::Passed,
-                    Some(status) if status.is_rejected() => Verdict::Rejected,
-                    Some(_) => Verdict::Failed,
-                };
-                match entry.verdicts[i] {
-                    Verdict::Passed => entry.feasible -= 1,
-                    Verdict::Failed => entry.errors -= 1,
-                    _ => {}
+        match &changed {
+            Changed::Every => entry.derive_all_verdicts(&filters),
+            Changed::Nodes(changed) => {
+                for &i in changed {
+                    let verdict = (filters.iter())
+                        .map(|column| column.verdict(i))
+                        .find(|v| *v != Verdict::Passed)
+                        .unwrap_or(Verdict::Passed);
+                    match entry.verdicts[i] {
+                        Verdict::Passed => entry.feasible -= 1,
+                        Verdict::Failed => entry.errors -= 1,
+                        _ => {}
+                    }
+                    match verdict {
+                        Verdict::Passed => entry.feasible += 1,
+                        Verdict::Failed => entry.errors += 1,
+                        _ => {}
+                    }
+                    entry.verdicts[i] = verdict;
                 }
-                match verdict {
-                    Verdict::Passed => entry.feasible += 1,
-                    Verdict::Failed => entry.errors += 1,
-                    _ => {}
-                }
-                entry.verdicts[i] = verdict;
             }
         }
         Some(changed)
@@ -549,7 +642,7 @@ impl IncrementalCache {
         &mut self,
         key: &Key,
         cycle: Cycle,
-        changed: &[usize],
+        changed: &Changed,
     ) -> Result<Option<usize>, Status> {
         let Cycle { fwk, state, .. } = cycle;
         let IncrementalCache {
@@ -574,58 +667,45 @@ impl IncrementalCache {
         {
             return Ok(None);
         }
-        let nodes = entry.verdicts.len();
-        let kept = entry
-            .ranking
-            .take()
-            .filter(|r| entry.rankable && r.rules == rules && changed.len() < nodes);
-        // The nodes to score and total again: those that changed in this cycle when
-        // the ranking was kept, else all (a new ranking; also when every node changed,
-        // as after a new snapshot, whose node objects may differ).
-        let fresh = kept.is_none();
-        let (mut ranking, touched) = match kept {
-            Some(mut ranking) => {
+        let kept = (entry.ranking.take()).filter(|r| entry.rankable && r.rules == rules);
+        // Only the nodes that changed in this cycle are scored and totalled again when
+        // the ranking was kept; else every node is, in a new ranking (also when every
+        // node changed, as after a new snapshot, whose node objects may differ).
+        let ranking = match (kept, changed) {
+            (Some(mut ranking), Changed::Nodes(changed)) => {
                 let scores = entry.score_columns(columns);
                 for &i in changed {
                     ranking.remove(i, &scores);
                 }
-                (ranking, changed.to_vec())
-            }
-            None => {
-                let reads_pods: Vec<bool> = (entry.score_columns(columns).iter())
-                    .map(|c| c.reads_pods())
-                    .collect();
-                (
-                    Ranking::new(rules, nodes, &reads_pods),
-                    (0..nodes).collect(),
-                )
-            }
-        };
-        entry.rescore(columns, cycle, &touched, scratch)?;
-        let scores = entry.score_columns(columns);
-        let ok = if fresh {
-            let passed: Vec<bool> = entry
-                .verdicts
-                .iter()
-                .map(|v| *v == Verdict::Passed)
-                .collect();
-            ranking.add_all(&passed, &scores);
-            ranking.retotal(&scores)
-        } else {
-            for &i in &touched {
-                if entry.passed(i) {
-                    ranking.add(i, &scores);
+                entry.rescore(columns, cycle, changed, scratch)?;
+                let scores = entry.score_columns(columns);
+                for &i in changed {
+                    if entry.passed(i) {
+                        ranking.add(i, &scores);
+                    }
                 }
+                let ok = if ranking.maxima_moved() {
+                    ranking.retotal(&scores)
+                } else {
+                    ranking.settle(changed, &scores)
+                };
+                ok.then_some(ranking)
             }
-            if ranking.maxima_moved() {
-                ranking.retotal(&scores)
-            } else {
-                ranking.settle(&touched, &scores)
+            _ => {
+                entry.rescore_all(columns, cycle, scratch)?;
+                let scores = entry.score_columns(columns);
+                let reads_pods: Vec<bool> = scores.iter().map(|c| c.reads_pods()).collect();
+                let ranked = entry
+                    .verdicts
+                    .iter()
+                    .map(|v| *v == Verdict::Passed)
+                    .collect();
+                Ranking::build(rules, ranked, &scores, &reads_pods)
             }
         };
-        if !ok {
+        let Some(ranking) = ranking else {
             return Ok(None);
-        }
+        };
         let best = ranking.best();
         entry.ranking = Some(ranking);
         entry.synced = true;
@@ -717,53 +797,76 @@ mod tests {
     use super::{Entry, IncrementalCache, Key};
     use crate::signature::{PodSignature, SignFragment};
 
-    /// Whether a pod of `shape` is kept; a kept one gets its entry, as its cycle's
-    /// filter makes it.
+    /// Whether a pod of `shape` is kept for good (not in a transient entry); its
+    /// entry is made as its cycle's filter makes it, of one node.
     fn kept(cache: &mut IncrementalCache, shape: u32) -> bool {
-        let signature = PodSignature::from_fragments([SignFragment {
-            key: "shape",
-            value: shape.to_string(),
-        }]);
-        let key = Key {
-            profile: 0,
-            signature,
-        };
-        let Some(key) = cache.admit(Some(key)) else {
+        let Some(key) = cache.admit(Some(key_of(shape))) else {
             return false;
         };
-        cache
-            .entries
-            .entry(key.clone())
-            .or_insert_with(|| Entry::new(1, Vec::new()));
-        cache.transient.as_ref() != Some(&key)
+        if !cache.entries.contains_key(&key) {
+            cache.entries.insert(key.clone(), Entry::new(1, Vec::new()));
+            if cache.first_sighting {
+                let budget = cache.budget.unwrap_or(usize::MAX);
+                cache.keep_transient(&key, budget);
+            }
+        }
+        !cache.entries[&key].transient
     }
 
     #[test]
     fn a_signature_is_kept_from_its_second_pod_until_most_pods_repeat_one() {
-        let mut cache = IncrementalCache::default();
+        let mut cache = IncrementalCache {
+            // Room for three transient entries of one node.
+            budget: Some(3 * super::TRANSIENT_SHARE),
+            ..IncrementalCache::default()
+        };
         assert!(cache.admit(None).is_none());
-        // Pods that never repeat keep nothing but the last one's transient entry.
+        // Pods that never repeat keep only the last three transient entries.
         for shape in 0..10 {
             assert!(!kept(&mut cache, shape), "shape {shape}");
-            assert_eq!(cache.entries.len(), 1, "shape {shape}");
+            assert_eq!(
+                cache.entries.len(),
+                (shape as usize + 1).min(3),
+                "shape {shape}"
+            );
         }
-        // The second pod of a signature keeps it, wherever it comes.
+        // The second pod of a signature keeps it, wherever it comes: from its transient
+        // entry when it is still there (9), else anew (3).
+        assert!(cache.entries.contains_key(&key_of(9)));
+        assert!(kept(&mut cache, 9));
         assert!(kept(&mut cache, 3));
         assert!(kept(&mut cache, 0));
+        // A kept entry is not dropped for a transient one.
         assert!(!kept(&mut cache, 11));
-        // Repeats until they are most of the pods so far (11 new, 12 repeats is not
+        assert!(!kept(&mut cache, 12));
+        assert!(!kept(&mut cache, 13));
+        assert!(!kept(&mut cache, 14));
+        for shape in [9, 3, 0] {
+            assert!(cache.entries.contains_key(&key_of(shape)), "shape {shape}");
+        }
+        // Repeats until they are most of the pods so far (15 new, 15 repeats is not
         // yet more than half with the next)...
-        for _ in 0..10 {
+        for _ in 0..12 {
             assert!(kept(&mut cache, 3));
         }
-        assert!(!kept(&mut cache, 12));
+        assert!(!kept(&mut cache, 15));
         assert!(kept(&mut cache, 3));
         assert!(kept(&mut cache, 3));
-        // ... and then a new signature is kept from its first pod (12 new, 14 repeats).
+        // ... and then a new signature is kept from its first pod (16 new, 17 repeats).
         assert!(kept(&mut cache, 100));
         // Not once the memory budget has dropped an entry.
         cache.full = true;
         assert!(!kept(&mut cache, 101));
         assert!(kept(&mut cache, 101));
+    }
+
+    fn key_of(shape: u32) -> Key {
+        Key {
+            profile: 0,
+            signature: PodSignature::from_fragments([SignFragment {
+                key: "shape",
+                value: shape.to_string(),
+            }]),
+        }
     }
 }

@@ -34,36 +34,67 @@ pub(super) struct Ranking {
 }
 
 impl Ranking {
-    /// An empty ranking of `nodes` nodes under `rules` (one per column; `reads_pods`
-    /// says of each whether its plugin reads the pods on a node).
-    pub(super) fn new(
+    /// The ranking of the nodes that are `ranked` (they passed the filters), with
+    /// their raw scores in `scores` (one column each, under `rules`; `reads_pods` says
+    /// of each whether its plugin reads the pods on a node), in one pass per column.
+    /// `None` when it cannot rank: a normalised score is out of 0..=100 (the full pass
+    /// reports that error), or the weights are so large that a total may not fit the
+    /// tournament's 32 bits (the score table then ranks, as without a ranking).
+    pub(super) fn build(
         rules: Vec<(i64, Normalization)>,
-        nodes: usize,
+        ranked: Vec<bool>,
+        scores: &[&Column],
         reads_pods: &[bool],
-    ) -> Ranking {
+    ) -> Option<Ranking> {
+        let weights = rules.iter().try_fold(0i64, |sum, &(weight, _)| {
+            (weight >= 0).then(|| sum.checked_add(weight)).flatten()
+        })?;
+        if weights.checked_mul(MAX_NODE_SCORE)? > i64::from(i32::MAX) {
+            return None;
+        }
+        let nodes = ranked.len();
         let scaled: Vec<bool> = rules
             .iter()
             .map(|(_, rule)| matches!(rule, Normalization::ScaledToMax { .. }))
             .collect();
-        Ranking {
+        let mut ranking = Ranking {
             counts: rules.iter().map(|_| Counts::default()).collect(),
-            counted: scaled
-                .iter()
-                .zip(reads_pods)
-                .map(|(&scaled, &reads)| {
-                    if scaled && reads {
-                        vec![0; nodes]
-                    } else {
-                        Vec::new()
-                    }
-                })
-                .collect(),
-            scaled,
+            counted: vec![Vec::new(); rules.len()],
             maxima: vec![0; rules.len()],
-            ranked: vec![false; nodes],
-            best: Tournament::new(nodes),
+            scaled,
+            ranked,
+            best: Tournament::default(),
             rules,
+        };
+        for (c, column) in scores.iter().enumerate() {
+            if !ranking.scaled[c] {
+                continue;
+            }
+            let raws = column.raws();
+            if reads_pods[c] {
+                ranking.counted[c] = raws.to_vec();
+            }
+            let counts = &mut ranking.counts[c];
+            // Runs of equal scores are counted at once: most nodes score alike.
+            let mut run: Option<(i64, u32)> = None;
+            for (&raw, _) in raws.iter().zip(&ranking.ranked).filter(|(_, r)| **r) {
+                run = match run {
+                    Some((value, n)) if value == raw => Some((value, n + 1)),
+                    Some((value, n)) => {
+                        counts.add_n(value, n);
+                        Some((raw, 1))
+                    }
+                    None => Some((raw, 1)),
+                };
+            }
+            if let Some((value, n)) = run {
+                counts.add_n(value, n);
+            }
         }
+        let mut totals = Vec::with_capacity(nodes);
+        ranking.retotal_into(scores, &mut totals).then_some(())?;
+        ranking.best.fill(totals);
+        Some(ranking)
     }
 
     pub(super) fn bytes(&self) -> usize {
@@ -91,36 +122,6 @@ impl Ranking {
             }
         }
         self.ranked[node] = true;
-    }
-
-    /// Ranks every node that `passed`, column by column (a new ranking).
-    pub(super) fn add_all(&mut self, passed: &[bool], scores: &[&Column]) {
-        self.ranked.copy_from_slice(passed);
-        for (c, column) in scores.iter().enumerate() {
-            if !self.scaled[c] {
-                continue;
-            }
-            let raws = column.raws();
-            if !self.counted[c].is_empty() {
-                self.counted[c].copy_from_slice(raws);
-            }
-            let counts = &mut self.counts[c];
-            // Runs of equal scores are counted at once: most nodes score alike.
-            let mut run: Option<(i64, u32)> = None;
-            for (&raw, _) in raws.iter().zip(passed).filter(|(_, p)| **p) {
-                run = match run {
-                    Some((value, n)) if value == raw => Some((value, n + 1)),
-                    Some((value, n)) => {
-                        counts.add_n(value, n);
-                        Some((raw, 1))
-                    }
-                    None => Some((raw, 1)),
-                };
-            }
-            if let Some((value, n)) = run {
-                counts.add_n(value, n);
-            }
-        }
     }
 
     /// Takes `node` out of the ranking (`scores` are the columns it was ranked from).
@@ -159,7 +160,7 @@ impl Ranking {
 
     /// A node's total from its raw scores in `scores`, `None` when a normalised score
     /// is out of 0..=100 (the full pass reports that error).
-    fn total(&self, node: usize, scores: &[&Column]) -> Option<i64> {
+    fn total(&self, node: usize, scores: &[&Column]) -> Option<i32> {
         let mut total = 0;
         for (c, column) in scores.iter().enumerate() {
             let score = self.normalized(c, column.raw(node));
@@ -168,7 +169,8 @@ impl Ranking {
             }
             total += score * self.rules[c].0;
         }
-        Some(total)
+        // The weights were checked to keep every total within 32 bits.
+        i32::try_from(total).ok()
     }
 
     /// Sets the totals of `touched` (in node order; raw scores in `scores`) and plays
@@ -188,32 +190,68 @@ impl Ranking {
         true
     }
 
-    /// Every ranked node's total again (raw scores in `scores`), column by column,
-    /// with the scaled columns' current maxima; `false` when a score is out of range.
+    /// Every ranked node's total again (raw scores in `scores`), with the scaled
+    /// columns' current maxima; `false` when a score is out of range.
     pub(super) fn retotal(&mut self, scores: &[&Column]) -> bool {
+        let mut totals = std::mem::take(&mut self.best).into_totals();
+        let ok = self.retotal_into(scores, &mut totals);
+        self.best.fill(totals);
+        ok
+    }
+
+    /// Sets the scaled columns' maxima from their counts, and `totals` to every node's
+    /// total from its raw scores in `scores`, column by column
+    /// ([`Tournament::OUT`] for the nodes not ranked); `false` when a score is out of
+    /// range.
+    fn retotal_into(&mut self, scores: &[&Column], totals: &mut Vec<i32>) -> bool {
         for c in 0..self.maxima.len() {
             self.maxima[c] = self.counts[c].maximum();
         }
-        let mut totals = vec![0i64; self.ranked.len()];
+        totals.clear();
+        totals.resize(self.ranked.len(), 0);
         for (c, column) in scores.iter().enumerate() {
-            let weight = self.rules[c].0;
-            for ((total, &raw), &ranked) in totals.iter_mut().zip(column.raws()).zip(&self.ranked) {
-                if ranked {
-                    let score = self.normalized(c, raw);
-                    if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&score) {
-                        return false;
-                    }
-                    *total += score * weight;
+            let weight = self.rules[c].0 as i32;
+            let rows = totals.iter_mut().zip(column.raws()).zip(&self.ranked);
+            if !self.scaled[c] {
+                // The raw score is the score: added at every node (the nodes not ranked
+                // are set apart below) and checked without a branch.
+                let mut out_of_range = false;
+                for ((total, &raw), &ranked) in rows {
+                    out_of_range |= ranked & !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&raw);
+                    *total = total.wrapping_add((raw as i32).wrapping_mul(weight));
                 }
+                if out_of_range {
+                    return false;
+                }
+                continue;
+            }
+            // Most nodes have the same raw score as the node before: its score is
+            // normalised once.
+            let mut last: Option<(i64, i32)> = None;
+            for ((total, &raw), &ranked) in rows {
+                if !ranked {
+                    continue;
+                }
+                let score = match last {
+                    Some((r, score)) if r == raw => score,
+                    _ => {
+                        let score = self.normalized(c, raw);
+                        if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&score) {
+                            return false;
+                        }
+                        let score = score as i32;
+                        last = Some((raw, score));
+                        score
+                    }
+                };
+                *total += score * weight;
             }
         }
-        let ranked = &self.ranked;
-        self.best.fill(
-            totals
-                .into_iter()
-                .zip(ranked)
-                .map(|(total, &r)| r.then_some(total)),
-        );
+        for (total, &ranked) in totals.iter_mut().zip(&self.ranked) {
+            if !ranked {
+                *total = Tournament::OUT;
+            }
+        }
         true
     }
 
@@ -261,11 +299,12 @@ impl Counts {
 /// first in node order among equals (FORMAT.md's pick); updating one node costs
 /// O(log n). The leaves are blocks of [`Tournament::BLOCK`] nodes, whose winner is found
 /// by looking at each, and each match keeps its winner's total, so that the tree takes
-/// four bytes per node and a climb reads only the tree (which stays in cache when the
+/// two bytes per node and a climb reads only the tree (which stays in cache when the
 /// totals of 50,000 nodes do not).
+#[derive(Default)]
 pub(super) struct Tournament {
     /// Each node's total; [`Tournament::OUT`] for a node out of the running.
-    totals: Vec<i64>,
+    totals: Vec<i32>,
     /// The winner of each match: block `b`'s winner is at `blocks + b`, and the match
     /// at `k` is between `2k` and `2k + 1`, so that every block plays up to the final
     /// at 1 whatever the number of blocks.
@@ -275,7 +314,7 @@ pub(super) struct Tournament {
 /// A node and its total, as a match of the [`Tournament`] keeps its winner.
 #[derive(Clone, Copy, Debug, Default)]
 struct Seat {
-    total: i64,
+    total: i32,
     node: u32,
 }
 
@@ -293,25 +332,29 @@ impl Seat {
 impl Tournament {
     /// The total of a node out of the running, below every real total (scores are
     /// within 0..=100 and weights positive).
-    const OUT: i64 = i64::MIN;
+    const OUT: i32 = i32::MIN;
 
     /// How many nodes a leaf of the tree holds.
     const BLOCK: usize = 8;
 
     /// A total per node, and two seats per block.
-    const BYTES_PER_NODE: usize = 8 + 2 * std::mem::size_of::<Seat>() / Self::BLOCK;
+    const BYTES_PER_NODE: usize = 4 + 2 * std::mem::size_of::<Seat>() / Self::BLOCK;
 
-    pub(super) fn new(nodes: usize) -> Tournament {
-        let mut best = Tournament {
-            totals: Vec::new(),
-            tree: Vec::new(),
-        };
-        best.fill(std::iter::repeat_n(None, nodes));
+    /// An empty tournament of `nodes` nodes, none in the running.
+    #[cfg(test)]
+    fn new(nodes: usize) -> Tournament {
+        let mut best = Tournament::default();
+        best.fill(vec![Self::OUT; nodes]);
         best
     }
 
+    /// The totals, to be filled again.
+    fn into_totals(self) -> Vec<i32> {
+        self.totals
+    }
+
     fn bytes(&self) -> usize {
-        self.totals.len() * 8 + self.tree.len() * std::mem::size_of::<Seat>()
+        self.totals.len() * 4 + self.tree.len() * std::mem::size_of::<Seat>()
     }
 
     fn blocks(&self) -> usize {
@@ -335,10 +378,10 @@ impl Tournament {
         }
     }
 
-    /// Sets every node's total at once (`None` for a node out of the running), in O(n).
-    pub(super) fn fill(&mut self, totals: impl Iterator<Item = Option<i64>>) {
-        self.totals.clear();
-        self.totals.extend(totals.map(|t| t.unwrap_or(Self::OUT)));
+    /// Sets every node's total at once ([`Tournament::OUT`] for a node out of the
+    /// running), in O(n).
+    pub(super) fn fill(&mut self, totals: Vec<i32>) {
+        self.totals = totals;
         let blocks = self.blocks();
         self.tree.clear();
         self.tree.resize(blocks, Seat::default());
@@ -352,7 +395,7 @@ impl Tournament {
     }
 
     /// Sets a node's total; [`Tournament::refresh`] then brings the matches up to date.
-    pub(super) fn set_total(&mut self, node: usize, total: Option<i64>) {
+    pub(super) fn set_total(&mut self, node: usize, total: Option<i32>) {
         self.totals[node] = total.unwrap_or(Self::OUT);
     }
 
@@ -389,10 +432,20 @@ impl Tournament {
 
 #[cfg(test)]
 mod tests {
-    use super::{Counts, Tournament};
+    use super::{Counts, Ranking, Tournament};
+    use crate::plugin::Normalization;
+
+    #[test]
+    fn weights_whose_totals_may_not_fit_32_bits_are_not_ranked() {
+        let rules = |weight| vec![(weight, Normalization::Identity); 2];
+        // 2 * 100 * 10,737,418 = 2,147,483,600 fits; one more each does not.
+        assert!(Ranking::build(rules(10_737_418), vec![false; 3], &[], &[]).is_some());
+        assert!(Ranking::build(rules(10_737_419), vec![false; 3], &[], &[]).is_none());
+        assert!(Ranking::build(rules(-1), vec![false; 3], &[], &[]).is_none());
+    }
 
     /// The first node with the highest total, by looking at every node.
-    fn first_best(totals: &[Option<i64>]) -> Option<usize> {
+    fn first_best(totals: &[Option<i32>]) -> Option<usize> {
         let best = totals.iter().flatten().max()?;
         totals.iter().position(|t| t.as_ref() == Some(best))
     }
@@ -400,12 +453,17 @@ mod tests {
     #[test]
     fn tournament_picks_the_first_best_whatever_the_number_of_nodes() {
         for nodes in 0..90usize {
-            let mut totals: Vec<Option<i64>> = (0..nodes)
-                .map(|i| (i % 3 != 0).then_some((i as i64 * 7) % 5))
+            let mut totals: Vec<Option<i32>> = (0..nodes)
+                .map(|i| (i % 3 != 0).then_some((i as i32 * 7) % 5))
                 .collect();
             let mut best = Tournament::new(nodes);
             assert_eq!(best.best(), None, "{nodes} empty nodes");
-            best.fill(totals.iter().copied());
+            best.fill(
+                totals
+                    .iter()
+                    .map(|t| t.unwrap_or(Tournament::OUT))
+                    .collect(),
+            );
             assert_eq!(best.best(), first_best(&totals), "{nodes} nodes filled");
             // Updates a few nodes at a time (one, then two, ...), raising, lowering and
             // dropping totals.
@@ -416,7 +474,7 @@ mod tests {
                 batch.sort_unstable();
                 batch.dedup();
                 for (k, &node) in batch.iter().enumerate() {
-                    let total = ((step + k) % 4 != 3).then_some(((step * 13 + k) % 9) as i64);
+                    let total = ((step + k) % 4 != 3).then_some(((step * 13 + k) % 9) as i32);
                     totals[node] = total;
                     best.set_total(node, total);
                 }

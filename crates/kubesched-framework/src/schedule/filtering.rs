@@ -135,7 +135,7 @@ impl Scheduler {
             total == snapshot.num_nodes() && to_find >= total,
         ) && let Some((changed, _)) = fwk.timed_point(
             "Filter",
-            |r: &Option<(Vec<usize>, bool)>| match r {
+            |r: &Option<(Changed, bool)>| match r {
                 Some((_, true)) => Code::Error,
                 _ => Code::Success,
             },
@@ -209,7 +209,7 @@ impl Scheduler {
         state: &mut CycleState,
         pod: &PodInfo,
         key: &Key,
-        changed: &[usize],
+        changed: &Changed,
     ) -> Option<ScheduleResult> {
         let fwk = self.profiles[profile].clone();
         let cache = self.incremental.as_mut()?;
