@@ -145,6 +145,10 @@ struct Entry {
     /// Built for a pod whose signature was seen for the first time, and not used by a
     /// second pod yet: one of the cache's transient entries.
     transient: bool,
+    /// In the entry's first cycle, when it took its verdicts from a sibling (an entry
+    /// with the same Filter columns): the sibling's key and the mark it had, so that
+    /// the cycle may take the sibling's ranking too.
+    sibling: Option<(Key, ChangeMark)>,
 }
 
 impl Entry {
@@ -163,6 +167,7 @@ impl Entry {
             opaque: false,
             last_used: 0,
             transient: false,
+            sibling: None,
         }
     }
 
@@ -302,7 +307,19 @@ impl Entry {
         cycle: Cycle,
         scratch: &mut Scratch,
     ) -> Result<(), Status> {
-        for &(position, c) in &self.scores {
+        self.rescore_all_in(&self.scores, columns, cycle, scratch)
+    }
+
+    /// Brings the raw scores of every node that passed up to date in `scores` (some
+    /// of the entry's Score columns).
+    fn rescore_all_in(
+        &self,
+        scores: &[(usize, usize)],
+        columns: &mut Columns,
+        cycle: Cycle,
+        scratch: &mut Scratch,
+    ) -> Result<(), Status> {
+        for &(position, c) in scores {
             let column: &mut Column = columns.get_mut(c);
             let passed = self.verdicts.iter().map(|v| *v == Verdict::Passed);
             let stale = column.stale_where(cycle.snapshot, passed, &mut scratch.nodes);
@@ -314,6 +331,53 @@ impl Entry {
             )?;
         }
         Ok(())
+    }
+
+    /// Makes `ranking` (a sibling's, as of the mark the entry took its verdicts with,
+    /// from the Score columns `sibling_scores`) the entry's, as of that mark less the
+    /// nodes `changed` since, which the cycle ranks again: the columns the sibling
+    /// shares are as they were, and the others are scored on every node that passed
+    /// and replace the sibling's in the totals. `None` when it cannot (other Score
+    /// plugins or rules, or a score out of range): the cycle then ranks anew.
+    #[allow(clippy::too_many_arguments)]
+    fn adopt(
+        &self,
+        mut ranking: Ranking,
+        sibling_scores: &[(usize, usize)],
+        rules: &[(i64, Normalization)],
+        changed: &[usize],
+        columns: &mut Columns,
+        cycle: Cycle,
+        scratch: &mut Scratch,
+    ) -> Result<Option<Ranking>, Status> {
+        let alike = ranking.rules == rules
+            && sibling_scores.len() == self.scores.len()
+            && (sibling_scores.iter().zip(&self.scores)).all(|(s, e)| {
+                s.0 == e.0 && columns.get(s.1).reads_pods() == columns.get(e.1).reads_pods()
+            });
+        if !alike {
+            return Ok(None);
+        }
+        let sibling: Vec<&Column> = sibling_scores
+            .iter()
+            .map(|&(_, c)| columns.get(c))
+            .collect();
+        for &i in changed {
+            ranking.remove(i, &sibling);
+        }
+        let differing: Vec<usize> = (0..self.scores.len())
+            .filter(|&c| self.scores[c].1 != sibling_scores[c].1)
+            .collect();
+        let own: Vec<(usize, usize)> = differing.iter().map(|&c| self.scores[c]).collect();
+        self.rescore_all_in(&own, columns, cycle, scratch)?;
+        let sibling: Vec<&Column> = sibling_scores
+            .iter()
+            .map(|&(_, c)| columns.get(c))
+            .collect();
+        let scores = self.score_columns(columns);
+        Ok(ranking
+            .replace(&differing, &sibling, &scores)
+            .then_some(ranking))
     }
 
     /// Gives back every column the entry uses.
@@ -519,11 +583,15 @@ impl IncrementalCache {
             // only Score reads, such as their images) has its verdicts: they are taken
             // as they were at that one's last cycle, and the nodes changed since are
             // filtered below.
-            let sibling = (self.entries.values())
-                .filter(|e| e.filters == filters && e.mark.is_some() && e.verdicts.len() == nodes)
-                .max_by_key(|e| e.last_used);
+            let sibling = (self.entries.iter())
+                .filter(|(_, e)| e.filters == filters && e.verdicts.len() == nodes)
+                .filter_map(|(k, e)| Some((k, e, e.mark?)))
+                .max_by_key(|(_, e, _)| e.last_used);
             let entry = match sibling {
-                Some(sibling) => Entry::after(sibling, filters),
+                Some((sibling_key, sibling, mark)) => Entry {
+                    sibling: Some((sibling_key.clone(), mark)),
+                    ..Entry::after(sibling, filters)
+                },
                 None => Entry::new(nodes, filters),
             };
             self.entries.insert(key.clone(), entry);
@@ -533,6 +601,9 @@ impl IncrementalCache {
         }
         let uses = self.uses;
         let entry = self.entries.get_mut(key)?;
+        if kept {
+            entry.sibling = None;
+        }
         entry.last_used = uses;
         entry.rankable = std::mem::take(&mut entry.synced);
         // The nodes that changed: from the snapshot's log of changes when it has them,
@@ -655,6 +726,17 @@ impl IncrementalCache {
         let Some(entry) = entries.get_mut(key) else {
             return Ok(None);
         };
+        // A sibling's ranking, as of the mark this entry took with its verdicts, while
+        // the sibling has not changed since.
+        let inherited = entry.sibling.take().and_then(|(sibling, mark)| {
+            let sibling = entries.get(&sibling)?;
+            (sibling.synced && sibling.mark == Some(mark))
+                .then(|| Some((sibling.ranking.clone()?, sibling.scores.clone())))
+                .flatten()
+        });
+        let Some(entry) = entries.get_mut(key) else {
+            return Ok(None);
+        };
         let rules = fwk.score_rules(state);
         if rules.iter().any(|(_, r)| *r == Normalization::Opaque) {
             entry.opaque = true;
@@ -669,8 +751,22 @@ impl IncrementalCache {
         }
         let kept = (entry.ranking.take()).filter(|r| entry.rankable && r.rules == rules);
         // Only the nodes that changed in this cycle are scored and totalled again when
-        // the ranking was kept; else every node is, in a new ranking (also when every
-        // node changed, as after a new snapshot, whose node objects may differ).
+        // the ranking was kept, or taken from a sibling; else every node is, in a new
+        // ranking (also when every node changed, as after a new snapshot, whose node
+        // objects may differ).
+        let kept = match (kept, changed, inherited) {
+            (Some(ranking), Changed::Nodes(_), _) => Some(ranking),
+            (None, Changed::Nodes(changed), Some((ranking, sibling_scores))) => entry.adopt(
+                ranking,
+                &sibling_scores,
+                &rules,
+                changed,
+                columns,
+                cycle,
+                scratch,
+            )?,
+            _ => None,
+        };
         let ranking = match (kept, changed) {
             (Some(mut ranking), Changed::Nodes(changed)) => {
                 let scores = entry.score_columns(columns);

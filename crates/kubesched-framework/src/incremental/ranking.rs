@@ -9,6 +9,7 @@ use super::columns::Column;
 use crate::plugin::{MAX_NODE_SCORE, MIN_NODE_SCORE, Normalization, scale_to_max_score};
 
 /// The feasible nodes' weighted totals, with the best of them at hand.
+#[derive(Clone)]
 pub(super) struct Ranking {
     /// Each column's weight and NormalizeScore rule (none opaque).
     pub(super) rules: Vec<(i64, Normalization)>,
@@ -74,22 +75,7 @@ impl Ranking {
             if reads_pods[c] {
                 ranking.counted[c] = raws.to_vec();
             }
-            let counts = &mut ranking.counts[c];
-            // Runs of equal scores are counted at once: most nodes score alike.
-            let mut run: Option<(i64, u32)> = None;
-            for (&raw, _) in raws.iter().zip(&ranking.ranked).filter(|(_, r)| **r) {
-                run = match run {
-                    Some((value, n)) if value == raw => Some((value, n + 1)),
-                    Some((value, n)) => {
-                        counts.add_n(value, n);
-                        Some((raw, 1))
-                    }
-                    None => Some((raw, 1)),
-                };
-            }
-            if let Some((value, n)) = run {
-                counts.add_n(value, n);
-            }
+            ranking.counts[c].add_ranked(raws, &ranking.ranked);
         }
         let mut totals = Vec::with_capacity(nodes);
         ranking.retotal_into(scores, &mut totals).then_some(())?;
@@ -150,12 +136,62 @@ impl Ranking {
     /// Column `c`'s score of a raw score, normalised as its rule says (before the
     /// weight).
     fn normalized(&self, c: usize, raw: i64) -> i64 {
-        match self.rules[c].1 {
-            Normalization::ScaledToMax { reverse } => {
-                scale_to_max_score(raw, self.maxima[c], reverse)
-            }
-            _ => raw,
+        normalize(self.rules[c].1, raw, self.maxima[c])
+    }
+
+    /// Replaces the columns at `differing` (`old`, the columns the ranking was made
+    /// from) by those of `new` in every ranked node's total (their raw scores current
+    /// on every ranked node; the other columns are the same in both), counting the
+    /// scaled ones' raw scores again; `false` when a score is out of range.
+    pub(super) fn replace(
+        &mut self,
+        differing: &[usize],
+        old: &[&Column],
+        new: &[&Column],
+    ) -> bool {
+        if differing.is_empty() {
+            return true;
         }
+        let mut totals = std::mem::take(&mut self.best).into_totals();
+        for &c in differing {
+            let (weight, rule) = self.rules[c];
+            let old_maximum = self.maxima[c];
+            let new_raws = new[c].raws();
+            if self.scaled[c] {
+                self.counts[c] = Counts::default();
+                self.counts[c].add_ranked(new_raws, &self.ranked);
+                self.maxima[c] = self.counts[c].maximum();
+            }
+            // The raw scores the totals were made with: as counted, for a column whose
+            // plugin reads pods, else the old column's, unchanged on a ranked node.
+            let old_raws = match self.counted[c].as_slice() {
+                [] => old[c].raws(),
+                counted => counted,
+            };
+            let rows = totals
+                .iter_mut()
+                .zip(&self.ranked)
+                .zip(old_raws.iter().zip(new_raws));
+            for ((total, &ranked), (&before, &after)) in rows {
+                if !ranked {
+                    continue;
+                }
+                let after = normalize(rule, after, self.maxima[c]);
+                if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&after) {
+                    return false;
+                }
+                let before = normalize(rule, before, old_maximum);
+                *total = match i32::try_from(i64::from(*total) + (after - before) * weight) {
+                    Ok(total) => total,
+                    Err(_) => return false,
+                };
+            }
+            if !self.counted[c].is_empty() {
+                self.counted[c].copy_from_slice(new_raws);
+            }
+        }
+        self.best.fill(totals);
+        true
     }
 
     /// A node's total from its raw scores in `scores`, `None` when a normalised score
@@ -261,13 +297,40 @@ impl Ranking {
     }
 }
 
+/// A raw score normalised as `rule` says, given the column's highest raw score.
+fn normalize(rule: Normalization, raw: i64, maximum: i64) -> i64 {
+    match rule {
+        Normalization::ScaledToMax { reverse } => scale_to_max_score(raw, maximum, reverse),
+        _ => raw,
+    }
+}
+
 /// How many ranked nodes have each raw score of one column, in a vector sorted by
 /// score: a column has few distinct scores, and a short vector is searched faster than
 /// a tree is walked.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Counts(Vec<(i64, u32)>);
 
 impl Counts {
+    /// Counts the raw score of every node that is `ranked`.
+    fn add_ranked(&mut self, raws: &[i64], ranked: &[bool]) {
+        // Runs of equal scores are counted at once: most nodes score alike.
+        let mut run: Option<(i64, u32)> = None;
+        for (&raw, _) in raws.iter().zip(ranked).filter(|(_, r)| **r) {
+            run = match run {
+                Some((value, n)) if value == raw => Some((value, n + 1)),
+                Some((value, n)) => {
+                    self.add_n(value, n);
+                    Some((raw, 1))
+                }
+                None => Some((raw, 1)),
+            };
+        }
+        if let Some((value, n)) = run {
+            self.add_n(value, n);
+        }
+    }
+
     fn add(&mut self, raw: i64) {
         self.add_n(raw, 1);
     }
@@ -301,7 +364,7 @@ impl Counts {
 /// by looking at each, and each match keeps its winner's total, so that the tree takes
 /// two bytes per node and a climb reads only the tree (which stays in cache when the
 /// totals of 50,000 nodes do not).
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(super) struct Tournament {
     /// Each node's total; [`Tournament::OUT`] for a node out of the running.
     totals: Vec<i32>,

@@ -157,8 +157,14 @@ impl PreScorePlugin for InterPodAffinity {
         let ns_labels = namespace_labels_snapshot(pod.namespace(), snapshot);
 
         let mut topology_score = PreScoreState::default();
-        for node in snapshot.nodes() {
-            // Unless the pod has preferred terms, only pods with affinity matter.
+        // Unless the pod has preferred terms, only pods with affinity matter, on the
+        // nodes that have them (kube-scheduler's HavePodsWithAffinityList).
+        let nodes: Box<dyn Iterator<Item = &NodeInfo>> = if has_constraints {
+            Box::new(snapshot.nodes().iter())
+        } else {
+            Box::new(snapshot.nodes_with_affinity_pods())
+        };
+        for node in nodes {
             let pods = if has_constraints {
                 node.pods()
             } else {
