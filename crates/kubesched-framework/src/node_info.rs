@@ -342,11 +342,19 @@ impl NodeInfo {
 
     /// Removes the pod with this key (`namespace/name`); returns it when it was there.
     pub fn remove_pod(&mut self, key: &str) -> Option<Arc<PodInfo>> {
+        // kube-scheduler's NodeInfo.RemovePod moves the last pod into the removed one's
+        // place, in each list: the order of the pods, which preemption reads its
+        // potential victims in, follows.
         let index = self.pods.iter().position(|p| p.key() == key)?;
-        let pod = self.pods.remove(index);
-        self.pods_with_affinity.retain(|p| p.key() != key);
-        self.pods_with_required_anti_affinity
-            .retain(|p| p.key() != key);
+        let pod = self.pods.swap_remove(index);
+        for list in [
+            &mut self.pods_with_affinity,
+            &mut self.pods_with_required_anti_affinity,
+        ] {
+            if let Some(index) = list.iter().position(|p| p.key() == key) {
+                list.swap_remove(index);
+            }
+        }
         self.update(&pod, -1);
         self.counts.pods = self.pods.len() as i64;
         Some(pod)

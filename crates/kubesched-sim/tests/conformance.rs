@@ -115,12 +115,12 @@ fn conformance_cases_agree_with_kube_scheduler() {
     for (folder, preemption, count, version) in [
         ("cases", false, 81, v1_35),
         ("cases-default", false, 41, v1_35),
-        ("cases-preemption", true, 28, v1_35),
+        ("cases-preemption", true, 29, v1_35),
         ("cases-volumes", false, 38, v1_35),
         ("cases-dra", false, 24, v1_35),
         ("v1.36/cases", false, 81, v1_36),
         ("v1.36/cases-default", false, 41, v1_36),
-        ("v1.36/cases-preemption", true, 28, v1_36),
+        ("v1.36/cases-preemption", true, 29, v1_36),
         ("v1.36/cases-volumes", false, 38, v1_36),
         ("v1.36/cases-dra", false, 24, v1_36),
     ] {

@@ -44,6 +44,8 @@ use kubesched_framework::{
 
 use crate::label_selector::Selector;
 
+mod go_sort;
+
 /// The plugin's name.
 pub const NAME: &str = "DefaultPreemption";
 
@@ -169,12 +171,24 @@ pub fn start_time(pod: &PodInfo) -> StartTime {
         .map_or(StartTime::Now, |t| StartTime::At(t.0))
 }
 
-/// kube-scheduler's `MoreImportantPod` as an ordering: higher priority first, then the
-/// earlier start time. Sorting with it is stable, so equal pods keep their order.
-pub fn more_important_first(a: &PodInfo, b: &PodInfo) -> Ordering {
-    b.priority()
-        .cmp(&a.priority())
-        .then_with(|| start_time(a).cmp(&start_time(b)))
+/// kube-scheduler's `MoreImportantPod(a, b)` as it answers: higher priority, then the
+/// earlier start time, where a pod without one starts "now", read from the clock for
+/// `a` first and `b` next, so that of two such pods `a` is always the more important.
+pub fn more_important(a: &PodInfo, b: &PodInfo) -> bool {
+    match a.priority().cmp(&b.priority()) {
+        Ordering::Greater => true,
+        Ordering::Less => false,
+        Ordering::Equal => match (start_time(a), start_time(b)) {
+            (StartTime::Now, StartTime::Now) => true,
+            (a, b) => a < b,
+        },
+    }
+}
+
+/// Sorts pods as kube-scheduler's `sort.Slice` with `MoreImportantPod` does
+/// ([`go_sort`]): pods of equal priority without a start time do not keep their order.
+fn sort_by_importance(pods: &mut [Arc<PodInfo>]) {
+    go_sort::sort_slice(pods, |a, b| more_important(a, b));
 }
 
 /// A PodDisruptionBudget as preemption reads it.
@@ -475,7 +489,7 @@ impl DefaultPreemption {
         if !s.is_success() {
             return Err(s);
         }
-        potential.sort_by(|a, b| more_important_first(a, b));
+        sort_by_importance(&mut potential);
         let (violating, non_violating) = filter_pods_with_pdb_violation(&potential, budgets);
         let mut victims: Vec<Arc<PodInfo>> = Vec::new();
         let mut num_violating = 0;
@@ -503,7 +517,7 @@ impl DefaultPreemption {
             reprieve(state, node, p, &mut victims)?;
         }
         if !violating.is_empty() && !non_violating.is_empty() {
-            victims.sort_by(|a, b| more_important_first(a, b));
+            sort_by_importance(&mut victims);
         }
         Ok((victims, num_violating))
     }
