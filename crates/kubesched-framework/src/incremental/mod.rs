@@ -521,7 +521,8 @@ impl IncrementalCache {
     /// Brings `key`'s verdicts up to date (PreFilter has run and kept every node): the
     /// Filter plugins the pod runs are asked again about the nodes whose answer they
     /// kept is of another generation than the node's now, among the nodes that changed
-    /// since the entry's last cycle (every node for a new entry); the others keep their
+    /// since the entry's last cycle (for a new entry, every node, or those changed since
+    /// the last cycle of the sibling it took its verdicts from); the others keep their
     /// verdict. Returns the nodes that changed, or `None` when the cycle is to take the
     /// full pass: a plugin cannot sign the pod, or the pod's signature is seen for the
     /// first time and one of its Filter columns would be of a part never seen before.
