@@ -447,8 +447,6 @@ pub(crate) struct IncrementalCache {
     uses: u64,
     /// Buffers for a cycle's scoring.
     scratch: Scratch,
-    /// Which nodes a cycle's Filter plugins were asked about, to count them once.
-    asked: Vec<bool>,
     /// Sorts the nodes the snapshot's history lists.
     sorter: NodeSet,
     pub(crate) stats: IncrementalStats,
@@ -618,10 +616,7 @@ impl IncrementalCache {
         entry.mark = Some(snapshot.change_mark());
         // A column asked about every node finds its own stale nodes, from where it was
         // last current everywhere.
-        let asked = &mut self.asked;
-        asked.clear();
-        asked.resize(nodes, false);
-        let mut filtered = 0;
+        let mut asked = Vec::with_capacity(entry.filters.len());
         for &(position, c) in &entry.filters {
             let column = self.columns.get_mut(c);
             let stale = match &changed {
@@ -632,10 +627,12 @@ impl IncrementalCache {
             if let Changed::Every = changed {
                 column.set_current_everywhere(snapshot);
             }
-            for i in stale {
-                filtered += usize::from(!std::mem::replace(&mut asked[i], true));
-            }
+            asked.push(stale);
         }
+        // Each node some Filter plugin was asked about, counted once.
+        let filtered = (self.sorter)
+            .sorted(nodes, asked.into_iter().flatten())
+            .len();
         self.stats.cycles += 1;
         self.stats.nodes_filtered += filtered as u64;
         self.stats.nodes_reused += (nodes - filtered) as u64;

@@ -23,8 +23,6 @@ pub(super) struct Ranking {
     /// object keeps its score while the snapshot's history does (a ranking is started
     /// afresh when every node changed), so its node's score now is the one counted.
     counted: Vec<Vec<i64>>,
-    /// Whether each column is scaled (its raw scores are counted).
-    scaled: Vec<bool>,
     /// The highest raw score (at least 0) of each scaled column, as the totals were
     /// computed with.
     maxima: Vec<i64>,
@@ -54,21 +52,16 @@ impl Ranking {
             return None;
         }
         let nodes = ranked.len();
-        let scaled: Vec<bool> = rules
-            .iter()
-            .map(|(_, rule)| matches!(rule, Normalization::ScaledToMax { .. }))
-            .collect();
         let mut ranking = Ranking {
             counts: rules.iter().map(|_| Counts::default()).collect(),
             counted: vec![Vec::new(); rules.len()],
             maxima: vec![0; rules.len()],
-            scaled,
             ranked,
             best: Tournament::default(),
             rules,
         };
         for (c, column) in scores.iter().enumerate() {
-            if !ranking.scaled[c] {
+            if !ranking.scaled(c) {
                 continue;
             }
             let raws = column.raws();
@@ -99,7 +92,7 @@ impl Ranking {
     /// column each); its total is set by [`Ranking::settle`] or [`Ranking::retotal`].
     pub(super) fn add(&mut self, node: usize, scores: &[&Column]) {
         for (c, column) in scores.iter().enumerate() {
-            if self.scaled[c] {
+            if self.scaled(c) {
                 let raw = column.raw(node);
                 if let Some(counted) = self.counted[c].get_mut(node) {
                     *counted = raw;
@@ -116,7 +109,7 @@ impl Ranking {
             return;
         }
         for (c, column) in scores.iter().enumerate() {
-            if self.scaled[c] {
+            if self.scaled(c) {
                 let raw = match self.counted[c].get(node) {
                     Some(&counted) => counted,
                     None => column.raw(node),
@@ -131,6 +124,12 @@ impl Ranking {
     /// were computed with.
     pub(super) fn maxima_moved(&self) -> bool {
         (0..self.rules.len()).any(|c| self.counts[c].maximum() != self.maxima[c])
+    }
+
+    /// Whether column `c` is scaled ([`Normalization::ScaledToMax`]): its raw scores
+    /// are counted.
+    fn scaled(&self, c: usize) -> bool {
+        matches!(self.rules[c].1, Normalization::ScaledToMax { .. })
     }
 
     /// Column `c`'s score of a raw score, normalised as its rule says (before the
@@ -157,7 +156,7 @@ impl Ranking {
             let (weight, rule) = self.rules[c];
             let old_maximum = self.maxima[c];
             let new_raws = new[c].raws();
-            if self.scaled[c] {
+            if self.scaled(c) {
                 self.counts[c] = Counts::default();
                 self.counts[c].add_ranked(new_raws, &self.ranked);
                 self.maxima[c] = self.counts[c].maximum();
@@ -248,7 +247,7 @@ impl Ranking {
         for (c, column) in scores.iter().enumerate() {
             let weight = self.rules[c].0 as i32;
             let rows = totals.iter_mut().zip(column.raws()).zip(&self.ranked);
-            if !self.scaled[c] {
+            if !self.scaled(c) {
                 // The raw score is the score: added at every node (the nodes not ranked
                 // are set apart below) and checked without a branch.
                 let mut out_of_range = false;
