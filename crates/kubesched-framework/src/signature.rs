@@ -192,9 +192,56 @@ pub fn host_ports_fragment(pod: &PodInfo) -> SignFragment {
 /// The pod's effective requests, overheads included (kube-scheduler's
 /// `computePodResourceRequest`, which NodeResourcesFit and BalancedAllocation sign).
 pub fn resources_fragment(pod: &PodInfo) -> SignFragment {
+    let requests = pod.requests();
+    let mut value = integers_value([
+        requests.milli_cpu,
+        requests.memory,
+        requests.ephemeral_storage,
+        requests.allowed_pod_number,
+    ]);
+    for (name, amount) in &requests.scalar_resources {
+        value.push(';');
+        value.push_str(name);
+        value.push('=');
+        push_integer(&mut value, *amount);
+    }
     SignFragment {
         key: signers::RESOURCES,
-        value: format!("{:?}", pod.requests()),
+        value,
+    }
+}
+
+/// Integers as a fragment's value, comma-separated (pods are signed in every cycle:
+/// this writes them without the formatting machinery's `Debug`).
+pub fn integers_value(values: impl IntoIterator<Item = i64>) -> String {
+    let mut value = String::with_capacity(48);
+    for (i, v) in values.into_iter().enumerate() {
+        if i > 0 {
+            value.push(',');
+        }
+        push_integer(&mut value, v);
+    }
+    value
+}
+
+/// Appends `value` in decimal.
+fn push_integer(out: &mut String, value: i64) {
+    let mut digits = [0u8; 20];
+    let mut rest = value.unsigned_abs();
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if value < 0 {
+        out.push('-');
+    }
+    for &d in &digits[at..] {
+        out.push(char::from(d));
     }
 }
 
@@ -335,6 +382,14 @@ impl Framework {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn integers_are_written_as_display_writes_them() {
+        let values = [0, 7, -7, 10, 1 << 40, i64::MIN, i64::MAX, -100];
+        let expected: Vec<String> = values.iter().map(i64::to_string).collect();
+        assert_eq!(integers_value(values), expected.join(","));
+        assert_eq!(integers_value([]), "");
+    }
 
     fn fragment(key: &'static str, value: &str) -> SignFragment {
         SignFragment {

@@ -133,7 +133,7 @@ pub fn with_scoring_requests(
     let values = pod_resource_requests(pod, resources, requests, pod_level)?;
     fragments.push(SignFragment {
         key,
-        value: format!("{values:?}"),
+        value: kubesched_framework::signature::integers_value(values),
     });
     Ok(fragments)
 }

@@ -8,6 +8,11 @@ use std::cmp::Reverse;
 use super::columns::Column;
 use crate::plugin::{MAX_NODE_SCORE, MIN_NODE_SCORE, Normalization, scale_to_max_score};
 
+/// A node's weighted total. Sixteen bits hold the totals of every profile whose weights
+/// sum to at most 327 (in-tree profiles sum to 13 at most): half the memory of 32
+/// bits, in every kept ranking. A profile past that ranks from the score table.
+type Total = i16;
+
 /// The feasible nodes' weighted totals, with the best of them at hand.
 #[derive(Clone)]
 pub(super) struct Ranking {
@@ -26,9 +31,8 @@ pub(super) struct Ranking {
     /// The highest raw score (at least 0) of each scaled column, as the totals were
     /// computed with.
     maxima: Vec<i64>,
-    /// Whether each node is ranked (it passed the filters and has a total).
-    ranked: Vec<bool>,
-    /// The best total and its node.
+    /// Each ranked node's total (a node is ranked when it passed the filters; the
+    /// others are [`Tournament::OUT`]), with the best of them at hand.
     best: Tournament,
 }
 
@@ -38,7 +42,7 @@ impl Ranking {
     /// of each whether its plugin reads the pods on a node), in one pass per column.
     /// `None` when it cannot rank: a normalised score is out of 0..=100 (the full pass
     /// reports that error), or the weights are so large that a total may not fit the
-    /// tournament's 32 bits (the score table then ranks, as without a ranking).
+    /// tournament's [`Total`] (the score table then ranks, as without a ranking).
     pub(super) fn build(
         rules: Vec<(i64, Normalization)>,
         ranked: Vec<bool>,
@@ -48,15 +52,13 @@ impl Ranking {
         let weights = rules.iter().try_fold(0i64, |sum, &(weight, _)| {
             (weight >= 0).then(|| sum.checked_add(weight)).flatten()
         })?;
-        if weights.checked_mul(MAX_NODE_SCORE)? > i64::from(i32::MAX) {
+        if weights.checked_mul(MAX_NODE_SCORE)? > i64::from(Total::MAX) {
             return None;
         }
-        let nodes = ranked.len();
         let mut ranking = Ranking {
             counts: rules.iter().map(|_| Counts::default()).collect(),
             counted: vec![Vec::new(); rules.len()],
             maxima: vec![0; rules.len()],
-            ranked,
             best: Tournament::default(),
             rules,
         };
@@ -68,28 +70,34 @@ impl Ranking {
             if reads_pods[c] {
                 ranking.counted[c] = raws.to_vec();
             }
-            ranking.counts[c].add_ranked(raws, &ranking.ranked);
+            ranking.counts[c].add_ranked(raws, ranked.iter().copied());
         }
-        let mut totals = Vec::with_capacity(nodes);
+        let mut totals: Vec<Total> = (ranked.iter())
+            .map(|&r| if r { 0 } else { Tournament::OUT })
+            .collect();
         ranking.retotal_into(scores, &mut totals).then_some(())?;
         ranking.best.fill(totals);
         Some(ranking)
     }
 
     pub(super) fn bytes(&self) -> usize {
-        self.ranked.len()
-            + self.best.bytes()
-            + self.counted.iter().map(|c| c.len() * 8).sum::<usize>()
+        self.best.bytes() + self.counted.iter().map(|c| c.len() * 8).sum::<usize>()
     }
 
     /// Per-node bytes of a ranking with `counted` scaled columns whose plugin reads
     /// the pods on a node.
     pub(super) fn bytes_per_node(counted: usize) -> usize {
-        1 + Tournament::BYTES_PER_NODE + 8 * counted
+        Tournament::BYTES_PER_NODE + 8 * counted
     }
 
-    /// Ranks `node` (it passed the filters), with its raw scores in `scores` (one
-    /// column each); its total is set by [`Ranking::settle`] or [`Ranking::retotal`].
+    /// Whether `node` is ranked (it passed the filters).
+    fn is_ranked(&self, node: usize) -> bool {
+        self.best.total(node) != Tournament::OUT
+    }
+
+    /// Ranks `node` (it passed the filters, and is not ranked), with its raw scores in
+    /// `scores` (one column each); its total, held at 0 until then, is set by
+    /// [`Ranking::settle`] or [`Ranking::retotal`].
     pub(super) fn add(&mut self, node: usize, scores: &[&Column]) {
         for (c, column) in scores.iter().enumerate() {
             if self.scaled(c) {
@@ -100,12 +108,12 @@ impl Ranking {
                 self.counts[c].add(raw);
             }
         }
-        self.ranked[node] = true;
+        self.best.set_total(node, Some(0));
     }
 
     /// Takes `node` out of the ranking (`scores` are the columns it was ranked from).
     pub(super) fn remove(&mut self, node: usize, scores: &[&Column]) {
-        if !std::mem::take(&mut self.ranked[node]) {
+        if !self.is_ranked(node) {
             return;
         }
         for (c, column) in scores.iter().enumerate() {
@@ -158,7 +166,8 @@ impl Ranking {
             let new_raws = new[c].raws();
             if self.scaled(c) {
                 self.counts[c] = Counts::default();
-                self.counts[c].add_ranked(new_raws, &self.ranked);
+                let ranked = totals.iter().map(|&t| t != Tournament::OUT);
+                self.counts[c].add_ranked(new_raws, ranked);
                 self.maxima[c] = self.counts[c].maximum();
             }
             // The raw scores the totals were made with: as counted, for a column whose
@@ -167,12 +176,8 @@ impl Ranking {
                 [] => old[c].raws(),
                 counted => counted,
             };
-            let rows = totals
-                .iter_mut()
-                .zip(&self.ranked)
-                .zip(old_raws.iter().zip(new_raws));
-            for ((total, &ranked), (&before, &after)) in rows {
-                if !ranked {
+            for (total, (&before, &after)) in totals.iter_mut().zip(old_raws.iter().zip(new_raws)) {
+                if *total == Tournament::OUT {
                     continue;
                 }
                 let after = normalize(rule, after, self.maxima[c]);
@@ -180,7 +185,7 @@ impl Ranking {
                     return false;
                 }
                 let before = normalize(rule, before, old_maximum);
-                *total = match i32::try_from(i64::from(*total) + (after - before) * weight) {
+                *total = match Total::try_from(i64::from(*total) + (after - before) * weight) {
                     Ok(total) => total,
                     Err(_) => return false,
                 };
@@ -195,7 +200,7 @@ impl Ranking {
 
     /// A node's total from its raw scores in `scores`, `None` when a normalised score
     /// is out of 0..=100 (the full pass reports that error).
-    fn total(&self, node: usize, scores: &[&Column]) -> Option<i32> {
+    fn total(&self, node: usize, scores: &[&Column]) -> Option<Total> {
         let mut total = 0;
         for (c, column) in scores.iter().enumerate() {
             let score = self.normalized(c, column.raw(node));
@@ -204,16 +209,15 @@ impl Ranking {
             }
             total += score * self.rules[c].0;
         }
-        // The weights were checked to keep every total within 32 bits.
-        i32::try_from(total).ok()
+        // The weights were checked to keep every total within a Total.
+        Total::try_from(total).ok()
     }
 
     /// Sets the totals of `touched` (in node order; raw scores in `scores`) and plays
     /// their matches again; `false` when a score is out of range.
     pub(super) fn settle(&mut self, touched: &[usize], scores: &[&Column]) -> bool {
         for &i in touched {
-            if !self.ranked[i] {
-                self.best.set_total(i, None);
+            if !self.is_ranked(i) {
                 continue;
             }
             match self.total(i, scores) {
@@ -234,26 +238,32 @@ impl Ranking {
         ok
     }
 
-    /// Sets the scaled columns' maxima from their counts, and `totals` to every node's
-    /// total from its raw scores in `scores`, column by column
-    /// ([`Tournament::OUT`] for the nodes not ranked); `false` when a score is out of
-    /// range.
-    fn retotal_into(&mut self, scores: &[&Column], totals: &mut Vec<i32>) -> bool {
+    /// Sets the scaled columns' maxima from their counts, and each ranked node's total
+    /// in `totals` (the others are [`Tournament::OUT`]) from its raw scores in
+    /// `scores`, column by column; `false` when a score is out of range.
+    fn retotal_into(&mut self, scores: &[&Column], totals: &mut [Total]) -> bool {
         for c in 0..self.maxima.len() {
             self.maxima[c] = self.counts[c].maximum();
         }
-        totals.clear();
-        totals.resize(self.ranked.len(), 0);
+        for total in totals.iter_mut().filter(|t| **t != Tournament::OUT) {
+            *total = 0;
+        }
         for (c, column) in scores.iter().enumerate() {
-            let weight = self.rules[c].0 as i32;
-            let rows = totals.iter_mut().zip(column.raws()).zip(&self.ranked);
+            let weight = self.rules[c].0 as Total;
+            let rows = totals.iter_mut().zip(column.raws());
             if !self.scaled(c) {
-                // The raw score is the score: added at every node (the nodes not ranked
-                // are set apart below) and checked without a branch.
+                // The raw score is the score: added at every ranked node and checked,
+                // without a branch.
                 let mut out_of_range = false;
-                for ((total, &raw), &ranked) in rows {
+                for (total, &raw) in rows {
+                    let ranked = *total != Tournament::OUT;
                     out_of_range |= ranked & !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&raw);
-                    *total = total.wrapping_add((raw as i32).wrapping_mul(weight));
+                    let score = if ranked {
+                        (raw as Total).wrapping_mul(weight)
+                    } else {
+                        0
+                    };
+                    *total = total.wrapping_add(score);
                 }
                 if out_of_range {
                     return false;
@@ -262,9 +272,9 @@ impl Ranking {
             }
             // Most nodes have the same raw score as the node before: its score is
             // normalised once.
-            let mut last: Option<(i64, i32)> = None;
-            for ((total, &raw), &ranked) in rows {
-                if !ranked {
+            let mut last: Option<(i64, Total)> = None;
+            for (total, &raw) in rows {
+                if *total == Tournament::OUT {
                     continue;
                 }
                 let score = match last {
@@ -274,17 +284,12 @@ impl Ranking {
                         if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&score) {
                             return false;
                         }
-                        let score = score as i32;
+                        let score = score as Total;
                         last = Some((raw, score));
                         score
                     }
                 };
                 *total += score * weight;
-            }
-        }
-        for (total, &ranked) in totals.iter_mut().zip(&self.ranked) {
-            if !ranked {
-                *total = Tournament::OUT;
             }
         }
         true
@@ -311,11 +316,12 @@ fn normalize(rule: Normalization, raw: i64, maximum: i64) -> i64 {
 struct Counts(Vec<(i64, u32)>);
 
 impl Counts {
-    /// Counts the raw score of every node that is `ranked`.
-    fn add_ranked(&mut self, raws: &[i64], ranked: &[bool]) {
+    /// Counts the raw score of every node that is `ranked` (a flag per node, in node
+    /// order).
+    fn add_ranked(&mut self, raws: &[i64], ranked: impl Iterator<Item = bool>) {
         // Runs of equal scores are counted at once: most nodes score alike.
         let mut run: Option<(i64, u32)> = None;
-        for (&raw, _) in raws.iter().zip(ranked).filter(|(_, r)| **r) {
+        for (&raw, _) in raws.iter().zip(ranked).filter(|(_, r)| *r) {
             run = match run {
                 Some((value, n)) if value == raw => Some((value, n + 1)),
                 Some((value, n)) => {
@@ -361,12 +367,12 @@ impl Counts {
 /// first in node order among equals (FORMAT.md's pick); updating one node costs
 /// O(log n). The leaves are blocks of [`Tournament::BLOCK`] nodes, whose winner is found
 /// by looking at each, and each match keeps its winner's total, so that the tree takes
-/// two bytes per node and a climb reads only the tree (which stays in cache when the
+/// one byte per node and a climb reads only the tree (which stays in cache when the
 /// totals of 50,000 nodes do not).
 #[derive(Clone, Default)]
 pub(super) struct Tournament {
     /// Each node's total; [`Tournament::OUT`] for a node out of the running.
-    totals: Vec<i32>,
+    totals: Vec<Total>,
     /// The winner of each match: block `b`'s winner is at `blocks + b`, and the match
     /// at `k` is between `2k` and `2k + 1`, so that every block plays up to the final
     /// at 1 whatever the number of blocks.
@@ -376,7 +382,7 @@ pub(super) struct Tournament {
 /// A node and its total, as a match of the [`Tournament`] keeps its winner.
 #[derive(Clone, Copy, Debug, Default)]
 struct Seat {
-    total: i32,
+    total: Total,
     node: u32,
 }
 
@@ -394,13 +400,14 @@ impl Seat {
 impl Tournament {
     /// The total of a node out of the running, below every real total (scores are
     /// within 0..=100 and weights positive).
-    const OUT: i32 = i32::MIN;
+    const OUT: Total = Total::MIN;
 
-    /// How many nodes a leaf of the tree holds.
-    const BLOCK: usize = 8;
+    /// How many nodes a leaf of the tree holds: a block of totals is one cache line.
+    const BLOCK: usize = 16;
 
     /// A total per node, and two seats per block.
-    const BYTES_PER_NODE: usize = 4 + 2 * std::mem::size_of::<Seat>() / Self::BLOCK;
+    const BYTES_PER_NODE: usize =
+        std::mem::size_of::<Total>() + 2 * std::mem::size_of::<Seat>() / Self::BLOCK;
 
     /// An empty tournament of `nodes` nodes, none in the running.
     #[cfg(test)]
@@ -411,7 +418,7 @@ impl Tournament {
     }
 
     /// The totals, to be filled again.
-    fn into_totals(self) -> Vec<i32> {
+    fn into_totals(self) -> Vec<Total> {
         self.totals
     }
 
@@ -442,7 +449,7 @@ impl Tournament {
 
     /// Sets every node's total at once ([`Tournament::OUT`] for a node out of the
     /// running), in O(n).
-    pub(super) fn fill(&mut self, totals: Vec<i32>) {
+    pub(super) fn fill(&mut self, totals: Vec<Total>) {
         self.totals = totals;
         let blocks = self.blocks();
         self.tree.clear();
@@ -456,8 +463,13 @@ impl Tournament {
         }
     }
 
+    /// A node's total, [`Tournament::OUT`] when it is out of the running.
+    fn total(&self, node: usize) -> Total {
+        self.totals[node]
+    }
+
     /// Sets a node's total; [`Tournament::refresh`] then brings the matches up to date.
-    pub(super) fn set_total(&mut self, node: usize, total: Option<i32>) {
+    pub(super) fn set_total(&mut self, node: usize, total: Option<Total>) {
         self.totals[node] = total.unwrap_or(Self::OUT);
     }
 
@@ -494,20 +506,20 @@ impl Tournament {
 
 #[cfg(test)]
 mod tests {
-    use super::{Counts, Ranking, Tournament};
+    use super::{Counts, Ranking, Total, Tournament};
     use crate::plugin::Normalization;
 
     #[test]
-    fn weights_whose_totals_may_not_fit_32_bits_are_not_ranked() {
+    fn weights_whose_totals_may_not_fit_16_bits_are_not_ranked() {
         let rules = |weight| vec![(weight, Normalization::Identity); 2];
-        // 2 * 100 * 10,737,418 = 2,147,483,600 fits; one more each does not.
-        assert!(Ranking::build(rules(10_737_418), vec![false; 3], &[], &[]).is_some());
-        assert!(Ranking::build(rules(10_737_419), vec![false; 3], &[], &[]).is_none());
+        // 2 * 100 * 163 = 32,600 fits; one more each does not.
+        assert!(Ranking::build(rules(163), vec![false; 3], &[], &[]).is_some());
+        assert!(Ranking::build(rules(164), vec![false; 3], &[], &[]).is_none());
         assert!(Ranking::build(rules(-1), vec![false; 3], &[], &[]).is_none());
     }
 
     /// The first node with the highest total, by looking at every node.
-    fn first_best(totals: &[Option<i32>]) -> Option<usize> {
+    fn first_best(totals: &[Option<Total>]) -> Option<usize> {
         let best = totals.iter().flatten().max()?;
         totals.iter().position(|t| t.as_ref() == Some(best))
     }
@@ -515,8 +527,8 @@ mod tests {
     #[test]
     fn tournament_picks_the_first_best_whatever_the_number_of_nodes() {
         for nodes in 0..90usize {
-            let mut totals: Vec<Option<i32>> = (0..nodes)
-                .map(|i| (i % 3 != 0).then_some((i as i32 * 7) % 5))
+            let mut totals: Vec<Option<Total>> = (0..nodes)
+                .map(|i| (i % 3 != 0).then_some((i as Total * 7) % 5))
                 .collect();
             let mut best = Tournament::new(nodes);
             assert_eq!(best.best(), None, "{nodes} empty nodes");
@@ -536,7 +548,7 @@ mod tests {
                 batch.sort_unstable();
                 batch.dedup();
                 for (k, &node) in batch.iter().enumerate() {
-                    let total = ((step + k) % 4 != 3).then_some(((step * 13 + k) % 9) as i32);
+                    let total = ((step + k) % 4 != 3).then_some(((step * 13 + k) % 9) as Total);
                     totals[node] = total;
                     best.set_total(node, total);
                 }
