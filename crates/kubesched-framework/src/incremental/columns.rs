@@ -6,7 +6,7 @@
 //! the plugin reads the pods on the node, else the node object's
 //! ([`crate::NodeInfo::object_generation`]), which placements leave alone.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use crate::cycle_state::CycleState;
 use crate::framework::Framework;
@@ -75,9 +75,11 @@ pub(super) struct Column {
     reads_pods: bool,
     /// The generation each node's answer was computed at; 0 for never.
     at: Vec<u64>,
-    /// A Filter column's verdict on each node, and its rejection when it did not pass.
+    /// A Filter column's verdict on each node, and the rejections of the nodes that did
+    /// not pass, by node (most nodes pass: a map takes no memory for them, where a slot
+    /// per node took 8 bytes and a write on every node filtered).
     verdicts: Vec<Verdict>,
-    rejected: Vec<Option<Box<Status>>>,
+    rejected: FxHashMap<u32, Status>,
     /// A Score column's raw score of each node.
     raw: Vec<i64>,
     /// Where the snapshot's history stood when every node's answer was last current
@@ -99,10 +101,7 @@ impl Column {
                 Point::Filter => vec![Verdict::Unknown; nodes],
                 Point::Score => Vec::new(),
             },
-            rejected: match point {
-                Point::Filter => vec![None; nodes],
-                Point::Score => Vec::new(),
-            },
+            rejected: FxHashMap::default(),
             raw: match point {
                 Point::Filter => Vec::new(),
                 Point::Score => vec![0; nodes],
@@ -114,7 +113,12 @@ impl Column {
     }
 
     fn bytes(&self) -> usize {
-        self.at.len() * 8 + self.verdicts.len() + self.rejected.len() * 8 + self.raw.len() * 8
+        // A rejection takes its key, its status and a control byte, at the map's load.
+        let rejection = std::mem::size_of::<(u32, Status)>() + 1;
+        self.at.len() * 8
+            + self.verdicts.len()
+            + self.rejected.capacity() * rejection
+            + self.raw.len() * 8
     }
 
     /// How many nodes the column is of.
@@ -209,7 +213,10 @@ impl Column {
 
     /// Node `node`'s rejection by the Filter plugin, `None` when it passed.
     pub(super) fn rejection(&self, node: usize) -> Option<&Status> {
-        self.rejected[node].as_deref()
+        match self.verdicts[node] {
+            Verdict::Passed | Verdict::Unknown => None,
+            Verdict::Rejected | Verdict::Failed => self.rejected.get(&(node as u32)),
+        }
     }
 
     /// Node `node`'s raw score from the Score plugin.
@@ -222,8 +229,9 @@ impl Column {
         &self.raw
     }
 
-    /// Filters `stale` again with the Filter plugin at `position`.
-    pub(super) fn filter(&mut self, cycle: Cycle, position: usize, stale: &[usize]) {
+    /// Filters `stale` again with the Filter plugin at `position` (through
+    /// [`Columns::filter`], which counts the bytes its rejections take).
+    fn filter(&mut self, cycle: Cycle, position: usize, stale: &[usize]) {
         if stale.is_empty() {
             return;
         }
@@ -232,17 +240,20 @@ impl Column {
         (cycle.fwk).filter_with_plugin(position, cycle.state, cycle.pod, &nodes, &mut rejected);
         let now = self.generations(cycle.snapshot);
         for &i in stale {
+            if matches!(self.verdicts[i], Verdict::Rejected | Verdict::Failed) {
+                self.rejected.remove(&(i as u32));
+            }
             self.verdicts[i] = Verdict::Passed;
-            self.rejected[i] = None;
             self.at[i] = now[i];
         }
         for (k, status) in rejected {
-            self.verdicts[stale[k]] = if status.is_rejected() {
+            let node = stale[k];
+            self.verdicts[node] = if status.is_rejected() {
                 Verdict::Rejected
             } else {
                 Verdict::Failed
             };
-            self.rejected[stale[k]] = Some(Box::new(status));
+            self.rejected.insert(node as u32, status);
         }
     }
 
@@ -310,7 +321,7 @@ pub(super) struct Columns {
     slots: Vec<Option<(ColumnKey, Column)>>,
     /// Slots whose column was dropped, for the next one.
     free: Vec<usize>,
-    index: HashMap<ColumnKey, usize>,
+    index: FxHashMap<ColumnKey, usize>,
     /// The bytes the kept columns take.
     bytes: usize,
     /// The bytes of the kept columns that no signature uses.
@@ -422,6 +433,16 @@ impl Columns {
     /// The bytes the kept columns take.
     pub(super) fn bytes(&self) -> usize {
         self.bytes
+    }
+
+    /// Filters `stale` again in column `id` (a kept signature uses it) with the Filter
+    /// plugin at `position`, counting the bytes its rejections take now.
+    pub(super) fn filter(&mut self, id: usize, cycle: Cycle, position: usize, stale: &[usize]) {
+        let column = self.get_mut(id);
+        let before = column.bytes();
+        column.filter(cycle, position, stale);
+        let after = column.bytes();
+        self.bytes = self.bytes - before + after;
     }
 }
 

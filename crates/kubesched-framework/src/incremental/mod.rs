@@ -47,7 +47,9 @@
 //! one; estimated bytes) are dropped, least recently used first, and a column with the
 //! last entry that uses it.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
 
 use crate::framework::ScoreTable;
@@ -421,13 +423,13 @@ pub struct IncrementalStats {
 /// The kept verdicts and scores of a [`crate::Scheduler`] (see the module doc).
 #[derive(Default)]
 pub(crate) struct IncrementalCache {
-    entries: HashMap<Key, Entry>,
+    entries: FxHashMap<Key, Entry>,
     /// The plugins' answers the entries are made of.
     columns: Columns,
     /// The keys seen once and not kept, for [`IncrementalCache::admit`].
-    seen: HashSet<Key>,
+    seen: FxHashSet<Key>,
     /// The columns a transient entry did not build, for the next one with the same part.
-    seen_parts: HashSet<ColumnKey>,
+    seen_parts: FxHashSet<ColumnKey>,
     /// The keys of the transient entries, oldest first (a key whose entry was dropped
     /// or kept since may still be listed).
     transients: VecDeque<Key>,
@@ -618,14 +620,14 @@ impl IncrementalCache {
         // last current everywhere.
         let mut asked = Vec::with_capacity(entry.filters.len());
         for &(position, c) in &entry.filters {
-            let column = self.columns.get_mut(c);
+            let column = self.columns.get(c);
             let stale = match &changed {
                 Changed::Every => column.stale_everywhere(snapshot, &mut self.sorter),
                 Changed::Nodes(changed) => column.stale(snapshot, changed.iter().copied()),
             };
-            column.filter(cycle, position, &stale);
+            self.columns.filter(c, cycle, position, &stale);
             if let Changed::Every = changed {
-                column.set_current_everywhere(snapshot);
+                self.columns.get_mut(c).set_current_everywhere(snapshot);
             }
             asked.push(stale);
         }
