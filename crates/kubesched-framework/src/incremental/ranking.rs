@@ -9,7 +9,7 @@ use super::columns::Column;
 use crate::plugin::{MAX_NODE_SCORE, MIN_NODE_SCORE, Normalization, scale_to_max_score};
 
 /// A node's weighted total. Sixteen bits hold the totals of every profile whose weights
-/// sum to at most 327 (in-tree profiles sum to 13 at most): half the memory of 32
+/// sum to at most 327 (the default profile's sum to 15): half the memory of 32
 /// bits, in every kept ranking. A profile past that ranks from the score table.
 type Total = i16;
 
