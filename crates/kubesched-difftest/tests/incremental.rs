@@ -171,6 +171,31 @@ fn filling(seed: u64) -> Vec<Value> {
     docs
 }
 
+/// `docs` under a profile of the plugins that filling scenarios score with, weighted
+/// TaintToleration, NodeAffinity and NodeResourcesFit. Kept totals are 16-bit: weights
+/// summing to 327 rank with totals up to 32,700, and 328 send every cycle to the score
+/// table (a node that tolerates every taint and is in the preferred zone totals more
+/// than 16 bits hold under 199, 128 and 1, so that ranking it would overflow).
+fn weighted(docs: Vec<Value>, [taints, affinity, fit]: [u32; 3]) -> Vec<Value> {
+    let config = serde_json::json!({
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [{"schedulerName": "default-scheduler", "plugins": {"multiPoint": {
+            "enabled": [
+                {"name": "PrioritySort"},
+                {"name": "NodeUnschedulable"},
+                {"name": "NodeName"},
+                {"name": "TaintToleration", "weight": taints},
+                {"name": "NodeAffinity", "weight": affinity},
+                {"name": "NodeResourcesFit", "weight": fit},
+                {"name": "DefaultBinder"}
+            ],
+            "disabled": [{"name": "*"}]
+        }}}]
+    });
+    std::iter::once(config).chain(docs).collect()
+}
+
 #[test]
 fn incremental_scheduling_gives_the_full_passs_lines() {
     let mut compared = 0;
@@ -244,6 +269,16 @@ fn incremental_scheduling_gives_the_full_passs_lines() {
         .filter_map(|seed| support::from_docs(format!("filling seed {seed}"), &filling(seed)))
         .collect();
     assert_eq!(filled.len(), 60, "every filling scenario loads");
+    let heavy: Vec<support::Case> = (0..20)
+        .flat_map(|seed| [[199, 127, 1], [199, 128, 1]].map(|w| (seed, w)))
+        .filter_map(|(seed, w)| {
+            support::from_docs(
+                format!("filling seed {seed}, weights {w:?}"),
+                &weighted(filling(seed), w),
+            )
+        })
+        .collect();
+    assert_eq!(heavy.len(), 40, "every weighted filling scenario loads");
     let alike: Vec<support::Case> = [[0, 0, 1, 1, 2, 2, 3, 3], [1, 1, 0, 0, 3, 3, 2, 2]]
         .iter()
         .chain(&[[0, 1, 2, 3, 0, 1, 2, 3]])
@@ -252,7 +287,12 @@ fn incremental_scheduling_gives_the_full_passs_lines() {
         })
         .collect();
     assert_eq!(alike.len(), 3, "every requests-alike scenario loads");
-    for case in cases.iter().chain(&generated).chain(&filled).chain(&alike) {
+    for case in (cases.iter())
+        .chain(&generated)
+        .chain(&filled)
+        .chain(&heavy)
+        .chain(&alike)
+    {
         check(&case.name, &case.scenario, &case.options);
     }
     println!(
