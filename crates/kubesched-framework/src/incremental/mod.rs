@@ -69,9 +69,9 @@ use ranking::Ranking;
 /// The least memory the kept verdicts and scores may take by default, in bytes.
 pub const MEMORY_BUDGET: usize = 128 << 20;
 
-/// The default bytes per node of the budget beyond [`MEMORY_BUDGET`]: room for about
-/// 1,000 signatures (an entry takes 8 bytes per node, and the columns it shares with
-/// others more).
+/// The default bytes per node of the budget beyond [`MEMORY_BUDGET`]: room for more
+/// than 1,000 signatures (an entry takes 4 bytes per node, and the columns it shares
+/// with others more).
 pub const BUDGET_PER_NODE: usize = 20 << 10;
 
 /// How many bytes the kept verdicts and scores may take by default for a cluster of
