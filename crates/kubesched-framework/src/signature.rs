@@ -212,7 +212,7 @@ pub fn resources_fragment(pod: &PodInfo) -> SignFragment {
 }
 
 /// Integers as a fragment's value, comma-separated (pods are signed in every cycle:
-/// this writes them without the formatting machinery's `Debug`).
+/// this writes them with `Display` alone, not through `Debug`'s builders).
 pub fn integers_value(values: impl IntoIterator<Item = i64>) -> String {
     let mut value = String::with_capacity(48);
     for (i, v) in values.into_iter().enumerate() {
@@ -226,23 +226,9 @@ pub fn integers_value(values: impl IntoIterator<Item = i64>) -> String {
 
 /// Appends `value` in decimal.
 fn push_integer(out: &mut String, value: i64) {
-    let mut digits = [0u8; 20];
-    let mut rest = value.unsigned_abs();
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    if value < 0 {
-        out.push('-');
-    }
-    for &d in &digits[at..] {
-        out.push(char::from(d));
-    }
+    use std::fmt::Write;
+    // Writing to a String cannot fail.
+    let _ = write!(out, "{value}");
 }
 
 /// `spec.affinity.nodeAffinity` (kube-scheduler's `NodeAffinitySigner`).

@@ -48,9 +48,9 @@
 //! last entry that uses it.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
-use std::sync::Arc;
 
 use crate::framework::ScoreTable;
 use crate::node_info::NodeInfo;
