@@ -70,36 +70,59 @@ impl BalancedAllocation {
 
     /// The node's score for the resolved resources.
     fn score_columns(&self, node: &NodeInfo, columns: &[ResourceColumn<'_>]) -> i64 {
-        let with_pod = balance(node, columns, true);
         if !self.weighs_change {
-            return with_pod;
+            return balance(node, columns);
         }
-        let without_pod = balance(node, columns, false);
+        let (with_pod, without_pod) = balance_with_and_without(node, columns);
         let half = MAX_NODE_SCORE / 2;
         // Integer division truncates toward zero, as Go's does.
         half + (half + with_pod - without_pod) / 2
     }
 }
 
-/// The node's balance, `int64((1 - std) * 100)`, with the pod on it or without.
-fn balance(node: &NodeInfo, columns: &[ResourceColumn<'_>], with_pod: bool) -> i64 {
-    // Fractions of the resources the node has, in configured order; at most a few
-    // resources are configured, so a small inline buffer avoids allocating.
-    let mut fractions: smallvec::SmallVec<[f64; 4]> = smallvec::SmallVec::new();
+/// Fractions of the resources a node has, in configured order: at most a few
+/// resources are configured, so a small inline buffer avoids allocating.
+type Fractions = smallvec::SmallVec<[f64; 4]>;
+
+/// The node's balance with the pod on it, `int64((1 - std) * 100)`.
+fn balance(node: &NodeInfo, columns: &[ResourceColumn<'_>]) -> i64 {
+    let mut fractions = Fractions::new();
     let mut total = 0f64;
     for column in columns {
-        let (alloc, mut req) = column.read(node);
+        let (alloc, req) = column.read(node);
         if alloc == 0 {
             continue;
-        }
-        if !with_pod {
-            req -= column.pod_request();
         }
         let fraction = (req as f64 / alloc as f64).min(1.0);
         total += fraction;
         fractions.push(fraction);
     }
     balanced_score(&fractions, total)
+}
+
+/// The node's balance with the pod on it and without, in one pass over the resources:
+/// the arithmetic of [`balance`] twice, whose independent divisions the processor
+/// overlaps.
+fn balance_with_and_without(node: &NodeInfo, columns: &[ResourceColumn<'_>]) -> (i64, i64) {
+    let (mut with, mut without) = (Fractions::new(), Fractions::new());
+    let (mut total_with, mut total_without) = (0f64, 0f64);
+    for column in columns {
+        let (alloc, req) = column.read(node);
+        if alloc == 0 {
+            continue;
+        }
+        let alloc = alloc as f64;
+        let fraction = (req as f64 / alloc).min(1.0);
+        let fraction_without = ((req - column.pod_request()) as f64 / alloc).min(1.0);
+        total_with += fraction;
+        total_without += fraction_without;
+        with.push(fraction);
+        without.push(fraction_without);
+    }
+    (
+        balanced_score(&with, total_with),
+        balanced_score(&without, total_without),
+    )
 }
 
 /// `int64((1 - std) * 100)` over the fractions, as kube-scheduler computes it.
