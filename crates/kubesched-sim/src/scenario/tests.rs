@@ -322,6 +322,77 @@ items: []
     );
 }
 
+/// Enough objects that they are decoded in parallel chunks (`add_in_order`), with a
+/// chunk boundary among them.
+const MANY: usize = super::DECODE_CHUNK + 100;
+
+#[test]
+fn objects_decoded_in_parallel_are_added_in_order() {
+    // As documents and as a list's items: every node and pod, in order.
+    let mut documents = String::new();
+    let mut items = String::from("apiVersion: v1\nkind: List\nitems:\n");
+    for i in 0..MANY {
+        documents.push_str(&node(&format!("n{i}"), ""));
+        documents.push_str(&pod(&format!("p{i}"), ""));
+        items.push_str(&format!(
+            "- {{apiVersion: v1, kind: Node, metadata: {{name: n{i}}}}}\n"
+        ));
+        items.push_str(&format!(
+            "- {{apiVersion: v1, kind: Pod, metadata: {{name: p{i}}}, spec: {{containers: [{{name: c}}]}}}}\n"
+        ));
+    }
+    for text in [&documents, &items] {
+        let scenario = load_one(text).unwrap();
+        let expected =
+            |prefix: &str| -> Vec<String> { (0..MANY).map(|i| format!("{prefix}{i}")).collect() };
+        let nodes: Vec<String> = (scenario.nodes.iter())
+            .map(|n| n.metadata.name.clone().unwrap())
+            .collect();
+        let pods: Vec<String> = (scenario.pods.iter())
+            .map(|p| p.metadata.name.clone().unwrap())
+            .collect();
+        assert_eq!(nodes, expected("n"));
+        assert_eq!(pods, expected("p"));
+    }
+}
+
+#[test]
+fn the_first_error_in_order_is_reported_whatever_is_decoded_in_parallel() {
+    // A typo in a pod near the end and, before it, a document that is not decoded
+    // ahead (no apiVersion) and a duplicate node: the first in order is reported.
+    let late_typo = MANY - 10;
+    let build = |missing_api_version: Option<usize>, duplicate: Option<usize>| {
+        let mut text = String::new();
+        for i in 0..MANY {
+            if Some(i) == missing_api_version {
+                text.push_str("---\nkind: Pod\nmetadata: {name: x}\n");
+            } else if Some(i) == duplicate {
+                text.push_str(&node("n0", ""));
+            } else if i == late_typo {
+                text.push_str(&pod(
+                    "typo",
+                    "spec:\n  schdulerName: x\n  containers: [{name: c}]\n",
+                ));
+            } else {
+                text.push_str(&node(&format!("n{i}"), ""));
+            }
+        }
+        error(&text)
+    };
+    assert_eq!(
+        build(None, None),
+        "x.yaml: Pod default/typo: spec.schdulerName: unknown field, did you mean schedulerName?"
+    );
+    assert_eq!(
+        build(Some(4100), None),
+        "x.yaml (document 4101): apiVersion: missing; every document needs apiVersion and kind"
+    );
+    assert_eq!(
+        build(None, Some(300)),
+        "x.yaml: Node n0: metadata.name: duplicate node name (first defined in x.yaml (document 1))"
+    );
+}
+
 #[test]
 fn json_files_are_accepted() {
     let text = r#"{"apiVersion": "v1", "kind": "PodList", "items": [
