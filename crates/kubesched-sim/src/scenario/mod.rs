@@ -198,15 +198,15 @@ pub fn load(sources: &[Source]) -> Result<Scenario, ScenarioError> {
     for source in sources {
         let documents = parse_documents(source)?;
         let single = documents.len() == 1;
-        builder.add_in_order(documents.into_iter().map(|document| {
+        for document in documents {
             let origin = Origin {
                 file: &source.name,
                 document: document.number,
                 single,
                 items: Vec::new(),
             };
-            (origin, document.value, document.bad_number)
-        }))?;
+            builder.add(&origin, document.value, document.bad_number)?;
+        }
     }
     Ok(builder.finish())
 }
@@ -245,13 +245,6 @@ impl Origin<'_> {
 
 /// Lists nested deeper than this are refused (a `List` of `List`s is already unusual).
 const MAX_LIST_DEPTH: usize = 8;
-
-/// Objects are decoded in chunks of this many ([`Builder::add_in_order`]).
-const DECODE_CHUNK: usize = 4096;
-
-/// A chunk of at least this many items is decoded in parallel: below it, the threads'
-/// start costs more than they save.
-const DECODE_IN_PARALLEL: usize = 64;
 
 #[derive(Default)]
 struct Builder {
@@ -399,7 +392,7 @@ impl Builder {
         }
         // In a typed list (PodList) the API server leaves out the items' apiVersion and kind.
         let item_kind = kind.strip_suffix("List").filter(|k| !k.is_empty());
-        let items = items.into_iter().enumerate().map(|(index, mut item)| {
+        for (index, mut item) in items.into_iter().enumerate() {
             if let (Some(item_kind), Value::Object(fields)) = (item_kind, &mut item) {
                 fields
                     .entry("apiVersion")
@@ -408,6 +401,7 @@ impl Builder {
             }
             let mut items = origin.items.clone();
             items.push(index);
+            let item_origin = Origin { items, ..*origin };
             let bad = match bad_item.take() {
                 Some((i, bad)) if i == index => Some(bad),
                 other => {
@@ -415,57 +409,14 @@ impl Builder {
                     None
                 }
             };
-            (Origin { items, ..*origin }, item, bad)
-        });
-        self.add_in_order(items)
-    }
-
-    /// Adds `objects` (each with its origin and the number JSON could not hold, if
-    /// any) in order, as [`Builder::add`] does one by one: the Nodes and Pods of a chunk
-    /// are decoded in parallel first, then the chunk is added in order, so that the
-    /// first error is the one a pass in order meets and only a chunk's objects are held
-    /// twice (as JSON and decoded) at a time.
-    fn add_in_order<'a>(
-        &mut self,
-        objects: impl Iterator<Item = (Origin<'a>, Value, Option<BadNumber>)>,
-    ) -> Result<(), ScenarioError> {
-        use rayon::prelude::*;
-        let mut objects = objects.peekable();
-        while objects.peek().is_some() {
-            let chunk: Vec<_> = objects.by_ref().take(DECODE_CHUNK).collect();
-            let decoded: Vec<Option<Decoded>> = if chunk.len() >= DECODE_IN_PARALLEL {
-                (chunk.par_iter())
-                    .map(|(origin, value, bad)| {
-                        bad.is_none().then(|| Decoded::of(origin, value)).flatten()
-                    })
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            let mut decoded = decoded.into_iter();
-            for (origin, value, bad) in chunk {
-                match decoded.next().flatten() {
-                    Some(Decoded::Node(node)) => self.add_decoded_node(&origin, *node)?,
-                    Some(Decoded::Pod(pod)) => self.add_decoded_pod(&origin, *pod)?,
-                    None => self.add(&origin, value, bad)?,
-                }
-            }
+            self.add(&item_origin, item, bad)?;
         }
         Ok(())
     }
 
     fn add_node(&mut self, origin: &Origin<'_>, value: &Value) -> Result<(), ScenarioError> {
-        self.add_decoded_node(origin, decode_labelled(origin, "Node", value))
-    }
-
-    /// Adds a node decoded from its object (with its file and object labels).
-    fn add_decoded_node(
-        &mut self,
-        origin: &Origin<'_>,
-        decoded: Labelled<Node>,
-    ) -> Result<(), ScenarioError> {
-        let (file, object, node) = decoded;
-        let mut node = node?;
+        let (file, object) = object_label(origin, "Node", value);
+        let mut node: Node = decode(value, &file, &object)?;
         let Some(name) = node.metadata.name.clone().filter(|n| !n.is_empty()) else {
             return Err(ScenarioError::MissingName {
                 document: origin.document(),
@@ -506,17 +457,8 @@ impl Builder {
     }
 
     fn add_pod(&mut self, origin: &Origin<'_>, value: &Value) -> Result<(), ScenarioError> {
-        self.add_decoded_pod(origin, decode_labelled(origin, "Pod", value))
-    }
-
-    /// Adds a pod decoded from its object (with its file and object labels).
-    fn add_decoded_pod(
-        &mut self,
-        origin: &Origin<'_>,
-        decoded: Labelled<Pod>,
-    ) -> Result<(), ScenarioError> {
-        let (file, object, pod) = decoded;
-        let mut pod = pod?;
+        let (file, object) = object_label(origin, "Pod", value);
+        let mut pod: Pod = decode(value, &file, &object)?;
         let Some(name) = pod.metadata.name.clone().filter(|n| !n.is_empty()) else {
             return Err(ScenarioError::MissingName {
                 document: origin.document(),
@@ -659,50 +601,6 @@ impl Builder {
 /// messages name them: `Pod default/web-1` (a pod's namespace defaults to `default`),
 /// `Node n1`, `Service team/web`, or the kind alone. Names and namespaces that are not
 /// plain are quoted.
-/// An object of a kind that large scenarios are made of, decoded ahead of adding it
-/// ([`Builder::add_in_order`]), with its labels.
-enum Decoded {
-    Node(Box<Labelled<Node>>),
-    Pod(Box<Labelled<Pod>>),
-}
-
-impl Decoded {
-    /// `value` decoded, when it is a v1 Node or Pod: what [`Builder::add`] would decode
-    /// it into (an object with both type fields, not a list). `None` for anything else,
-    /// which is left to [`Builder::add`].
-    fn of(origin: &Origin<'_>, value: &Value) -> Option<Decoded> {
-        let Value::Object(object) = value else {
-            return None;
-        };
-        if object.get("apiVersion").and_then(Value::as_str) != Some("v1") {
-            return None;
-        }
-        match object.get("kind").and_then(Value::as_str)? {
-            "Node" => Some(Decoded::Node(Box::new(decode_labelled(
-                origin, "Node", value,
-            )))),
-            "Pod" => Some(Decoded::Pod(Box::new(decode_labelled(
-                origin, "Pod", value,
-            )))),
-            _ => None,
-        }
-    }
-}
-
-/// An object's file and object labels ([`object_label`]) and the object decoded.
-type Labelled<T> = (String, String, Result<T, ScenarioError>);
-
-/// `value` decoded as a `kind`, with its labels.
-fn decode_labelled<T: serde::de::DeserializeOwned>(
-    origin: &Origin<'_>,
-    kind: &str,
-    value: &Value,
-) -> Labelled<T> {
-    let (file, object) = object_label(origin, kind, value);
-    let decoded = decode(value, &file, &object);
-    (file, object, decoded)
-}
-
 fn object_label(origin: &Origin<'_>, kind: &str, value: &Value) -> (String, String) {
     let kind = echo(kind);
     let Some(name) = raw_str(value, "/metadata/name") else {
