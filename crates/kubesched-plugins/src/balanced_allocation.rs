@@ -70,59 +70,53 @@ impl BalancedAllocation {
 
     /// The node's score for the resolved resources.
     fn score_columns(&self, node: &NodeInfo, columns: &[ResourceColumn<'_>]) -> i64 {
+        let (with_pod, without_pod) = balances(node, columns, self.weighs_change);
         if !self.weighs_change {
-            return balance(node, columns);
+            return with_pod;
         }
-        let (with_pod, without_pod) = balance_with_and_without(node, columns);
         let half = MAX_NODE_SCORE / 2;
         // Integer division truncates toward zero, as Go's does.
         half + (half + with_pod - without_pod) / 2
     }
 }
 
-/// Fractions of the resources a node has, in configured order: at most a few
-/// resources are configured, so a small inline buffer avoids allocating.
-type Fractions = smallvec::SmallVec<[f64; 4]>;
-
-/// The node's balance with the pod on it, `int64((1 - std) * 100)`.
-fn balance(node: &NodeInfo, columns: &[ResourceColumn<'_>]) -> i64 {
-    let mut fractions = Fractions::new();
-    let mut total = 0f64;
+/// The node's balance, `int64((1 - std) * 100)`, with the pod on it, and without it
+/// when `also_without` (else 100, unused), in one pass over the resources: the two
+/// sets of divisions are independent, and the processor overlaps them.
+fn balances(node: &NodeInfo, columns: &[ResourceColumn<'_>], also_without: bool) -> (i64, i64) {
+    let (mut with, mut without) = (Fractions::default(), Fractions::default());
     for column in columns {
         let (alloc, req) = column.read(node);
         if alloc == 0 {
             continue;
         }
-        let fraction = (req as f64 / alloc as f64).min(1.0);
-        total += fraction;
-        fractions.push(fraction);
+        with.add(req, alloc);
+        if also_without {
+            without.add(req - column.pod_request(), alloc);
+        }
     }
-    balanced_score(&fractions, total)
+    (with.balance(), without.balance())
 }
 
-/// The node's balance with the pod on it and without, in one pass over the resources:
-/// the arithmetic of [`balance`] twice, whose independent divisions the processor
-/// overlaps.
-fn balance_with_and_without(node: &NodeInfo, columns: &[ResourceColumn<'_>]) -> (i64, i64) {
-    let (mut with, mut without) = (Fractions::new(), Fractions::new());
-    let (mut total_with, mut total_without) = (0f64, 0f64);
-    for column in columns {
-        let (alloc, req) = column.read(node);
-        if alloc == 0 {
-            continue;
-        }
-        let alloc = alloc as f64;
-        let fraction = (req as f64 / alloc).min(1.0);
-        let fraction_without = ((req - column.pod_request()) as f64 / alloc).min(1.0);
-        total_with += fraction;
-        total_without += fraction_without;
-        with.push(fraction);
-        without.push(fraction_without);
+/// The utilisation fractions of the resources a node has, in configured order.
+#[derive(Default)]
+struct Fractions {
+    /// At most a few resources are configured: a small inline buffer avoids allocating.
+    each: smallvec::SmallVec<[f64; 4]>,
+    total: f64,
+}
+
+impl Fractions {
+    /// Adds `requested / allocatable`, capped at 1.
+    fn add(&mut self, requested: i64, allocatable: i64) {
+        let fraction = (requested as f64 / allocatable as f64).min(1.0);
+        self.total += fraction;
+        self.each.push(fraction);
     }
-    (
-        balanced_score(&with, total_with),
-        balanced_score(&without, total_without),
-    )
+
+    fn balance(&self) -> i64 {
+        balanced_score(&self.each, self.total)
+    }
 }
 
 /// `int64((1 - std) * 100)` over the fractions, as kube-scheduler computes it.
