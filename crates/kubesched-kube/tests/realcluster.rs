@@ -67,6 +67,9 @@ fn against_a_real_api_server() {
         ("a terminating pod holds its cpu", |c| {
             Box::pin(cache_scenarios::terminating(c))
         }),
+        ("a finished pod frees its cpu", |c| {
+            Box::pin(cache_scenarios::finished(c))
+        }),
         ("a long FailedScheduling note over 500 nodes", |c| {
             Box::pin(cache_scenarios::long_note(c))
         }),

@@ -85,6 +85,44 @@ async fn only_pods_of_our_profiles_are_scheduled() {
     rt.stop().await;
 }
 
+/// Pods are listed and watched as kube-scheduler's informer follows them, without the
+/// finished ones; the other kinds without a selector.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_are_listed_and_watched_without_the_finished_ones() {
+    let server = FakeApiServer::start().await;
+    server.add_node(FakeApiServer::node("n1", "4", "8Gi"));
+    server.add_pod(FakeApiServer::pod("ours", OURS, "100m"));
+    let rt = start(&server, false, "a").await;
+    until(5, "ours bound", || server.node_of("default/ours").is_some()).await;
+    // The watch starts after the list.
+    until(5, "the pods' watch", || {
+        server
+            .requests()
+            .iter()
+            .any(|(_, p)| p.starts_with("/api/v1/pods?") && p.contains("watch=true"))
+    })
+    .await;
+    let selector = "fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed";
+    let requests = server.requests();
+    let of = |prefix: &str| -> Vec<String> {
+        requests
+            .iter()
+            .filter(|(m, p)| m == "GET" && p.starts_with(prefix))
+            .map(|(_, p)| p.clone())
+            .collect()
+    };
+    let pods = of("/api/v1/pods?");
+    assert!(pods.len() >= 2, "a list and a watch: {pods:?}");
+    assert!(pods.iter().all(|p| p.contains(selector)), "{pods:?}");
+    let nodes = of("/api/v1/nodes?");
+    assert!(!nodes.is_empty());
+    assert!(
+        nodes.iter().all(|p| !p.contains("fieldSelector")),
+        "{nodes:?}"
+    );
+    rt.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unschedulable_pod_gets_event_and_condition_then_fits_a_new_node() {
     let server = FakeApiServer::start().await;

@@ -1,14 +1,14 @@
 //! The cache as the API server keeps it: a terminating pod holds its node's resources,
-//! a long FailedScheduling note is cut as kube-scheduler cuts it, a pod recreated under
+//! a finished one frees them, a long FailedScheduling note is cut as kube-scheduler cuts it, a pod recreated under
 //! the same name is not bound by a stale decision.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DeleteParams, PostParams};
-use kubesched_kube::Runtime;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kubesched_kube::testing::FakeApiServer;
+use kubesched_kube::{RunningRuntime, Runtime};
 
 use super::support::realcluster::Cluster;
 use super::{
@@ -19,12 +19,7 @@ use super::{
 /// A pod deleted with a grace period stays terminating (there is no kubelet) and
 /// keeps its cpu: the next pod does not fit until it is really gone.
 pub(super) async fn terminating(cluster: &mut Cluster) {
-    const SCHED: &str = "ks-term";
-    let admin = cluster.admin().await;
-    create_nodes(&admin, vec![ready_node("term-1", "1", "8Gi")]).await;
-    let running = start_kubesched(cluster, limited_config(SCHED, 50, 100, false)).await;
-    create_pods(&admin, vec![FakeApiServer::pod("term-a", SCHED, "800m")]).await;
-    node_of(&admin, "term-a", 30).await;
+    let (admin, running) = one_cpu_node_holding(cluster, "ks-term", "term-1", "term-a").await;
     let api: Api<Pod> = Api::namespaced(admin.clone(), "default");
     api.delete("term-a", &DeleteParams::default())
         .await
@@ -34,16 +29,7 @@ pub(super) async fn terminating(cluster: &mut Cluster) {
         .await
         .expect("term-a is still there, terminating");
     assert!(a.metadata.deletion_timestamp.is_some());
-    create_pods(&admin, vec![FakeApiServer::pod("term-b", SCHED, "500m")]).await;
-    let failed = until(30, "term-b's FailedScheduling", || {
-        let admin = admin.clone();
-        async move {
-            let n = notes(&admin, "term-b", "FailedScheduling").await;
-            (!n.is_empty()).then_some(n)
-        }
-    })
-    .await;
-    assert!(failed[0].contains("1 Insufficient cpu"), "{failed:?}");
+    rejected_for_cpu(&admin, "ks-term", "term-b").await;
     assert_eq!(
         api.get("term-b").await.expect("b").spec.unwrap().node_name,
         None
@@ -55,6 +41,55 @@ pub(super) async fn terminating(cluster: &mut Cluster) {
     };
     api.delete("term-a", &force).await.expect("force delete");
     assert_eq!(node_of(&admin, "term-b", 60).await, "term-1");
+    running.stop().await;
+}
+
+/// kubesched (scheduler name `sched`) started beside a node with 1 cpu, on which it
+/// placed the pod `pod` (800m).
+async fn one_cpu_node_holding(
+    cluster: &mut Cluster,
+    sched: &str,
+    node: &str,
+    pod: &str,
+) -> (kube::Client, RunningRuntime) {
+    let admin = cluster.admin().await;
+    create_nodes(&admin, vec![ready_node(node, "1", "8Gi")]).await;
+    let running = start_kubesched(cluster, limited_config(sched, 50, 100, false)).await;
+    create_pods(&admin, vec![FakeApiServer::pod(pod, sched, "800m")]).await;
+    assert_eq!(node_of(&admin, pod, 30).await, node);
+    (admin, running)
+}
+
+/// Creates the pod `pod` (500m) for `sched` and waits for its FailedScheduling event,
+/// which must say the node lacks cpu.
+async fn rejected_for_cpu(admin: &kube::Client, sched: &str, pod: &str) {
+    create_pods(admin, vec![FakeApiServer::pod(pod, sched, "500m")]).await;
+    let failed = until(30, "the FailedScheduling event", || {
+        let admin = admin.clone();
+        async move {
+            let n = notes(&admin, pod, "FailedScheduling").await;
+            (!n.is_empty()).then_some(n)
+        }
+    })
+    .await;
+    assert!(failed[0].contains("1 Insufficient cpu"), "{failed:?}");
+}
+
+/// A pod that finishes (phase Succeeded) leaves the pods' watch, whose field selector
+/// keeps out finished pods, as deleted: its cpu is free and the pod waiting for it is
+/// placed.
+pub(super) async fn finished(cluster: &mut Cluster) {
+    let (admin, running) = one_cpu_node_holding(cluster, "ks-done", "done-1", "done-a").await;
+    rejected_for_cpu(&admin, "ks-done", "done-b").await;
+    let api: Api<Pod> = Api::namespaced(admin.clone(), "default");
+    let succeeded = serde_json::json!({"status": {"phase": "Succeeded"}});
+    api.patch_status("done-a", &PatchParams::default(), &Patch::Merge(&succeeded))
+        .await
+        .expect("done-a succeeded");
+    assert_eq!(node_of(&admin, "done-b", 60).await, "done-1");
+    // done-a is still there, finished.
+    let a = api.get("done-a").await.expect("done-a");
+    assert_eq!(a.status.and_then(|s| s.phase).as_deref(), Some("Succeeded"));
     running.stop().await;
 }
 
