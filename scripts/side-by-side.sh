@@ -2,18 +2,19 @@
 # kubesched beside kube-scheduler against a real kube-apiserver (../shared/realcluster):
 # 500 nodes, then 1,000 pending pods created first, alternating default-scheduler
 # (kube-scheduler) and my-scheduler (kubesched); both schedulers started together with
-# the same clientConnection.qps/burst, once at qps 50 (burst 100) and once at qps 5000
-# (burst 5000). Prints pods/s of each (from the first to the last Scheduled event each
-# wrote: eventTime is taken when the binding is done), the time from the start of both
-# to the last binding of each, and the ratios. Then, at qps 5000, each alone with 1,000
-# pods of its own: pods/s, and the CPU time per pod of the scheduler and of the API
-# server with etcd, which shows what holds the side-by-side figures on a small machine
-# (all four processes share its cores). The figures vary from run to run by
-# tens of per cent on a loaded machine: run it a few times.
+# the same clientConnection.qps/burst, once at qps 50 (burst 100) and ROUNDS times at
+# qps 5000 (burst 5000). Prints pods/s of each (from the first to the last Scheduled
+# event each wrote: eventTime is taken when the binding is done), when each bound its
+# first and last pod (seconds from the start of both), the ratios, and for qps 5000 the
+# median and range over the rounds. Then, at qps 5000, each alone with 1,000 pods of its
+# own: pods/s, and the CPU time per pod of the scheduler and of the API server with
+# etcd, which shows what holds the side-by-side figures on a small machine (all four
+# processes share its cores). A round ends when every pod is bound and has its
+# Scheduled event.
 #
 # usage: scripts/side-by-side.sh [STATE_DIR]     (needs the release build of kubesched:
 #        cargo build --release -p kubesched-cli; KUBESCHED_REALCLUSTER overrides the
-#        directory of `up` and `down`)
+#        directory of `up` and `down`; ROUNDS, default 5, the rounds at qps 5000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -55,9 +56,9 @@ PY
 }
 for mode in both default-scheduler my-scheduler; do pods_file "$state/pods-$mode.json" "$mode"; done
 
-rate() { # SCHEDULER START -> "pods pods/s seconds": from the Scheduled events it wrote,
-  # pods/s between its first and last, and seconds from START (both schedulers started)
-  # to its last
+rate() { # SCHEDULER START -> "pods pods/s first last": from the Scheduled events it
+  # wrote, pods/s between its first and last, and seconds from START (both schedulers
+  # started) to its first and to its last
   kubectl get events.events.k8s.io -n "$ns" -o json | python3 -c '
 import json, sys, datetime
 sched, start = sys.argv[1], float(sys.argv[2])
@@ -68,7 +69,7 @@ for e in json.load(sys.stdin)["items"]:
 t.sort()
 n = len(t)
 rate = f"{(n - 1) / (t[-1] - t[0]):.1f}" if n > 1 and t[-1] > t[0] else "0"
-print(n, rate, f"{t[-1] - start:.2f}" if t else "0")
+print(n, rate, f"{t[0] - start:.2f}" if t else "0", f"{t[-1] - start:.2f}" if t else "0")
 ' "$1" "$2"
 }
 
@@ -119,7 +120,12 @@ YAML
     [ "$bound" -ge 1000 ] && break
     sleep 1
   done
-  sleep 3 # the last events
+  # Every pod's Scheduled event (written in the background after its binding).
+  for _ in $(seq 1 120); do
+    scheduled=$(kubectl get events.events.k8s.io -n "$ns" -o jsonpath='{range .items[*]}{.reason}{"\n"}{end}' | grep -c '^Scheduled$' || true)
+    [ "$scheduled" -ge 1000 ] && break
+    sleep 0.5
+  done
   cpu_ks=$([ -n "$ks" ] && cpu "$ks" || echo 0)
   cpu_km=$([ -n "$km" ] && cpu "$km" || echo 0)
   cpu_server=$(python3 -c "print($(cpu "$api_pid") + $(cpu "$etcd_pid") - $server0)")
@@ -127,20 +133,36 @@ YAML
   kill $pids 2>/dev/null || true; wait $pids 2>/dev/null || true
 }
 
-for qps in 50 5000; do
-  round both "$qps"
-  read -r kn kr kt < <(rate default-scheduler "$start")
-  read -r mn mr mt < <(rate my-scheduler "$start")
+side_by_side() { # QPS -> one line; leaves the pods/s and time ratios in $r_rate, $r_time
+  local qps=$1 burst kn kr kf kt mn mr mf mt
   burst=$([ "$qps" = 50 ] && echo 100 || echo 5000)
-  echo "qps $qps burst $burst: kube-scheduler $kr pods/s ($kn pods, last bound ${kt}s after the start)," \
-    "kubesched $mr pods/s ($mn pods, last bound ${mt}s after the start)," \
-    "kubesched/kube-scheduler $(ratio "$mr" "$kr") (pods/s), $(ratio "$kt" "$mt") (time to bind all)"
+  round both "$qps"
+  read -r kn kr kf kt < <(rate default-scheduler "$start")
+  read -r mn mr mf mt < <(rate my-scheduler "$start")
+  r_rate=$(ratio "$mr" "$kr")
+  r_time=$(ratio "$kt" "$mt")
+  echo "qps $qps burst $burst: kube-scheduler $kr pods/s ($kn pods, bound ${kf}s to ${kt}s after the start)," \
+    "kubesched $mr pods/s ($mn pods, ${mf}s to ${mt}s)," \
+    "kubesched/kube-scheduler $r_rate (pods/s), $r_time (time to bind all)"
+}
+spread() { # VALUES... -> "median M (range MIN-MAX)"
+  python3 -c "import sys, statistics; v = sorted(float(x) for x in sys.argv[1:] if x != 'n/a') or [0.0]; print(f'median {statistics.median(v):.2f} (range {v[0]:.2f}-{v[-1]:.2f})')" "$@"
+}
+
+side_by_side 50
+rates="" times=""
+for _ in $(seq 1 "${ROUNDS:-5}"); do
+  side_by_side 5000
+  rates="$rates $r_rate"; times="$times $r_time"
 done
+# shellcheck disable=SC2086
+echo "qps 5000 over ${ROUNDS:-5} rounds: kubesched/kube-scheduler $(spread $rates) in pods/s," \
+  "$(spread $times) in time to bind all"
 
 per_pod() { python3 -c "import sys; print(f'{float(sys.argv[1]):.2f}')" "$1"; } # s per 1,000 pods = ms per pod
 for mode in default-scheduler my-scheduler; do
   round "$mode" 5000
-  read -r n r t < <(rate "$mode" "$start")
+  read -r n r _ t < <(rate "$mode" "$start")
   name=$([ "$mode" = default-scheduler ] && echo kube-scheduler || echo kubesched)
   own=$([ "$mode" = default-scheduler ] && echo "$cpu_ks" || echo "$cpu_km")
   echo "alone, qps 5000: $name $r pods/s ($n pods, last bound ${t}s after the start);" \
