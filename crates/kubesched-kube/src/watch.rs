@@ -48,7 +48,7 @@ pub(crate) trait Watched:
 
 /// Pods as kube-scheduler's informer follows them: without the finished ones (a pod
 /// that finishes leaves the watch as deleted) and without `managedFields`, which
-/// nothing in scheduling reads and which can be half of a pod's size.
+/// nothing in scheduling reads and which is a third or more of a pod's size.
 impl Watched for Pod {
     const FIELD_SELECTOR: Option<&'static str> =
         Some("status.phase!=Succeeded,status.phase!=Failed");
