@@ -47,22 +47,17 @@ pub(crate) trait Watched:
 }
 
 /// Pods as kube-scheduler's informer follows them: without the finished ones (a pod
-/// that finishes leaves the watch as deleted) and without `managedFields`, which
-/// nothing in scheduling reads and which is a third or more of a pod's size.
+/// that finishes leaves the watch as deleted).
 impl Watched for Pod {
     const FIELD_SELECTOR: Option<&'static str> =
         Some("status.phase!=Succeeded,status.phase!=Failed");
-    fn listed(shared: &Shared, mut items: Vec<Self>) {
-        for pod in &mut items {
-            pod.metadata.managed_fields = None;
-        }
+    fn listed(shared: &Shared, items: Vec<Self>) {
         shared.pods_listed(items);
     }
-    fn changed(shared: &Shared, mut pod: Self, deleted: bool) {
+    fn changed(shared: &Shared, pod: Self, deleted: bool) {
         if deleted {
             shared.pod_deleted(&crate::runtime::key_of(&pod.metadata));
         } else {
-            pod.metadata.managed_fields = None;
             shared.pod_changed(pod);
         }
     }

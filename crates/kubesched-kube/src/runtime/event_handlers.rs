@@ -144,9 +144,12 @@ impl Shared {
         self.metrics.event_handled(label, start.elapsed());
     }
 
-    pub(crate) fn pod_changed(&self, pod: Pod) {
+    pub(crate) fn pod_changed(&self, mut pod: Pod) {
         let start = Instant::now();
         let key = key_of(&pod.metadata);
+        // As kube-scheduler's pod informer, the cache keeps no `managedFields`: nothing
+        // in scheduling reads them, and they are a third or more of a pod's size.
+        pod.metadata.managed_fields = None;
         // A finished pod frees its node (kube-scheduler's informer leaves out Succeeded
         // and Failed pods); a terminating one keeps holding it until the API server
         // deletes it, as in kube-scheduler's cache, but is no longer scheduled if it

@@ -1,6 +1,6 @@
 //! The cache as the API server keeps it: a terminating pod holds its node's resources,
-//! a finished one frees them, a long FailedScheduling note is cut as kube-scheduler cuts it, a pod recreated under
-//! the same name is not bound by a stale decision.
+//! a finished one frees them, a long FailedScheduling note is cut as kube-scheduler
+//! cuts it, a pod recreated under the same name is not bound by a stale decision.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
