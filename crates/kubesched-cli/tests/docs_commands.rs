@@ -31,6 +31,36 @@ const SKIPS: &[(&str, &str, &str)] = &[
         "cargo install --path crates/kubesched-cli",
         "a release build written into ~/.cargo/bin",
     ),
+    (
+        "README.md",
+        "export KUBEBUILDER_ASSETS=",
+        "names the envtest binaries of the reader's machine (setup-envtest)",
+    ),
+    (
+        "README.md",
+        "export PATH=",
+        "names the reader's folder holding kube-scheduler",
+    ),
+    (
+        "README.md",
+        "sudo apt-get install -y chromium",
+        "installs Chromium, then runs all of CI (.ci/run), of which this test is part",
+    ),
+    (
+        "docs/conformance.md",
+        "export KUBEBUILDER_ASSETS=",
+        "names the envtest binaries of the reader's machine (setup-envtest)",
+    ),
+    (
+        "docs/conformance.md",
+        "export PATH=",
+        "names the reader's folder holding kube-scheduler",
+    ),
+    (
+        "docs/conformance.md",
+        "sudo apt-get install -y chromium",
+        "installs Chromium, then runs all of CI (.ci/run), of which this test is part",
+    ),
     ("README.md", "docker build", "needs Docker"),
     ("README.md", "kubectl ", "needs a cluster"),
     (

@@ -13,6 +13,7 @@
 //! sets it and installs Chromium) and otherwise say they skipped. `KUBESCHED_CHROMIUM`
 //! names another binary.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -28,7 +29,7 @@ fn out_dir() -> PathBuf {
 }
 
 /// The Chromium binary, or `None` after saying why the test skips.
-fn chromium() -> Option<PathBuf> {
+fn chromium(test: &str) -> Option<PathBuf> {
     let candidates = std::env::var_os("KUBESCHED_CHROMIUM")
         .map(PathBuf::from)
         .into_iter()
@@ -44,9 +45,13 @@ fn chromium() -> Option<PathBuf> {
              (apt-get install -y chromium chromium-driver, or set KUBESCHED_CHROMIUM)"
         );
     }
-    eprintln!(
-        "skipped: no Chromium at /usr/bin/chromium (install the chromium package, or set \
-         KUBESCHED_CHROMIUM; set KUBESCHED_REQUIRE_CHROMIUM to make this a failure)"
+    // Straight to standard error, past the harness's capture: a passing test's
+    // captured output is dropped, and a skip must be seen.
+    let _ = writeln!(
+        std::io::stderr(),
+        "skipped: {test}: no Chromium at /usr/bin/chromium (install the \
+         chromium package, or set KUBESCHED_CHROMIUM; set KUBESCHED_REQUIRE_CHROMIUM to make \
+         this a failure)"
     );
     None
 }
@@ -175,7 +180,9 @@ fn check_page(bin: &Path, page: &Path, pod: &str, listed: &[&str], shot: &str) -
 
 #[test]
 fn the_demo_lists_its_pods_and_opens_a_heat_map() {
-    let Some(bin) = chromium() else { return };
+    let Some(bin) = chromium("the_demo_lists_its_pods_and_opens_a_heat_map") else {
+        return;
+    };
     // The demo as `kubesched simulate` runs it: my-scheduler beside the default one.
     let (scenario, _) = kubesched_sim::demo_scenario().unwrap();
     let report = build(
@@ -243,7 +250,9 @@ fn five_thousand_nodes() -> (String, String) {
 
 #[test]
 fn five_thousand_nodes_load_fast_and_open_a_heat_map() {
-    let Some(bin) = chromium() else { return };
+    let Some(bin) = chromium("five_thousand_nodes_load_fast_and_open_a_heat_map") else {
+        return;
+    };
     let (name, text) = five_thousand_nodes();
     let report = report_of(&name, text);
     assert_eq!(report.nodes.len(), 5000);
@@ -310,7 +319,9 @@ fn five_thousand_nodes_load_fast_and_open_a_heat_map() {
 /// stacked segment of the model's steps.
 #[test]
 fn the_rollout_page_draws_its_charts() {
-    let Some(bin) = chromium() else { return };
+    let Some(bin) = chromium("the_rollout_page_draws_its_charts") else {
+        return;
+    };
     let read = |name: &str| Source {
         name: name.into(),
         text: std::fs::read_to_string(format!(

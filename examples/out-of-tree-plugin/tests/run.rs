@@ -1,8 +1,9 @@
 //! `my-scheduler run` with the two plugins, as the second scheduler of a real cluster:
-//! etcd and kube-apiserver v1.36 from `../shared/realcluster` (or the directory
-//! `KUBESCHED_REALCLUSTER` names), the scenario's nodes and pods created through kubectl,
-//! and `my-scheduler run` binding them with its `my-scheduler` profile. Without the
-//! control plane the test fails; it never passes silently.
+//! etcd and kube-apiserver started by kubesched-envtest (binaries from
+//! `KUBEBUILDER_ASSETS`, `KUBESCHED_REALCLUSTER` or `../shared/realcluster`), the
+//! scenario's nodes and pods created through kubectl, and `my-scheduler run` binding
+//! them with its `my-scheduler` profile. Without binaries the test says it skipped,
+//! and passes, unless `KUBESCHED_REQUIRE_REALCLUSTER` is set (`.ci/run` sets it).
 //!
 //! Needs the `runtime` feature: `cargo test --features runtime --test run`.
 
@@ -12,67 +13,39 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use kubesched_envtest::ControlPlane;
+
 fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn realcluster_scripts() -> PathBuf {
-    std::env::var_os("KUBESCHED_REALCLUSTER")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| dir().join("../../../shared/realcluster"))
-}
-
-/// etcd + kube-apiserver started by `up`, and `my-scheduler run` against them; both
-/// stopped when dropped, also while a failing test unwinds.
+/// etcd + kube-apiserver, and `my-scheduler run` against them; both stopped when
+/// dropped, also while a failing test unwinds.
 struct Cluster {
-    scripts: PathBuf,
+    plane: ControlPlane,
     state: PathBuf,
     scheduler: Option<Child>,
 }
 
 impl Cluster {
-    fn up() -> Cluster {
-        let scripts = realcluster_scripts();
-        assert!(
-            scripts.join("up").is_file(),
-            "no real control plane: {} has no `up` (set KUBESCHED_REALCLUSTER)",
-            scripts.display()
-        );
+    /// The control plane, or `None` when the test skips (said on standard error).
+    fn up() -> Option<Cluster> {
         let state = Path::new(env!("CARGO_TARGET_TMPDIR")).join("realcluster-my-scheduler");
-        // A run that was killed may have left its processes and its data.
-        let _ = Command::new(scripts.join("down")).arg(&state).status();
-        let _ = std::fs::remove_dir_all(state.join("etcd"));
-        let _ = std::fs::remove_dir_all(state.join("logs"));
-        std::fs::create_dir_all(&state).expect("state directory");
-        let out = Command::new(scripts.join("up"))
-            .arg(&state)
-            .stdin(Stdio::null())
-            .output()
-            .expect("run up");
-        let cluster = Cluster {
-            scripts,
-            state,
+        let plane = kubesched_envtest::start_or_skip("my-scheduler's run test", &state, &[])?;
+        Some(Cluster {
+            state: plane.state.clone(),
+            plane,
             scheduler: None,
-        };
-        assert!(
-            out.status.success(),
-            "the real control plane did not start ({}):\n{}{}\n-- kube-apiserver.log --\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr),
-            std::fs::read_to_string(cluster.state.join("logs/kube-apiserver.log"))
-                .unwrap_or_default()
-        );
-        cluster
+        })
     }
 
     fn kubeconfig(&self) -> PathBuf {
-        self.state.join("kubeconfig")
+        self.plane.kubeconfig.clone()
     }
 
     /// `kubectl ARGS` against the control plane; its standard output.
     fn kubectl(&self, args: &[&str]) -> String {
-        let out = Command::new(self.state.join("bin/kubectl"))
+        let out = Command::new(self.plane.kubectl())
             .arg("--kubeconfig")
             .arg(self.kubeconfig())
             .args(args)
@@ -101,6 +74,7 @@ impl Cluster {
             .stderr(log)
             .spawn()
             .expect("start my-scheduler run");
+        self.plane.track(child.id());
         self.scheduler = Some(child);
     }
 
@@ -128,13 +102,11 @@ impl Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
+        // Before the control plane (dropped after this) stops.
         if let Some(mut child) = self.scheduler.take() {
             let _ = child.kill();
             let _ = child.wait();
         }
-        let _ = Command::new(self.scripts.join("down"))
-            .arg(&self.state)
-            .status();
     }
 }
 
@@ -180,7 +152,9 @@ fn events(cluster: &Cluster, pod: &str, reason: &str) -> Vec<(String, String)> {
 
 #[test]
 fn run_binds_the_scenario_with_the_plugins() {
-    let mut cluster = Cluster::up();
+    let Some(mut cluster) = Cluster::up() else {
+        return;
+    };
     let (config, objects) = config_and_objects();
     let config_file = cluster.state.join("my-scheduler-config.yaml");
     let objects_file = cluster.state.join("objects.yaml");

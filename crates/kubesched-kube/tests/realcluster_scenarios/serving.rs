@@ -14,7 +14,7 @@ use super::{
 };
 
 fn kubectl(cluster: &Cluster, args: &[&str]) {
-    let out = Command::new(cluster.bin("kubectl"))
+    let out = Command::new(cluster.kubectl())
         .arg(format!("--kubeconfig={}", cluster.kubeconfig.display()))
         .args(args)
         .output()
