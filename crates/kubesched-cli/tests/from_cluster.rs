@@ -377,7 +377,15 @@ fn config_add_and_files_apply_to_a_live_cluster() {
         "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: api}\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: api}}\n  template:\n    metadata: {labels: {app: api}}\n    spec: {containers: [{name: c, image: api, resources: {requests: {cpu: 100m}}}]}\n",
     );
     let o = c.kubesched(&["rollout", &deployment, "--format", "jsonl"]);
-    assert_eq!(jsonl(&o)[0]["result"], "Complete", "{}", stdout(&o));
+    // A line per step, then the result.
+    let lines = jsonl(&o);
+    assert_eq!(lines[0]["scheduled"], json!({"n1": 1}), "{}", stdout(&o));
+    assert_eq!(
+        lines.last().unwrap()["result"],
+        "Complete",
+        "{}",
+        stdout(&o)
+    );
 
     c.assert_nothing_written();
 }

@@ -7,7 +7,7 @@ use std::process::Output;
 use serde_json::Value;
 
 mod common;
-use common::{data, kubesched, stderr, stdout};
+use common::{data, kubesched, rollout_answer, stderr, stdout};
 
 fn write(name: &str, text: &str) -> String {
     let dir = std::env::temp_dir().join(format!("kubesched-whatif-{}", std::process::id()));
@@ -87,6 +87,27 @@ fn capacity_worked_example() {
 #[test]
 fn rollout_worked_examples() {
     // maxSurge 1, maxUnavailable 0, new pods of 2 cpu: completes in 4 steps.
+    // With --detail none each attempt is a line of its own, before its step's line.
+    let o = kubesched(&[
+        "rollout",
+        &data("whatif-web-2cpu.yaml"),
+        &data("whatif-cluster.yaml"),
+        "--format",
+        "jsonl",
+        "--detail",
+        "none",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = rollout_answer(&stdout(&o));
+    assert_eq!(v["result"], "Complete");
+    let steps = v["steps"].as_array().expect("steps");
+    assert_eq!(steps.len(), 4);
+    assert_eq!(steps[0]["attempts"][0]["node"], "n2");
+    assert_eq!(steps[0]["scheduled"], serde_json::json!({"n2": 1}));
+    assert_eq!(steps[1]["deleted"][0]["pod"], "default/web-old-b");
+    assert_eq!(steps[2]["attempts"][0]["node"], "n2");
+    assert_eq!(steps[3]["deleted"][0]["pod"], "default/web-old-a");
+    // The default, summary, has the same steps without a line per pod.
     let o = kubesched(&[
         "rollout",
         &data("whatif-web-2cpu.yaml"),
@@ -94,15 +115,13 @@ fn rollout_worked_examples() {
         "--format",
         "jsonl",
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let v: Value = serde_json::from_str(stdout(&o).trim()).expect("json");
-    assert_eq!(v["result"], "Complete");
-    let steps = v["steps"].as_array().expect("steps");
-    assert_eq!(steps.len(), 4);
-    assert_eq!(steps[0]["attempts"][0]["node"], "n2");
-    assert_eq!(steps[1]["deleted"][0]["pod"], "default/web-old-b");
-    assert_eq!(steps[2]["attempts"][0]["node"], "n2");
-    assert_eq!(steps[3]["deleted"][0]["pod"], "default/web-old-a");
+    let summary = rollout_answer(&stdout(&o));
+    for (s, full) in summary["steps"].as_array().unwrap().iter().zip(steps) {
+        assert_eq!(s["attempts"], serde_json::json!([]));
+        let mut s = s.clone();
+        s["attempts"] = full["attempts"].clone();
+        assert_eq!(&s, full);
+    }
 
     // New pods of 3 cpu: the second one finds no room, and with maxUnavailable 0 the
     // last old pod is never deleted: stalls at step 4, exit status 1.
@@ -128,9 +147,21 @@ fn rollout_worked_examples() {
         "jsonl",
     ]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    let v: Value = serde_json::from_str(stdout(&o).trim()).expect("json");
+    let v = rollout_answer(&stdout(&o));
     assert_eq!(v["steps"][0]["deleted"].as_array().map(Vec::len), Some(2));
-    assert_eq!(v["steps"][1]["created"].as_array().map(Vec::len), Some(2));
+    assert_eq!(v["steps"][1]["created"], 2);
+    assert_eq!(v["steps"][1]["attempted"], 2);
+    // The second new pod's FailedScheduling message, counted.
+    let pending = &v["steps"][1]["pending"];
+    assert_eq!(pending.as_array().map(Vec::len), Some(1), "{pending}");
+    assert_eq!(pending[0]["pods"], 1);
+    assert!(
+        pending[0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("0/3 nodes are available: "),
+        "{pending}"
+    );
     assert_eq!(v["result"], "Stalled");
 }
 

@@ -124,11 +124,9 @@ impl RolloutModel {
                 }
             }
             let mut scheduled = 0;
-            for a in &s.attempts {
-                if let PodOutcome::Scheduled(n) = &a.outcome {
-                    *after.entry(n).or_default() += 1;
-                    scheduled += 1;
-                }
+            for (n, count) in &s.scheduled {
+                *after.entry(n).or_default() += count;
+                scheduled += count;
             }
             let (cpu, memory) = load(s.requested);
             steps.push(StepFigures {
@@ -163,23 +161,18 @@ impl RolloutModel {
         });
         let stall = match r.ending {
             Ending::Complete => None,
-            Ending::Stalled => {
-                r.steps
-                    .last()
-                    .and_then(|s| s.attempts.last())
-                    .map(|a| match &a.outcome {
-                        PodOutcome::Unschedulable(m) | PodOutcome::Nominated { message: m, .. } => {
-                            format!("{} cannot be scheduled: {m}", a.pod)
-                        }
-                        PodOutcome::Gated(g) => {
-                            format!("{} is held by scheduling gates {}", a.pod, g.join(", "))
-                        }
-                        PodOutcome::Ignored => {
-                            format!("{} is not ours: no profile named {:?}", a.pod, a.scheduler)
-                        }
-                        PodOutcome::Scheduled(n) => format!("{} -> {n}", a.pod),
-                    })
-            }
+            Ending::Stalled => r.last_attempt.as_ref().map(|a| match &a.outcome {
+                PodOutcome::Unschedulable(m) | PodOutcome::Nominated { message: m, .. } => {
+                    format!("{} cannot be scheduled: {m}", a.pod)
+                }
+                PodOutcome::Gated(g) => {
+                    format!("{} is held by scheduling gates {}", a.pod, g.join(", "))
+                }
+                PodOutcome::Ignored => {
+                    format!("{} is not ours: no profile named {:?}", a.pod, a.scheduler)
+                }
+                PodOutcome::Scheduled(n) => format!("{} -> {n}", a.pod),
+            }),
         };
         RolloutModel {
             deployment: r.deployment.clone(),
@@ -333,7 +326,10 @@ mod tests {
                     node: Some(node.into()),
                 }],
                 created: Vec::new(),
+                attempted: 0,
                 attempts: Vec::new(),
+                scheduled: Default::default(),
+                pending: Vec::new(),
                 old_left: 0,
                 new_ready: 0,
                 new_pending: 0,
@@ -348,6 +344,7 @@ mod tests {
                 cpu: 1000,
                 memory: 1 << 29,
             },
+            last_attempt: None,
             ending: Ending::Stalled,
             config_source: "built-in default".into(),
             warnings: Vec::new(),

@@ -62,7 +62,28 @@ pub fn write_jsonl_attempt(
     attempt: &Attempt,
     detail: Detail,
 ) -> std::io::Result<()> {
+    write_attempt_line(out, attempt, detail, None)
+}
+
+/// Writes one attempt of a rollout's step as [`write_jsonl_attempt`] does, with the
+/// step's number as one more field, `step` (in its alphabetical place).
+pub fn write_jsonl_step_attempt(
+    out: &mut impl std::io::Write,
+    attempt: &Attempt,
+    detail: Detail,
+    step: usize,
+) -> std::io::Result<()> {
+    write_attempt_line(out, attempt, detail, Some(step))
+}
+
+fn write_attempt_line(
+    out: &mut impl std::io::Write,
+    attempt: &Attempt,
+    detail: Detail,
+    step: Option<usize>,
+) -> std::io::Result<()> {
     let mut line = Line::new(&attempt.pod, &attempt.scheduler, &attempt.outcome);
+    line.step = step;
     if line.attempted() {
         if detail == Detail::All {
             line.scores = Some(AttemptScores(attempt));
@@ -96,6 +117,9 @@ struct Line<'a, S, R> {
     scheduler: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     scores: Option<S>,
+    /// A rollout's step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    step: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     victims: Option<&'a [String]>,
 }
@@ -113,6 +137,7 @@ impl<'a, S, R> Line<'a, S, R> {
             rejected: None,
             scheduler,
             scores: None,
+            step: None,
             victims: None,
         };
         match outcome {

@@ -29,17 +29,26 @@
 //! then pods on a node with more pods of the Deployment (old and new), then the newer
 //! `creationTimestamp`; remaining ties go to the pod later in the scenario.
 //! New pods are named as the controller names them (see [`crate::workloads`]).
+//!
+//! Memory is bounded by the cluster and the number of pods, never by their product: a
+//! [`Step`] keeps counts (the pods bound per node, the pods left pending per distinct
+//! message, as kube-scheduler's FailedScheduling events effectively summarise them)
+//! and the first [`LISTED_ATTEMPTS`] attempts without per-node detail. Whoever wants
+//! every attempt with every node's verdict gets them from [`rollout_each`] one at a
+//! time, as they are decided, and drops them.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+use k8s_openapi::api::core::v1::Pod;
 use kubesched_framework::{PodInfo, Registry};
 use kubesched_plugins::label_selector::Selector;
 use serde_json::{Value, json};
 
+use crate::attempt::{Attempt, NodeNames};
 use crate::scenario::{self, OtherObject, Scenario, Source};
-use crate::simulate::{PodOutcome, PodResult, SimulationError, SimulationOptions, prepare};
+use crate::simulate::{Detail, PodOutcome, PodResult, SimulationError, SimulationOptions, prepare};
 use crate::whatif::WhatIfError;
 use crate::workloads::{Strategy, Workload, WorkloadKind, scaled_value};
 
@@ -52,6 +61,54 @@ pub enum RolloutError {
     /// The simulation could not start.
     #[error("{0}")]
     Simulation(#[from] SimulationError),
+    /// The observer of [`rollout_each`] failed (writing the output): the rollout stops.
+    #[error("{0}")]
+    Observer(#[from] std::io::Error),
+}
+
+/// How many attempts of a step [`Step::attempts`] keeps (the first ones); a step that
+/// attempts more is described by its counts.
+pub const LISTED_ATTEMPTS: usize = 10;
+
+/// What [`rollout_each`] hands its observer while the rollout runs.
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// One new pod's scheduling attempt, with the scheduler's per-node detail, in the
+    /// step numbered `step`; it is dropped once the observer returns.
+    Attempt {
+        /// The step's number (from 1).
+        step: usize,
+        /// The attempt.
+        attempt: &'a Attempt,
+    },
+    /// A step has ended.
+    Step(&'a Step),
+}
+
+/// New pods of one step that are left without a node for the same reason.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PendingGroup {
+    /// Their outcome: the FailedScheduling message (or the gates, or no profile), the
+    /// same for each of them.
+    pub outcome: PodOutcome,
+    /// The scheduler name of the first of them.
+    pub scheduler: String,
+    /// How many pods.
+    pub pods: usize,
+    /// The first of them, `namespace/name`.
+    pub first: String,
+}
+
+impl PendingGroup {
+    /// The message: the FailedScheduling message, or why the pod was not attempted.
+    pub fn message(&self) -> String {
+        match &self.outcome {
+            PodOutcome::Unschedulable(m) | PodOutcome::Nominated { message: m, .. } => m.clone(),
+            PodOutcome::Gated(g) => format!("held by scheduling gates {}", g.join(", ")),
+            PodOutcome::Ignored => format!("not ours: no profile named {:?}", self.scheduler),
+            PodOutcome::Scheduled(n) => format!("-> {n}"),
+        }
+    }
 }
 
 /// A pod the rollout deletes or creates.
@@ -72,8 +129,16 @@ pub struct Step {
     pub deleted: Vec<StepPod>,
     /// New pods created in this step.
     pub created: Vec<String>,
-    /// Scheduling attempts of new pods without a node, in order.
+    /// How many new pods without a node were attempted.
+    pub attempted: usize,
+    /// The first [`LISTED_ATTEMPTS`] attempts, in order, without per-node detail
+    /// ([`Detail::None`]); every attempt when the step made no more.
     pub attempts: Vec<PodResult>,
+    /// The new pods bound in this step, per node (by node name).
+    pub scheduled: BTreeMap<String, usize>,
+    /// The new pods left without a node, grouped by outcome (by FailedScheduling
+    /// message), in the order each group first appeared.
+    pub pending: Vec<PendingGroup>,
     /// Old pods left after the step.
     pub old_left: usize,
     /// New pods bound after the step.
@@ -136,7 +201,7 @@ pub struct Rollout {
     pub strategy: String,
     /// The old pods at the start, `namespace/name` with their node.
     pub old_pods: Vec<StepPod>,
-    /// The scenario's own pending pods, scheduled first.
+    /// The scenario's own pending pods, scheduled first, without per-node detail.
     pub pending: Vec<PodResult>,
     /// Every step.
     pub steps: Vec<Step>,
@@ -145,6 +210,9 @@ pub struct Rollout {
     /// What the cluster's pods request before the first step (the scenario's pending
     /// pods placed).
     pub requested_before: ClusterLoad,
+    /// The last attempt of the last step, without per-node detail: for a stalled
+    /// rollout, why a new pod has no node.
+    pub last_attempt: Option<PodResult>,
     /// How it ends.
     pub ending: Ending,
     /// Where the configuration came from.
@@ -165,8 +233,10 @@ struct OldPod {
     position: usize,
 }
 
+/// A new pod. Its [`PodInfo`] (a copy of the template, some kilobytes) is made again
+/// for each attempt rather than kept: 100,000 pending pods would hold gigabytes.
 struct NewPod {
-    info: Arc<PodInfo>,
+    name: String,
     node: Option<String>,
     available: bool,
 }
@@ -202,6 +272,28 @@ pub fn rollout(
     options: &SimulationOptions,
     registry: &Registry,
     max_pods: usize,
+) -> Result<Rollout, RolloutError> {
+    rollout_each(
+        scenario,
+        deployment,
+        options,
+        registry,
+        max_pods,
+        |_| Ok(()),
+    )
+}
+
+/// Simulates the rollout as [`rollout`] does, and hands `observer` each attempt (with
+/// every node's verdict) as it is decided and each step as it ends, so that they can be
+/// written out without being kept. An error of the observer stops the rollout and is
+/// returned as [`RolloutError::Observer`].
+pub fn rollout_each(
+    scenario: &Scenario,
+    deployment: &Workload,
+    options: &SimulationOptions,
+    registry: &Registry,
+    max_pods: usize,
+    mut observer: impl FnMut(Event<'_>) -> std::io::Result<()>,
 ) -> Result<Rollout, RolloutError> {
     let input_error = |field: &str, problem: String| {
         RolloutError::Input(WhatIfError::Input {
@@ -264,7 +356,11 @@ pub fn rollout(
         });
     }
     let mut prepared = prepare(&scenario, options, registry)?;
+    // Per-node detail is never kept (the module doc): the observer reads it from each
+    // attempt before it is dropped.
+    prepared.detail = Detail::None;
     let node_order = prepared.node_order();
+    let node_names = Arc::new(NodeNames::new(node_order.clone()));
     let queue = std::mem::take(&mut prepared.queue);
     let pending: Vec<PodResult> = queue
         .iter()
@@ -351,10 +447,26 @@ pub fn rollout(
         None => None,
     };
 
+    // New pod `name`: a copy of the template with its name and uid.
+    let new_pod = |template: &Pod, name: &str| -> Result<Arc<PodInfo>, SimulationError> {
+        let mut pod = template.clone();
+        pod.metadata.name = Some(name.to_string());
+        pod.metadata.uid = Some(crate::workloads::uid_for(&format!(
+            "Pod/{}/{name}",
+            deployment.namespace
+        )));
+        PodInfo::new(Arc::new(pod))
+            .map(Arc::new)
+            .map_err(|error| SimulationError::Pod {
+                pod: format!("{}/{name}", deployment.namespace),
+                error,
+            })
+    };
     let allocatable = ClusterLoad::of(prepared.scheduler.snapshot().nodes(), false);
     let requested_before = ClusterLoad::of(prepared.scheduler.snapshot().nodes(), true);
     let mut new: Vec<NewPod> = Vec::new();
     let mut steps = Vec::new();
+    let mut last_attempt: Option<PodResult> = None;
     let max_steps = MAX_STEPS_PER_REPLICA * (desired + old.len()) + 4;
     let ending = loop {
         let done = old.is_empty() && new.len() == desired && new.iter().all(|p| p.node.is_some());
@@ -364,11 +476,15 @@ pub fn rollout(
         if steps.len() >= max_steps {
             break Ending::Stalled;
         }
+        last_attempt = None;
         let mut step = Step {
             number: steps.len() + 1,
             deleted: Vec::new(),
             created: Vec::new(),
+            attempted: 0,
             attempts: Vec::new(),
+            scheduled: BTreeMap::new(),
+            pending: Vec::new(),
             old_left: 0,
             new_ready: 0,
             new_pending: 0,
@@ -469,19 +585,10 @@ pub fn rollout(
                     .get(index)
                     .cloned()
                     .unwrap_or_else(|| format!("{}-{index}", deployment.owner_name()));
-                let mut pod = (**template).clone();
-                pod.metadata.name = Some(name.clone());
-                pod.metadata.uid = Some(crate::workloads::uid_for(&format!(
-                    "Pod/{}/{name}",
-                    deployment.namespace
-                )));
-                let info = PodInfo::new(Arc::new(pod)).map_err(|error| SimulationError::Pod {
-                    pod: format!("{}/{name}", deployment.namespace),
-                    error,
-                })?;
+                let info = new_pod(template, &name)?;
                 step.created.push(info.key().to_string());
                 new.push(NewPod {
-                    info: Arc::new(info),
+                    name,
                     node: None,
                     available: false,
                 });
@@ -489,13 +596,42 @@ pub fn rollout(
         }
         // The scheduler: every new pod without a node, in creation order.
         let mut bound = 0;
+        let mut groups: HashMap<String, usize> = HashMap::new();
         for p in new.iter_mut().filter(|p| p.node.is_none()) {
-            let result = prepared.attempt(&p.info, &node_order);
-            if let PodOutcome::Scheduled(node) = &result.outcome {
+            let Some(template) = &template else {
+                break;
+            };
+            let info = new_pod(template, &p.name)?;
+            let attempt = prepared.attempt_raw(&info, &node_names);
+            observer(Event::Attempt {
+                step: step.number,
+                attempt: &attempt,
+            })?;
+            step.attempted += 1;
+            if let PodOutcome::Scheduled(node) = &attempt.outcome {
                 p.node = Some(node.clone());
                 bound += 1;
+                *step.scheduled.entry(node.clone()).or_default() += 1;
+            } else {
+                let key = pending_message(&attempt.scheduler, &attempt.outcome);
+                match groups.get(&key) {
+                    Some(&i) => step.pending[i].pods += 1,
+                    None => {
+                        groups.insert(key, step.pending.len());
+                        step.pending.push(PendingGroup {
+                            outcome: attempt.outcome.clone(),
+                            scheduler: attempt.scheduler.clone(),
+                            pods: 1,
+                            first: attempt.pod.clone(),
+                        });
+                    }
+                }
             }
-            step.attempts.push(result);
+            let result = attempt.to_result(Detail::None);
+            if step.attempts.len() < LISTED_ATTEMPTS {
+                step.attempts.push(result.clone());
+            }
+            last_attempt = Some(result);
         }
         for p in new.iter_mut() {
             p.available = p.node.is_some();
@@ -506,6 +642,7 @@ pub fn rollout(
         step.nodes_used = per_node(&old, &new).len();
         step.requested = ClusterLoad::of(prepared.scheduler.snapshot().nodes(), true);
         let changed = !step.deleted.is_empty() || !step.created.is_empty() || bound > 0;
+        observer(Event::Step(&step))?;
         steps.push(step);
         if !changed {
             break Ending::Stalled;
@@ -522,6 +659,7 @@ pub fn rollout(
         steps,
         allocatable,
         requested_before,
+        last_attempt,
         ending,
         config_source: prepared.config_source,
         warnings,
@@ -529,12 +667,17 @@ pub fn rollout(
 }
 
 fn message(r: &PodResult) -> String {
-    match &r.outcome {
+    pending_message(&r.scheduler, &r.outcome)
+}
+
+/// An outcome in words, after the pod's name: `-> node`, `cannot be scheduled: ...`.
+fn pending_message(scheduler: &str, outcome: &PodOutcome) -> String {
+    match outcome {
         PodOutcome::Scheduled(n) => format!("-> {n}"),
         PodOutcome::Unschedulable(m) | PodOutcome::Nominated { message: m, .. } => {
             format!("cannot be scheduled: {m}")
         }
-        PodOutcome::Ignored => format!("not ours: no profile named {:?}", r.scheduler),
+        PodOutcome::Ignored => format!("not ours: no profile named {scheduler:?}"),
         PodOutcome::Gated(g) => format!("held by scheduling gates {}", g.join(", ")),
     }
 }
@@ -568,11 +711,49 @@ impl Rollout {
                     d.node.as_deref().unwrap_or("no node")
                 );
             }
-            for c in &step.created {
-                let _ = writeln!(out, "  create new {c}");
+            match step.created.as_slice() {
+                created if created.len() <= LISTED_ATTEMPTS => {
+                    for c in created {
+                        let _ = writeln!(out, "  create new {c}");
+                    }
+                }
+                [first, .., last] => {
+                    let _ = writeln!(
+                        out,
+                        "  create {} new pods: {first} ... {last}",
+                        step.created.len()
+                    );
+                }
+                _ => {}
             }
-            for a in &step.attempts {
-                let _ = writeln!(out, "  schedule {} {}", a.pod, message(a));
+            if step.attempted <= step.attempts.len() {
+                for a in &step.attempts {
+                    let _ = writeln!(out, "  schedule {} {}", a.pod, message(a));
+                }
+            } else {
+                // Too many pods to list: where they went, and why the others did not.
+                if !step.scheduled.is_empty() {
+                    let per_node: Vec<String> = step
+                        .scheduled
+                        .iter()
+                        .map(|(node, n)| format!("{node} {n}"))
+                        .collect();
+                    let _ = writeln!(
+                        out,
+                        "  schedule {} new pod(s) on {} node(s): {}",
+                        step.scheduled.values().sum::<usize>(),
+                        step.scheduled.len(),
+                        per_node.join(", ")
+                    );
+                }
+                for g in &step.pending {
+                    let _ = writeln!(
+                        out,
+                        "  {} new pod(s) {}",
+                        g.pods,
+                        pending_message(&g.scheduler, &g.outcome)
+                    );
+                }
             }
             let _ = writeln!(
                 out,
@@ -598,7 +779,7 @@ impl Rollout {
                     last.map_or(0, |s| s.new_ready),
                     self.replicas
                 );
-                if let Some(a) = last.and_then(|s| s.attempts.last()) {
+                if let Some(a) = &self.last_attempt {
                     let _ = writeln!(out, "  {} {}", a.pod, message(a));
                 }
             }
@@ -606,29 +787,51 @@ impl Rollout {
         out
     }
 
-    /// The answer for scripts: one JSON object.
+    /// The last line of `--format jsonl`: the rollout's figures and how it ends
+    /// (`steps` is the number of steps; each step has its own line, [`Step::json`]).
     pub fn json(&self) -> Value {
-        let steps: Vec<Value> = self
-            .steps
-            .iter()
-            .map(|s| {
-                json!({
-                    "step": s.number,
-                    "deleted": s.deleted.iter().map(|d| json!({"pod": d.pod, "node": d.node})).collect::<Vec<_>>(),
-                    "created": s.created,
-                    "attempts": s.attempts.iter().map(crate::output::to_json).collect::<Vec<_>>(),
-                    "old": s.old_left, "newRunning": s.new_ready, "newPending": s.new_pending,
-                    "nodesUsed": s.nodes_used, "requested": s.requested.json(),
-                })
-            })
-            .collect();
         json!({
             "deployment": self.deployment, "config": self.config_source,
             "replicas": self.replicas, "strategy": self.strategy,
             "oldPods": self.old_pods.iter().map(|d| json!({"pod": d.pod, "node": d.node})).collect::<Vec<_>>(),
-            "steps": steps,
+            "steps": self.steps.len(),
             "allocatable": self.allocatable.json(), "requestedBefore": self.requested_before.json(),
             "result": match self.ending { Ending::Complete => "Complete", Ending::Stalled => "Stalled" },
+        })
+    }
+
+    /// Every step's line then [`Rollout::json`]'s, as `--format jsonl` prints them
+    /// without per-pod lines.
+    pub fn jsonl(&self) -> String {
+        let mut out = String::new();
+        for s in self.steps.iter().map(Step::json).chain([self.json()]) {
+            let _ = writeln!(out, "{s}");
+        }
+        out
+    }
+}
+
+impl Step {
+    /// The step's line of `--format jsonl`: what the controller did (the old pods
+    /// deleted, by name; the new pods created, counted), the new pods bound per node,
+    /// the new pods left pending counted per message, and the state after the step. Its
+    /// size is bounded by the cluster (nodes, distinct messages, old pods), not by the
+    /// number of new pods.
+    pub fn json(&self) -> Value {
+        let pending: Vec<Value> = self
+            .pending
+            .iter()
+            .map(|g| json!({"message": g.message(), "pods": g.pods, "first": g.first}))
+            .collect();
+        json!({
+            "step": self.number,
+            "deleted": self.deleted.iter().map(|d| json!({"pod": d.pod, "node": d.node})).collect::<Vec<_>>(),
+            "created": self.created.len(),
+            "attempted": self.attempted,
+            "scheduled": self.scheduled,
+            "pending": pending,
+            "old": self.old_left, "newRunning": self.new_ready, "newPending": self.new_pending,
+            "nodesUsed": self.nodes_used, "requested": self.requested.json(),
         })
     }
 }

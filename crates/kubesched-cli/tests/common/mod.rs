@@ -57,3 +57,35 @@ pub fn data(name: &str) -> String {
         .to_string_lossy()
         .into_owned()
 }
+
+/// `rollout --format jsonl`'s lines put together as one object: the last line (the
+/// result), its `steps` replaced by the step lines in order, each step with
+/// `attempts`, the attempt lines of that step (a line with `pod`; there are some with
+/// `--detail none|rejected|all`). Panics on a line that is not JSON or out of place.
+pub fn rollout_answer(jsonl: &str) -> serde_json::Value {
+    use serde_json::Value;
+    let mut steps: Vec<Value> = Vec::new();
+    let mut attempts: Vec<Value> = Vec::new();
+    let mut last: Option<Value> = None;
+    for line in jsonl.lines() {
+        assert!(last.is_none(), "a line after the result: {line}");
+        let v: Value = serde_json::from_str(line).expect("each line is JSON");
+        if v.get("pod").is_some() {
+            attempts.push(v);
+        } else if v.get("result").is_some() {
+            last = Some(v);
+        } else {
+            let mut step = v;
+            for a in &attempts {
+                assert_eq!(a["step"], step["step"], "attempts come before their step");
+            }
+            step["attempts"] = Value::Array(std::mem::take(&mut attempts));
+            steps.push(step);
+        }
+    }
+    assert!(attempts.is_empty(), "attempts after the last step");
+    let mut answer = last.expect("the last line is the result");
+    assert_eq!(answer["steps"], steps.len(), "the result counts the steps");
+    answer["steps"] = Value::Array(steps);
+    answer
+}
