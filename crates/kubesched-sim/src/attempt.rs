@@ -89,6 +89,16 @@ impl Attempt {
         &self.names
     }
 
+    /// The plugins that rejected the pod (kube-scheduler's `UnschedulablePlugins`): the
+    /// cluster events they registered are the ones that retry it. Empty when no filter
+    /// ran or none rejected it (an error, which is retried after its backoff).
+    pub fn unschedulable_plugins(&self) -> std::collections::BTreeSet<String> {
+        self.diagnosis
+            .as_ref()
+            .map(|d| d.unschedulable_plugins.clone())
+            .unwrap_or_default()
+    }
+
     /// The score table's columns sorted by plugin name; of columns with the same name
     /// only the last is kept (as a map keyed by name keeps the last insert).
     pub(crate) fn plugin_columns(&self) -> Vec<usize> {

@@ -579,15 +579,27 @@ impl SchedulingQueue {
         pod.last_update + self.backoff_duration(pod.info.attempts)
     }
 
+    /// When the first backoff ends; `None` when no pod backs off.
+    pub fn next_backoff_end(&self) -> Option<Instant> {
+        self.backoff.values().map(|p| self.backoff_expiry(p)).min()
+    }
+
+    /// When the first unschedulable pod has waited `max_in_unschedulable`: a
+    /// [`SchedulingQueue::flush`] strictly after it moves the pod (kube-scheduler's
+    /// `flushUnschedulablePodsLeftover`, which runs every 30 s); `None` when no pod is
+    /// unschedulable.
+    pub fn next_unschedulable_timeout(&self) -> Option<Instant> {
+        self.unschedulable
+            .values()
+            .map(|p| p.last_update + self.options.max_in_unschedulable)
+            .min()
+    }
+
     /// When the queue next has something to do on its own (a backoff ending, an
     /// unschedulable pod timing out); `None` when nothing waits.
     pub fn next_wakeup(&self) -> Option<Instant> {
-        let backoff = self.backoff.values().map(|p| self.backoff_expiry(p)).min();
-        let unsched = self
-            .unschedulable
-            .values()
-            .map(|p| p.last_update + self.options.max_in_unschedulable)
-            .min();
+        let backoff = self.next_backoff_end();
+        let unsched = self.next_unschedulable_timeout();
         match (backoff, unsched) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
