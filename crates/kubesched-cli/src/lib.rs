@@ -98,6 +98,11 @@ enum Commands {
     /// Step through a Deployment's rollout (RollingUpdate or Recreate) over the
     /// cluster: can each step's new pods be scheduled, and where would it stall?
     Rollout(rollout::RolloutArgs),
+    /// Replay a timed trace of events (nodes and pods applied and deleted, pods
+    /// finishing, nodes cordoned and drained) over a cluster in simulated time, through
+    /// kube-scheduler's queue: every attempt with its time, then how long pods waited
+    /// and how full the cluster got (docs/replay.md).
+    Replay(replay::ReplayArgs),
     /// Write one self-contained HTML page of a simulation: the nodes before and after,
     /// every pod and why, one pod's verdicts as a heat map; with --config given twice or
     /// more, the configurations side by side (`--format jsonl`: the figures only).
@@ -136,6 +141,7 @@ mod say;
 mod bench;
 mod capacity;
 mod memory;
+mod replay;
 mod report;
 mod rollout;
 mod simulate;
@@ -303,6 +309,7 @@ fn dispatch(command: Commands, plugins: Registry, registry: &Registry) -> ExitCo
         }
         Commands::Capacity(args) => capacity::run(&args, registry),
         Commands::Rollout(args) => rollout::run(&args, registry),
+        Commands::Replay(args) => replay::run(&args, registry),
         Commands::Report(args) => report::run(&args, registry),
         Commands::Bench {
             file,

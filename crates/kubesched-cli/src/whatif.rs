@@ -89,6 +89,16 @@ pub fn load_scenario(
     files: &[String],
     args: &WhatIfArgs,
 ) -> Result<(Scenario, Option<String>, Option<ServerBehaviour>), String> {
+    load_scenario_or(files, args, true)
+}
+
+/// As [`load_scenario`], but with no FILE and no `--from-cluster` the cluster is empty
+/// (not the demo) unless `demo` says otherwise.
+pub fn load_scenario_or(
+    files: &[String],
+    args: &WhatIfArgs,
+    demo: bool,
+) -> Result<(Scenario, Option<String>, Option<ServerBehaviour>), String> {
     let mut sources = Vec::new();
     let mut server = None;
     let config = args.config.as_ref();
@@ -101,7 +111,7 @@ pub fn load_scenario(
         sources.push(source);
         server = version;
         sources.extend(read_files(files)?);
-    } else if files.is_empty() {
+    } else if files.is_empty() && demo {
         // The demo: the lesson's cluster, kube-scheduler's default configuration as
         // default-scheduler and the lesson's my-scheduler beside it (unless --config
         // gives the configuration to run instead).

@@ -61,6 +61,11 @@ const SKIPS: &[(&str, &str, &str)] = &[
         "sudo apt-get install -y chromium",
         "installs Chromium, then runs all of CI (.ci/run), of which this test is part",
     ),
+    (
+        "docs/replay.md",
+        "target/debug/kubesched-difftest --traces",
+        "the differential tester: the oracles and minutes (.ci/run runs it)",
+    ),
     ("README.md", "docker build", "needs Docker"),
     ("README.md", "kubectl ", "needs a cluster"),
     (

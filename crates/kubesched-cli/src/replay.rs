@@ -1,0 +1,302 @@
+//! `kubesched replay TRACE [FILES...]`: a timed trace of events replayed over a cluster
+//! in simulated time (kubesched-replay), every attempt printed as it happens, then the
+//! summary. The trace is read twice: once to check every line, so that a bad one
+//! stops the replay before anything is applied, then to replay it.
+
+use std::io::{BufRead, BufReader, BufWriter, ErrorKind, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use kubesched_framework::Registry;
+use kubesched_replay::{
+    Eviction, Mode, Record, ReplayError, ReplayOptions, TraceReader, check, replay,
+};
+use kubesched_sim::simulate::Detail;
+use kubesched_sim::{PodOutcome, SimulationOptions, output};
+
+use crate::simulate::{DetailArg, Format};
+use crate::whatif::{WhatIfArgs, load_scenario_or};
+
+/// `kubesched replay`'s arguments.
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    /// The trace: JSON Lines of timed events (docs/replay.md); `-` reads standard input.
+    pub trace: String,
+    /// Scenario files: the cluster at time 0 (its pending pods arrive then) and the
+    /// configuration. None: the cluster starts empty and the trace brings everything.
+    pub files: Vec<String>,
+    /// After each instant's events, try every pending pod in queue order until nothing
+    /// more fits (each pass exactly `simulate` of the cluster then), instead of
+    /// kube-scheduler's queue in simulated time.
+    #[arg(long)]
+    pub settle: bool,
+    /// `table` for people; `jsonl`: one line per attempt (the conformance line with its
+    /// `time`), per eviction, and the summary last.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// With --format jsonl: how much per-node detail each attempt's line has (`none`,
+    /// the default here: the outcome; `rejected`; `all`: the conformance format).
+    #[arg(long, value_enum, value_name = "LEVEL")]
+    pub detail: Option<DetailArg>,
+    /// Run PostFilter plugins (preemption) when no node fits; victims leave at once.
+    #[arg(long)]
+    pub preemption: bool,
+    /// How long the timed replay goes on after the last event or finish, in seconds,
+    /// so that pods backing off get their retries.
+    #[arg(long, value_name = "SECONDS", default_value_t = 600.0)]
+    pub tail: f64,
+    /// A trace whose last line was cut off (a recorder killed mid-write): replay the
+    /// lines before it, with a warning, instead of refusing the trace.
+    #[arg(long)]
+    pub allow_truncated: bool,
+    /// With --settle: write the cluster before each pass as DIR/NNNNN.yaml and that
+    /// pass's attempts as DIR/NNNNN.jsonl (the conformance format), so that each pass
+    /// can be checked with `kubesched simulate` or kube-scheduler's own code.
+    #[arg(long, value_name = "DIR", requires = "settle")]
+    pub dump_steps: Option<PathBuf>,
+    #[command(flatten)]
+    pub whatif: WhatIfArgs,
+    #[command(flatten)]
+    pub versions: crate::versions::VersionArgs,
+    #[command(flatten)]
+    pub cache: crate::memory::CacheArgs,
+}
+
+/// Runs the command: exit 0 when the trace was replayed, 2 on bad input.
+pub fn run(args: &ReplayArgs, registry: &Registry) -> ExitCode {
+    match answer(args, registry) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            say_error!("{message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The trace's text source: a file opened again for each pass, or standard input read
+/// once and kept.
+enum TraceInput {
+    File(String),
+    Text(String),
+}
+
+impl TraceInput {
+    fn open(&self) -> Result<Box<dyn BufRead + '_>, String> {
+        match self {
+            TraceInput::File(path) => std::fs::File::open(path)
+                .map(|f| Box::new(BufReader::with_capacity(1 << 16, f)) as Box<dyn BufRead>)
+                .map_err(|e| format!("{path}: cannot read: {e}")),
+            TraceInput::Text(text) => Ok(Box::new(text.as_bytes())),
+        }
+    }
+}
+
+fn answer(args: &ReplayArgs, registry: &Registry) -> Result<(), String> {
+    if args.detail.is_some() && args.format != Format::Jsonl {
+        return Err("--detail: only --format jsonl prints per-node detail".into());
+    }
+    if !(args.tail.is_finite() && args.tail >= 0.0) {
+        return Err(format!(
+            "--tail {}: expected seconds, a number >= 0",
+            args.tail
+        ));
+    }
+    let (input, name) = if args.trace == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text)
+            .map_err(|e| format!("<stdin>: cannot read: {e}"))?;
+        (TraceInput::Text(text), "<stdin>".to_string())
+    } else {
+        (TraceInput::File(args.trace.clone()), args.trace.clone())
+    };
+    let (scenario, _, server) = load_scenario_or(&args.files, &args.whatif, false)?;
+    let (features, version_note) = args.versions.features(server.as_ref())?;
+    let reader = || -> Result<_, String> {
+        Ok(TraceReader::new(name.clone(), input.open()?).allow_truncated(args.allow_truncated))
+    };
+    let mut checked = reader()?;
+    check(&scenario, &mut checked).map_err(|e| e.to_string())?;
+    if let Some(line) = checked.skipped_truncated {
+        say_warning!("{name}: line {line}: truncated last line left out (--allow-truncated)");
+    }
+    let dumping = args.dump_steps.is_some();
+    let detail = match (dumping, args.format) {
+        (true, _) => Detail::All,
+        (false, Format::Jsonl) => args.detail.map_or(Detail::None, Detail::from),
+        (false, Format::Table) => Detail::None,
+    };
+    let printed_detail = args.detail.map_or(Detail::None, Detail::from);
+    let options = ReplayOptions {
+        simulation: args.cache.apply(SimulationOptions {
+            preemption: args.preemption,
+            detail,
+            features,
+            ..SimulationOptions::default()
+        }),
+        mode: if args.settle {
+            Mode::Settle
+        } else {
+            Mode::Timed
+        },
+        tail: Duration::from_secs_f64(args.tail),
+        states: dumping,
+    };
+    if let Some(dir) = &args.dump_steps {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("--dump-steps {}: cannot create: {e}", dir.display()))?;
+    }
+    say_note!("{version_note}");
+    let stdout = std::io::stdout().lock();
+    let mut out = BufWriter::with_capacity(1 << 16, stdout);
+    let mut steps = Steps::new(args.dump_steps.clone());
+    let result = replay(&scenario, reader()?, &options, registry, |record| {
+        steps.record(&record)?;
+        write_record(&mut out, &record, args.format, printed_detail)
+    });
+    let summary = match result {
+        Ok(s) => s,
+        Err(ReplayError::Sink(e)) if e.kind() == ErrorKind::BrokenPipe => return Ok(()),
+        Err(ReplayError::Sink(e)) => return Err(format!("cannot write: {e}")),
+        Err(e) => return Err(e.to_string()),
+    };
+    let tail = match args.format {
+        Format::Jsonl => format!("{}\n", summary.json()),
+        Format::Table => summary.text(),
+    };
+    let written = out.write_all(tail.as_bytes()).and_then(|()| out.flush());
+    match written {
+        Err(e) if e.kind() != ErrorKind::BrokenPipe => {
+            Err(format!("cannot write standard output: {e}"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// `--dump-steps`: each settled pass's cluster and attempts, numbered in order.
+struct Steps {
+    dir: Option<PathBuf>,
+    number: usize,
+    attempts: Option<BufWriter<std::fs::File>>,
+}
+
+impl Steps {
+    fn new(dir: Option<PathBuf>) -> Steps {
+        Steps {
+            dir,
+            number: 0,
+            attempts: None,
+        }
+    }
+
+    fn record(&mut self, record: &Record) -> std::io::Result<()> {
+        let Some(dir) = &self.dir else {
+            return Ok(());
+        };
+        match record {
+            Record::State { documents, .. } => {
+                if let Some(mut f) = self.attempts.take() {
+                    f.flush()?;
+                }
+                self.number += 1;
+                std::fs::write(dir.join(format!("{:05}.yaml", self.number)), documents)?;
+                let file = std::fs::File::create(dir.join(format!("{:05}.jsonl", self.number)))?;
+                self.attempts = Some(BufWriter::new(file));
+            }
+            Record::Attempt { attempt, .. } => {
+                if let Some(f) = self.attempts.as_mut() {
+                    output::write_jsonl_attempt(f, attempt, Detail::All)?;
+                }
+            }
+            Record::Evicted { .. } => {}
+        }
+        Ok(())
+    }
+}
+
+fn write_record(
+    out: &mut impl Write,
+    record: &Record,
+    format: Format,
+    detail: Detail,
+) -> std::io::Result<()> {
+    match (record, format) {
+        (Record::State { .. }, _) => Ok(()),
+        (Record::Attempt { time, attempt }, Format::Jsonl) => {
+            let mut line = Vec::new();
+            output::write_jsonl_attempt(&mut line, attempt, detail)?;
+            // `{"pod":...}` becomes `{"time":T,"pod":...}`.
+            write!(out, "{{\"time\":{},", json_number(*time))?;
+            out.write_all(line.get(1..).unwrap_or_default())
+        }
+        (Record::Attempt { time, attempt }, Format::Table) => {
+            let what = match &attempt.outcome {
+                PodOutcome::Scheduled(node) => format!("-> {node}"),
+                PodOutcome::Unschedulable(m) => format!("cannot be scheduled: {m}"),
+                PodOutcome::Nominated {
+                    message,
+                    node,
+                    victims,
+                    ..
+                } => format!(
+                    "cannot be scheduled: {message}; preempts {} on {node}",
+                    victims.join(", ")
+                ),
+                PodOutcome::Ignored => {
+                    format!("not ours: no profile named {:?}", attempt.scheduler)
+                }
+                PodOutcome::Gated(g) => format!("held by scheduling gates {}", g.join(", ")),
+            };
+            writeln!(
+                out,
+                "{:>10}  {:<24}  {what}",
+                format!("{time:.3}"),
+                attempt.pod
+            )
+        }
+        (
+            Record::Evicted {
+                time,
+                pod,
+                node,
+                reason,
+            },
+            format,
+        ) => {
+            let (why, by) = match reason {
+                Eviction::Preempted(by) => ("preempted", Some(by)),
+                Eviction::Drained => ("drained", None),
+                Eviction::NodeDeleted => ("nodeDeleted", None),
+            };
+            match format {
+                Format::Jsonl => {
+                    let mut v = serde_json::json!({"evicted": pod, "node": node, "reason": why});
+                    if let Some(by) = by {
+                        v["by"] = serde_json::Value::String(by.clone());
+                    }
+                    // `{"evicted":...}` becomes `{"time":T,"evicted":...}`.
+                    let text = v.to_string();
+                    writeln!(out, "{{\"time\":{},{}", json_number(*time), &text[1..])
+                }
+                Format::Table => {
+                    let by = by.map(|b| format!(" by {b}")).unwrap_or_default();
+                    writeln!(
+                        out,
+                        "{:>10}  {pod:<24}  evicted from {node} ({why}{by})",
+                        format!("{time:.3}")
+                    )
+                }
+            }
+        }
+    }
+}
+
+/// Seconds as JSON writes them, without a trailing `.0` for whole seconds.
+fn json_number(t: f64) -> String {
+    if t.fract() == 0.0 && t.abs() < 1e15 {
+        format!("{}", t as i64)
+    } else {
+        serde_json::Number::from_f64(t).map_or_else(|| "0".into(), |n| n.to_string())
+    }
+}

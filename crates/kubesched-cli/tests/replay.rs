@@ -1,0 +1,206 @@
+//! `kubesched replay` as a user runs it: the worked example of docs/replay.md in both
+//! formats and both modes, a trace from standard input, the steps it dumps, and bad
+//! traces refused with one line before anything is printed.
+
+mod common;
+
+use std::path::Path;
+
+use common::{kubesched, stderr, stdout, with_stdin};
+use serde_json::Value;
+
+fn example(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs/examples/replay")
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn jsonl(text: &str) -> Vec<Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// (time, pod, node) of every binding among the lines.
+fn bindings(lines: &[Value]) -> Vec<(i64, &str, &str)> {
+    lines
+        .iter()
+        .filter(|l| l["node"].is_string() && l["pod"].is_string())
+        .map(|l| {
+            (
+                l["time"].as_i64().unwrap(),
+                l["pod"].as_str().unwrap(),
+                l["node"].as_str().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_worked_example_prints_every_attempt_with_its_time_then_the_summary() {
+    let (trace, cluster) = (example("trace.jsonl"), example("cluster.yaml"));
+    let out = kubesched(&["replay", &trace, &cluster, "--format", "jsonl"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines = jsonl(&stdout(&out));
+    let placed = bindings(&lines);
+    assert_eq!(
+        placed,
+        [
+            (0, "default/web-1", "node-b"),
+            (2, "default/batch-1", "node-b"),
+            (2, "default/batch-2", "node-a"),
+            (90, "default/batch-3", "node-c"),
+        ]
+    );
+    let evicted: Vec<&str> = lines.iter().filter_map(|l| l["evicted"].as_str()).collect();
+    assert_eq!(evicted, ["default/db", "default/batch-2"]);
+    let summary = &lines.last().unwrap()["summary"];
+    assert_eq!(summary["pods"]["scheduled"], 4);
+    assert_eq!(summary["waitedSeconds"]["max"], 85.0);
+    assert_eq!(summary["end"], 400.0);
+
+    // The settled mode places the same pods here, at the same instants.
+    let settled = kubesched(&["replay", &trace, &cluster, "--format", "jsonl", "--settle"]);
+    let settled = jsonl(&stdout(&settled));
+    let settled_placed = bindings(&settled);
+    assert_eq!(settled_placed, placed);
+    assert_eq!(settled.last().unwrap()["summary"]["mode"], "settle");
+}
+
+#[test]
+fn detail_all_gives_the_conformance_line_with_every_node() {
+    let out = kubesched(&[
+        "replay",
+        &example("trace.jsonl"),
+        &example("cluster.yaml"),
+        "--format",
+        "jsonl",
+        "--detail",
+        "all",
+    ]);
+    let lines = jsonl(&stdout(&out));
+    let first_failure = lines.iter().find(|l| l["message"].is_string()).unwrap();
+    assert_eq!(first_failure["time"], 5);
+    assert_eq!(first_failure["rejected"]["node-a"][0], "Insufficient cpu");
+    let table = kubesched(&[
+        "replay",
+        &example("trace.jsonl"),
+        &example("cluster.yaml"),
+        "--detail",
+        "all",
+    ]);
+    assert_eq!(table.status.code(), Some(2));
+    assert_eq!(
+        stderr(&table).trim(),
+        "kubesched: error: --detail: only --format jsonl prints per-node detail"
+    );
+}
+
+#[test]
+fn a_trace_on_standard_input_starts_from_an_empty_cluster() {
+    let trace = concat!(
+        "{\"kubeschedTrace\": 1}\n",
+        "{\"time\": 0, \"apply\": {\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": \"p\"}, \"spec\": {\"containers\": [{\"name\": \"c\", \"image\": \"i\"}]}}}\n",
+        "{\"time\": 3, \"apply\": {\"apiVersion\": \"v1\", \"kind\": \"Node\", \"metadata\": {\"name\": \"n\"}, \"status\": {\"allocatable\": {\"cpu\": \"1\", \"memory\": \"1Gi\", \"pods\": \"10\"}}}}\n",
+    );
+    let out = with_stdin(&["replay", "-", "--format", "jsonl"], trace);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines = jsonl(&stdout(&out));
+    // No node is an error to kube-scheduler, not a rejection: the pod is retried after
+    // each backoff (1 s, then 2 s), and the node is there by the second retry.
+    let attempts: Vec<(i64, &str)> = lines
+        .iter()
+        .filter(|l| l["pod"].is_string())
+        .map(|l| {
+            let what = l["node"].as_str().or(l["message"].as_str());
+            (l["time"].as_i64().unwrap(), what.unwrap())
+        })
+        .collect();
+    let none = "no nodes available to schedule pods";
+    assert_eq!(attempts, [(0, none), (1, none), (3, "n")]);
+}
+
+#[test]
+fn dump_steps_writes_each_settled_pass_as_a_scenario_simulate_agrees_with() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("replay-dump-steps");
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = kubesched(&[
+        "replay",
+        &example("trace.jsonl"),
+        &example("cluster.yaml"),
+        "--settle",
+        "--dump-steps",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut steps: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    steps.sort();
+    assert!(steps.len() >= 3, "{steps:?}");
+    for step in steps {
+        let simulated = kubesched(&["simulate", step.to_str().unwrap(), "--format", "jsonl"]);
+        let pass = std::fs::read_to_string(step.with_extension("jsonl")).unwrap();
+        assert_eq!(
+            jsonl(&stdout(&simulated)),
+            jsonl(&pass),
+            "{}",
+            step.display()
+        );
+    }
+}
+
+#[test]
+fn a_bad_trace_is_one_line_and_nothing_is_replayed() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("replay-bad");
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.jsonl");
+    let good = std::fs::read_to_string(example("trace.jsonl")).unwrap();
+    // The fifth line's time goes back before the fourth's.
+    let lines: Vec<String> = good
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            if i == 4 {
+                l.replacen("\"time\":5", "\"time\":1", 1)
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    std::fs::write(&bad, lines.join("\n") + "\n").unwrap();
+    let out = kubesched(&["replay", bad.to_str().unwrap(), &example("cluster.yaml")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(stdout(&out), "");
+    assert_eq!(
+        stderr(&out).trim(),
+        format!(
+            "kubesched: error: {}: line 5: time: 1 comes before the previous event's 2: events must be in time order",
+            bad.display()
+        )
+    );
+
+    // A cut-off last line: refused, or with --allow-truncated replayed without it.
+    let cut = dir.join("cut.jsonl");
+    std::fs::write(&cut, format!("{}{}", good, "{\"time\": 500, \"dra")).unwrap();
+    let out = kubesched(&["replay", cut.to_str().unwrap(), &example("cluster.yaml")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("line 10: truncated last line"),
+        "{}",
+        stderr(&out)
+    );
+    let out = kubesched(&[
+        "replay",
+        cut.to_str().unwrap(),
+        &example("cluster.yaml"),
+        "--allow-truncated",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("line 10: truncated last line left out (--allow-truncated)"));
+    assert!(stdout(&out).contains("Replayed 8 event(s)"));
+}

@@ -1,0 +1,287 @@
+//! Replays by behaviour: the queue's timing in simulated time (backoff, the events a
+//! rejecting plugin registered, the 5-minute flush), run times, drains, preemption, the
+//! settled mode, and the check that refuses a bad trace before anything is applied.
+
+use kubesched_replay::{
+    Eviction, Mode, Record, ReplayOptions, Summary, TraceReader, check, replay,
+};
+use kubesched_sim::PodOutcome;
+use kubesched_sim::scenario::{self, Scenario, Source};
+use serde_json::{Value, json};
+
+fn node(name: &str, cpu: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}}})
+}
+
+fn pod(name: &str, cpu: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu}}}]}})
+}
+
+fn bound(name: &str, cpu: &str, node: &str) -> Value {
+    let mut p = pod(name, cpu);
+    p["spec"]["nodeName"] = json!(node);
+    p
+}
+
+fn scenario(docs: &[Value]) -> Scenario {
+    let text: String = docs.iter().map(|d| format!("---\n{d}\n")).collect();
+    scenario::load(&[Source {
+        name: "cluster.yaml".into(),
+        text,
+    }])
+    .unwrap()
+}
+
+fn trace(events: &[Value]) -> String {
+    let mut text = "{\"kubeschedTrace\": 1}\n".to_string();
+    for e in events {
+        text.push_str(&format!("{e}\n"));
+    }
+    text
+}
+
+/// (time, pod, node or message) of every attempt, and the evictions as (time, pod,
+/// "evicted"), and the summary.
+fn run(
+    docs: &[Value],
+    events: &[Value],
+    options: &ReplayOptions,
+) -> (Vec<(f64, String, String)>, Summary) {
+    let s = scenario(docs);
+    let text = trace(events);
+    let mut checked = TraceReader::new("t.jsonl", text.as_bytes());
+    check(&s, &mut checked).unwrap();
+    let mut seen = Vec::new();
+    let summary = replay(
+        &s,
+        TraceReader::new("t.jsonl", text.as_bytes()),
+        options,
+        &kubesched_plugins::in_tree_registry(),
+        |record| {
+            match record {
+                Record::Attempt { time, attempt } => {
+                    let attempt = *attempt;
+                    let what = match attempt.outcome {
+                        PodOutcome::Scheduled(n) => n,
+                        PodOutcome::Unschedulable(m) => m,
+                        PodOutcome::Nominated { node, .. } => format!("nominated {node}"),
+                        other => format!("{other:?}"),
+                    };
+                    seen.push((time, attempt.pod, what));
+                }
+                Record::Evicted {
+                    time, pod, reason, ..
+                } => {
+                    let why = match reason {
+                        Eviction::Preempted(by) => format!("preempted by {by}"),
+                        Eviction::Drained => "drained".into(),
+                        Eviction::NodeDeleted => "node deleted".into(),
+                    };
+                    seen.push((time, pod, why));
+                }
+                Record::State { .. } => {}
+            }
+            Ok::<(), std::convert::Infallible>(())
+        },
+    )
+    .unwrap();
+    (seen, summary)
+}
+
+fn timed() -> ReplayOptions {
+    ReplayOptions::default()
+}
+
+fn at(seen: &[(f64, String, String)]) -> Vec<(f64, &str)> {
+    seen.iter().map(|(t, p, _)| (*t, p.as_str())).collect()
+}
+
+#[test]
+fn a_node_that_comes_retries_the_pod_after_its_backoff() {
+    // The pod fails at 0 (no node); the node at 0.25 moves it to backoff, which ends 1 s
+    // after the failure.
+    let (seen, summary) = run(
+        &[],
+        &[
+            json!({"time": 0, "apply": pod("p", "1")}),
+            json!({"time": 0.25, "apply": node("n1", "2")}),
+        ],
+        &timed(),
+    );
+    assert_eq!(at(&seen), [(0.0, "default/p"), (1.0, "default/p")]);
+    assert_eq!(seen[0].2, "no nodes available to schedule pods");
+    assert_eq!(seen[1].2, "n1");
+    assert_eq!(summary.waited.unwrap().max, 1.0);
+}
+
+#[test]
+fn an_event_the_rejecting_plugin_did_not_register_leaves_the_pod_until_the_flush() {
+    // Insufficient cpu: an annotation on the node helps nothing, so the pod waits for the
+    // 5-minute flush, which runs every 30 s: at 330 s, not at 20 s.
+    let mut annotated = node("n1", "2");
+    annotated["metadata"]["annotations"] = json!({"team": "a"});
+    let (seen, summary) = run(
+        &[node("n1", "2"), bound("big", "2", "n1")],
+        &[
+            json!({"time": 0, "apply": pod("p", "1")}),
+            json!({"time": 20, "apply": annotated}),
+        ],
+        &timed(),
+    );
+    assert_eq!(at(&seen), [(0.0, "default/p"), (330.0, "default/p")]);
+    assert_eq!(summary.pending, 1);
+    assert_eq!(summary.scheduled, 0);
+}
+
+#[test]
+fn a_pod_that_finishes_frees_its_node_for_the_next() {
+    let mut job = pod("job", "2");
+    job["metadata"]["annotations"] = json!({"kubesched.io/duration": "1m"});
+    let (seen, summary) = run(
+        &[node("n1", "2")],
+        &[
+            json!({"time": 0, "apply": job}),
+            json!({"time": 10, "apply": pod("next", "2")}),
+        ],
+        &timed(),
+    );
+    assert_eq!(
+        at(&seen),
+        [
+            (0.0, "default/job"),
+            (10.0, "default/next"),
+            (60.0, "default/next")
+        ]
+    );
+    assert_eq!(seen[2].2, "n1");
+    assert_eq!(
+        (summary.finished, summary.scheduled, summary.pending),
+        (1, 2, 0)
+    );
+    assert_eq!(summary.waited.unwrap().max, 50.0);
+    // The cpu was fully requested from 0 to the end (60 s): job, then next.
+    assert_eq!(summary.allocation["cpu"].mean, 1.0);
+}
+
+#[test]
+fn a_drain_evicts_and_cordons() {
+    let (seen, _) = run(
+        &[node("a", "2"), node("b", "2"), bound("x", "1", "a")],
+        &[
+            json!({"time": 5, "drain": "a"}),
+            json!({"time": 6, "apply": pod("y", "1")}),
+        ],
+        &timed(),
+    );
+    assert_eq!(seen[0], (5.0, "default/x".into(), "drained".into()));
+    assert_eq!(seen[1], (6.0, "default/y".into(), "b".into()));
+}
+
+#[test]
+fn preemption_evicts_at_once_and_the_preemptor_binds_after_its_backoff() {
+    let mut high = pod("high", "2");
+    high["spec"]["priority"] = json!(1000);
+    let options = ReplayOptions {
+        simulation: kubesched_sim::SimulationOptions {
+            preemption: true,
+            ..Default::default()
+        },
+        ..ReplayOptions::default()
+    };
+    let (seen, summary) = run(
+        &[node("n1", "2"), bound("low", "2", "n1")],
+        &[json!({"time": 3, "apply": high})],
+        &options,
+    );
+    assert_eq!(seen[0], (3.0, "default/high".into(), "nominated n1".into()));
+    assert_eq!(
+        seen[1],
+        (
+            3.0,
+            "default/low".into(),
+            "preempted by default/high".into()
+        )
+    );
+    assert_eq!(seen[2], (4.0, "default/high".into(), "n1".into()));
+    assert_eq!((summary.preemptions, summary.evicted), (1, 1));
+}
+
+#[test]
+fn the_settled_mode_tries_every_pending_pod_again_until_nothing_fits() {
+    let options = ReplayOptions {
+        mode: Mode::Settle,
+        ..ReplayOptions::default()
+    };
+    let (seen, summary) = run(
+        &[node("n1", "2")],
+        &[
+            json!({"time": 0, "apply": pod("a", "2")}),
+            json!({"time": 0, "apply": pod("b", "2")}),
+            json!({"time": 7, "apply": node("n2", "2")}),
+        ],
+        &options,
+    );
+    // At 0: a fits, b does not (one pass places a, a second pass places nothing); at 7
+    // the new node takes b.
+    assert_eq!(
+        at(&seen),
+        [
+            (0.0, "default/a"),
+            (0.0, "default/b"),
+            (0.0, "default/b"),
+            (7.0, "default/b")
+        ]
+    );
+    assert_eq!(seen[3].2, "n2");
+    assert_eq!(summary.scheduled, 2);
+}
+
+fn check_error(docs: &[Value], events: &[Value]) -> String {
+    let text = trace(events);
+    check(
+        &scenario(docs),
+        &mut TraceReader::new("t.jsonl", text.as_bytes()),
+    )
+    .unwrap_err()
+    .to_string()
+}
+
+#[test]
+fn a_bad_trace_is_refused_before_anything_is_applied() {
+    assert_eq!(
+        check_error(
+            &[],
+            &[json!({"time": 1, "delete": {"kind": "Pod", "name": "ghost"}})]
+        ),
+        "t.jsonl: line 2: delete: Pod ghost: no such object"
+    );
+    assert_eq!(
+        check_error(&[node("n1", "1")], &[json!({"time": 1, "drain": "n2"})]),
+        "t.jsonl: line 2: drain: n2: no such node"
+    );
+    assert_eq!(
+        check_error(&[], &[json!({"time": 1, "finish": {"name": "ghost"}})]),
+        "t.jsonl: line 2: finish: default/ghost: no such pod"
+    );
+    let mut typo = pod("p", "1");
+    typo["spec"]["schdulerName"] = json!("x");
+    let e = check_error(&[], &[json!({"time": 1, "apply": typo})]);
+    assert!(
+        e.starts_with("t.jsonl: line 2: apply: t.jsonl line 2: ")
+            && e.contains("did you mean schedulerName?"),
+        "{e}"
+    );
+    // A pod deleted once can be deleted no more; one created again can.
+    let events = [
+        json!({"time": 1, "apply": pod("p", "1")}),
+        json!({"time": 2, "delete": {"kind": "Pod", "namespace": "default", "name": "p"}}),
+        json!({"time": 3, "delete": {"kind": "Pod", "namespace": "default", "name": "p"}}),
+    ];
+    assert_eq!(
+        check_error(&[], &events),
+        "t.jsonl: line 4: delete: Pod default/p: no such object"
+    );
+}
