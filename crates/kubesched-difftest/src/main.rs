@@ -10,6 +10,7 @@ use clap::Parser;
 use kubesched_difftest::compare::Pair;
 use kubesched_difftest::generate::{generate, to_yaml};
 use kubesched_difftest::run::{Modes, Plan, run};
+use kubesched_difftest::traces::run_traces;
 
 /// Differential testing of kubesched against kube-scheduler's own code.
 #[derive(Parser, Debug)]
@@ -49,6 +50,10 @@ struct Args {
     /// Parallel scenarios (default: the number of cores).
     #[arg(long)]
     jobs: Option<usize>,
+    /// Generate traces instead of scenarios: each seed's trace is replayed with
+    /// `kubesched replay --settle` and every settled pass compared with the oracle.
+    #[arg(long)]
+    traces: bool,
 }
 
 fn main() -> ExitCode {
@@ -103,6 +108,46 @@ fn main() -> ExitCode {
         let _ = rayon::ThreadPoolBuilder::new()
             .num_threads(jobs)
             .build_global();
+    }
+    if args.traces {
+        let seeds: Vec<u64> = (0..count).map(|i| seed_base.wrapping_add(i)).collect();
+        println!(
+            "kubesched-difftest: trace seeds {seed_base}..{} ({count} traces), versions {}; replay one with --traces --replay SEED",
+            seed_base.wrapping_add(count - 1),
+            args.versions.join(",")
+        );
+        let start = Instant::now();
+        let summary = match run_traces(&seeds, &pairs, &args.out) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("kubesched-difftest: {}: {e}", args.out.display());
+                return ExitCode::from(2);
+            }
+        };
+        println!(
+            "kubesched-difftest: {} traces replayed, {} settled passes compared in {:.0?}: {} agreed, {} refused by both, {} disagreed",
+            summary.traces,
+            summary.passes,
+            start.elapsed(),
+            summary.agreed,
+            summary.both_refused,
+            summary.findings.len()
+        );
+        for f in &summary.findings {
+            println!(
+                "FAIL trace seed {} v{}{}: {}: {}",
+                f.seed,
+                f.version,
+                if f.preemption { " --preemption" } else { "" },
+                f.step.display(),
+                f.detail
+            );
+        }
+        return if summary.findings.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        };
     }
     let plan = Plan {
         seed_base,

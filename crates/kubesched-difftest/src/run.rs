@@ -85,28 +85,34 @@ fn write(path: &Path, text: &str) -> std::io::Result<()> {
     std::fs::write(path, text)
 }
 
+/// The kinds of the storage scenarios (`cases-volumes`).
+pub const STORAGE_KINDS: &[&str] = &[
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "StorageClass",
+    "CSINode",
+    "CSIDriver",
+    "CSIStorageCapacity",
+    "VolumeAttachment",
+];
+
+/// The kinds of the dynamic resource allocation scenarios (`cases-dra`).
+pub const DRA_KINDS: &[&str] = &[
+    "DeviceClass",
+    "ResourceSlice",
+    "ResourceClaim",
+    "ResourceClaimTemplate",
+];
+
 /// The conformance folder a case belongs in: as the conformance test runs them
 /// (`cases-preemption` with preemption; storage and DRA cases in folders of their own).
 fn case_folder(version: &str, preemption: bool, docs: &[Value]) -> PathBuf {
     let has = |kinds: &[&str]| docs.iter().any(|d| kinds.iter().any(|k| d["kind"] == *k));
     let folder = if preemption {
         "cases-preemption"
-    } else if has(&[
-        "DeviceClass",
-        "ResourceSlice",
-        "ResourceClaim",
-        "ResourceClaimTemplate",
-    ]) {
+    } else if has(DRA_KINDS) {
         "cases-dra"
-    } else if has(&[
-        "PersistentVolume",
-        "PersistentVolumeClaim",
-        "StorageClass",
-        "CSINode",
-        "CSIDriver",
-        "CSIStorageCapacity",
-        "VolumeAttachment",
-    ]) {
+    } else if has(STORAGE_KINDS) {
         "cases-volumes"
     } else if has(&["KubeSchedulerConfiguration"]) {
         "cases"
