@@ -133,6 +133,11 @@ enum Commands {
     /// profiles (kube-scheduler's flags where they overlap).
     #[cfg(feature = "cluster")]
     Run(kubesched_kube::cli::RunArgs),
+    /// Record a live cluster as a trace that `kubesched replay` reads: its objects at
+    /// time 0, then every change with its time, until Ctrl-C or --duration (list and
+    /// watch requests only; docs/replay.md).
+    #[cfg(feature = "cluster")]
+    Record(record::RecordArgs),
 }
 
 #[macro_use]
@@ -141,6 +146,8 @@ mod say;
 mod bench;
 mod capacity;
 mod memory;
+#[cfg(feature = "cluster")]
+mod record;
 mod replay;
 mod report;
 mod rollout;
@@ -310,6 +317,8 @@ fn dispatch(command: Commands, plugins: Registry, registry: &Registry) -> ExitCo
         Commands::Capacity(args) => capacity::run(&args, registry),
         Commands::Rollout(args) => rollout::run(&args, registry),
         Commands::Replay(args) => replay::run(&args, registry),
+        #[cfg(feature = "cluster")]
+        Commands::Record(args) => record::run(&args),
         Commands::Report(args) => report::run(&args, registry),
         Commands::Bench {
             file,

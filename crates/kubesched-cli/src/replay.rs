@@ -56,6 +56,10 @@ pub struct ReplayArgs {
     /// can be checked with `kubesched simulate` or kube-scheduler's own code.
     #[arg(long, value_name = "DIR", requires = "settle")]
     pub dump_steps: Option<PathBuf>,
+    /// Write the cluster as the replay leaves it to FILE, as scenario documents (every
+    /// pod the replay bound with its spec.nodeName): `kubesched simulate` reads it.
+    #[arg(long, value_name = "FILE")]
+    pub final_state: Option<PathBuf>,
     #[command(flatten)]
     pub whatif: WhatIfArgs,
     #[command(flatten)]
@@ -142,6 +146,7 @@ fn answer(args: &ReplayArgs, registry: &Registry) -> Result<(), String> {
         },
         tail: Duration::from_secs_f64(args.tail),
         states: dumping,
+        final_state: args.final_state.is_some(),
     };
     if let Some(dir) = &args.dump_steps {
         std::fs::create_dir_all(dir)
@@ -153,6 +158,9 @@ fn answer(args: &ReplayArgs, registry: &Registry) -> Result<(), String> {
     let mut steps = Steps::new(args.dump_steps.clone());
     let result = replay(&scenario, reader()?, &options, registry, |record| {
         steps.record(&record)?;
+        if let (Record::Final { documents, .. }, Some(path)) = (&record, &args.final_state) {
+            std::fs::write(path, documents)?;
+        }
         write_record(&mut out, &record, args.format, printed_detail)
     });
     let summary = match result {
@@ -209,7 +217,7 @@ impl Steps {
                     output::write_jsonl_attempt(f, attempt, Detail::All)?;
                 }
             }
-            Record::Evicted { .. } => {}
+            Record::Evicted { .. } | Record::Final { .. } => {}
         }
         Ok(())
     }
@@ -222,7 +230,7 @@ fn write_record(
     detail: Detail,
 ) -> std::io::Result<()> {
     match (record, format) {
-        (Record::State { .. }, _) => Ok(()),
+        (Record::State { .. } | Record::Final { .. }, _) => Ok(()),
         (Record::Attempt { time, attempt }, Format::Jsonl) => {
             let mut line = Vec::new();
             output::write_jsonl_attempt(&mut line, attempt, detail)?;

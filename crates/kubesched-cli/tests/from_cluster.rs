@@ -503,3 +503,68 @@ fn claims_are_read_from_the_cluster_and_a_kind_not_served_is_a_warning() {
     );
     c.assert_nothing_written();
 }
+
+/// `kubesched record` until Ctrl-C: the file is complete (every line whole), holds the
+/// cluster at the start and a pod created while it recorded, and `kubesched replay`
+/// reads it.
+#[test]
+fn record_stops_on_ctrl_c_with_a_complete_trace_that_replays() {
+    let c = Cluster::with_workload("record");
+    let trace = c.dir.join("recorded.jsonl");
+    let trace_arg = trace.to_string_lossy().into_owned();
+    let mut child = command(&["record", "-o", &trace_arg, "--kubeconfig", &c.kubeconfig])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start kubesched record");
+    let contains = |text: &str| {
+        std::fs::read_to_string(&trace).is_ok_and(|t| t.contains(text) && t.ends_with('\n'))
+    };
+    let wait_for = |what: &str| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !contains(what) {
+            assert!(Instant::now() < deadline, "{what} never recorded");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    wait_for("\"near-db\"");
+    c.server.add_pod(object(json!({
+        "metadata": {"name": "late"},
+        "spec": {"containers": [container("100m")]}
+    })));
+    wait_for("\"late\"");
+    let interrupted = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    assert!(interrupted.success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "kubesched record did not stop on SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut err).ok();
+    assert!(status.success(), "{err}");
+    assert!(err.contains("change(s) over"), "{err}");
+    let text = std::fs::read_to_string(&trace).expect("trace");
+    assert!(text.ends_with('\n'));
+    let out = kubesched(&["replay", &trace_arg, "--format", "jsonl"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines = jsonl(&out);
+    let summary = &lines.last().expect("the summary")["summary"];
+    // fits, huge, near-db and late arrive; huge fits nowhere.
+    assert_eq!(summary["pods"]["arrived"], 4, "{summary}");
+    assert_eq!(summary["pods"]["pending"], 1, "{summary}");
+    // Lists and watches only.
+    for (method, target) in c.server.requests() {
+        assert_eq!(method, "GET", "{method} {target}");
+    }
+    assert!(c.server.bindings().is_empty() && c.server.events().is_empty());
+}

@@ -46,6 +46,7 @@ pub mod events;
 pub mod leader;
 pub mod metrics;
 mod outage;
+pub mod record;
 mod runtime;
 pub mod serve;
 pub mod server_version;

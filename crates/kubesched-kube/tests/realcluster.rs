@@ -17,6 +17,8 @@ mod extended_scenarios;
 mod lesson_scenario;
 #[path = "realcluster_scenarios/load.rs"]
 mod load_scenarios;
+#[path = "realcluster_scenarios/record.rs"]
+mod record_scenario;
 #[path = "realcluster_scenarios/serving.rs"]
 mod serving_scenarios;
 #[path = "realcluster_scenarios/storage.rs"]
@@ -100,6 +102,10 @@ fn against_a_real_api_server() {
         (
             "a ResourceClaim allocated and reserved through PreBind",
             |c| Box::pin(storage_scenarios::resource_claim_allocated(c)),
+        ),
+        (
+            "record, then replay: the replayed cluster ends as recorded",
+            |c| Box::pin(record_scenario::record_and_replay(c)),
         ),
         ("the API server's version picks the behaviour", |c| {
             Box::pin(serving_scenarios::server_version(c))

@@ -58,6 +58,8 @@ pub struct ReplayOptions {
     /// In the settled mode, hand the sink the cluster before each pass
     /// ([`Record::State`]), to check each pass against kube-scheduler's own code.
     pub states: bool,
+    /// Hand the sink the cluster as the replay leaves it ([`Record::Final`]), last.
+    pub final_state: bool,
 }
 
 impl Default for ReplayOptions {
@@ -67,6 +69,7 @@ impl Default for ReplayOptions {
             mode: Mode::Timed,
             tail: Duration::from_secs(600),
             states: false,
+            final_state: false,
         }
     }
 }
@@ -110,6 +113,14 @@ pub enum Record {
         time: f64,
         /// The pass at this instant, from 1.
         pass: usize,
+        /// The cluster as scenario documents.
+        documents: String,
+    },
+    /// The cluster as the replay leaves it (with [`ReplayOptions::final_state`]): every
+    /// pod bound by the replay has its `spec.nodeName`.
+    Final {
+        /// Seconds from the start: the replay's end.
+        time: f64,
         /// The cluster as scenario documents.
         documents: String,
     },
@@ -248,6 +259,11 @@ pub fn replay<R: BufRead, E>(
     match options.mode {
         Mode::Timed => engine.run_timed(&mut events)?,
         Mode::Settle => engine.run_settled(&mut events)?,
+    }
+    if options.final_state {
+        let documents = engine.cluster.to_documents();
+        let time = secs(engine.now);
+        engine.emit(Record::Final { time, documents })?;
     }
     Ok(engine.finish())
 }

@@ -82,7 +82,7 @@ fn run(
                     };
                     seen.push((time, pod, why));
                 }
-                Record::State { .. } => {}
+                Record::State { .. } | Record::Final { .. } => {}
             }
             Ok::<(), std::convert::Infallible>(())
         },
