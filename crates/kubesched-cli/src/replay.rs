@@ -23,10 +23,16 @@ use crate::whatif::{WhatIfArgs, load_scenario_or};
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
     /// The trace: JSON Lines of timed events (docs/replay.md); `-` reads standard input.
+    /// With --import openb: the openb pod list CSV.
     pub trace: String,
     /// Scenario files: the cluster at time 0 (its pending pods arrive then) and the
     /// configuration. None: the cluster starts empty and the trace brings everything.
+    /// With --import openb: the openb node list CSV, alone.
     pub files: Vec<String>,
+    /// Read a public trace instead: `openb`, the Alibaba GPU cluster trace v2023
+    /// (TRACE is its pod list CSV, the one FILE its node list CSV; docs/replay.md).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub import: Option<ImportFormat>,
     /// After each instant's events, try every pending pod in queue order until nothing
     /// more fits (each pass exactly `simulate` of the cluster then), instead of
     /// kube-scheduler's queue in simulated time.
@@ -68,6 +74,13 @@ pub struct ReplayArgs {
     pub cache: crate::memory::CacheArgs,
 }
 
+/// The public trace formats `--import` reads.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImportFormat {
+    /// alibaba/clusterdata's cluster-trace-gpu-v2023 (the openb node and pod lists).
+    Openb,
+}
+
 /// Runs the command: exit 0 when the trace was replayed, 2 on bad input.
 pub fn run(args: &ReplayArgs, registry: &Registry) -> ExitCode {
     match answer(args, registry) {
@@ -107,7 +120,26 @@ fn answer(args: &ReplayArgs, registry: &Registry) -> Result<(), String> {
             args.tail
         ));
     }
-    let (input, name) = if args.trace == "-" {
+    let (input, name) = if let Some(ImportFormat::Openb) = args.import {
+        let [nodes] = args.files.as_slice() else {
+            return Err(format!(
+                "--import openb: give the pod list CSV as TRACE and the node list CSV as the one FILE (got {} file(s))",
+                args.files.len()
+            ));
+        };
+        let read = |path: &str| {
+            std::fs::read_to_string(path).map_err(|e| format!("{path}: cannot read: {e}"))
+        };
+        let text = kubesched_replay::import::openb(
+            &read(nodes)?,
+            nodes,
+            &read(&args.trace)?,
+            &args.trace,
+            &kubesched_replay::import::OpenbOptions::default(),
+        )
+        .map_err(|e| e.to_string())?;
+        (TraceInput::Text(text), format!("{} (openb)", args.trace))
+    } else if args.trace == "-" {
         let mut text = String::new();
         std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text)
             .map_err(|e| format!("<stdin>: cannot read: {e}"))?;
@@ -115,7 +147,13 @@ fn answer(args: &ReplayArgs, registry: &Registry) -> Result<(), String> {
     } else {
         (TraceInput::File(args.trace.clone()), args.trace.clone())
     };
-    let (scenario, _, server) = load_scenario_or(&args.files, &args.whatif, false)?;
+    // With --import the one FILE was the node list, not a scenario.
+    let files: &[String] = if args.import.is_some() {
+        &[]
+    } else {
+        &args.files
+    };
+    let (scenario, _, server) = load_scenario_or(files, &args.whatif, false)?;
     let (features, version_note) = args.versions.features(server.as_ref())?;
     let reader = || -> Result<_, String> {
         Ok(TraceReader::new(name.clone(), input.open()?).allow_truncated(args.allow_truncated))

@@ -204,3 +204,77 @@ fn a_bad_trace_is_one_line_and_nothing_is_replayed() {
     assert!(stderr(&out).contains("line 10: truncated last line left out (--allow-truncated)"));
     assert!(stdout(&out).contains("Replayed 8 event(s)"));
 }
+
+#[test]
+fn import_openb_replays_the_gpu_trace_format() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("replay-openb");
+    std::fs::create_dir_all(&dir).unwrap();
+    let nodes = dir.join("nodes.csv");
+    let pods = dir.join("pods.csv");
+    std::fs::write(
+        &nodes,
+        "sn,cpu_milli,memory_mib,gpu,model\nopenb-node-0000,32000,262144,0,\nopenb-node-0001,96000,786432,2,V100M32\n",
+    )
+    .unwrap();
+    std::fs::write(
+        &pods,
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n\
+         a,8000,16384,2,1000,,LS,Running,0,100,0\n\
+         b,4000,8192,1,500,V100M32,BE,Running,10,50,10\n\
+         c,4000,8192,1,500,G2,BE,Pending,20,30,\n\
+         d,4000,8192,0,0,,BE,Running,30,40,30\n",
+    )
+    .unwrap();
+    let out = kubesched(&[
+        "replay",
+        "--import",
+        "openb",
+        pods.to_str().unwrap(),
+        nodes.to_str().unwrap(),
+        "--format",
+        "jsonl",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines = jsonl(&stdout(&out));
+    let outcome = |pod: &str| {
+        lines
+            .iter()
+            .find(|l| l["pod"] == format!("default/{pod}"))
+            .map(|l| {
+                l["node"]
+                    .as_str()
+                    .or(l["message"].as_str())
+                    .unwrap()
+                    .to_string()
+            })
+            .unwrap()
+    };
+    // a takes both GPUs; b waits for them (its model is there); c asks for a model no
+    // node has; d needs no GPU and fits anywhere.
+    assert_eq!(outcome("a"), "openb-node-0001");
+    assert!(
+        outcome("b").contains("Insufficient alibabacloud.com/gpu-milli"),
+        "{}",
+        outcome("b")
+    );
+    assert!(
+        outcome("c").contains("didn't match Pod's node affinity/selector"),
+        "{}",
+        outcome("c")
+    );
+    assert!(outcome("d").starts_with("openb-node-"), "{}", outcome("d"));
+    let summary = &lines.last().unwrap()["summary"];
+    assert_eq!(summary["pods"]["arrived"], 4);
+    assert_eq!(
+        summary["pods"]["pending"], 0,
+        "c is deleted while pending: {summary}"
+    );
+    assert_eq!(
+        summary["allocation"]["alibabacloud.com/gpu-milli"]["peakPercent"],
+        100.0
+    );
+
+    let wrong = kubesched(&["replay", "--import", "openb", pods.to_str().unwrap()]);
+    assert_eq!(wrong.status.code(), Some(2));
+    assert!(stderr(&wrong).contains("--import openb: give the pod list CSV as TRACE and the node list CSV as the one FILE (got 0 file(s))"));
+}

@@ -15,7 +15,7 @@
 //! or its `kubesched.io/duration` annotation) finishes that long after it is bound.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 use std::io::BufRead;
 use std::iter::Peekable;
 use std::sync::Arc;
@@ -271,6 +271,8 @@ pub fn replay<R: BufRead, E>(
 /// The timed mode's scheduler and queue.
 struct Timed {
     prepared: Prepared,
+    /// The cluster's nodes or objects changed since the snapshot was built.
+    dirty: bool,
     names: Arc<NodeNames>,
     queue: SchedulingQueue,
     clock: Arc<FakeClock>,
@@ -359,6 +361,7 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
             let names = Arc::new(NodeNames::new(prepared.node_order()));
             engine.timed = Some(Timed {
                 prepared,
+                dirty: false,
                 names,
                 queue,
                 clock,
@@ -466,6 +469,7 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
 
     /// Pops and attempts every pod the queue has ready now.
     fn schedule_ready(&mut self) -> Result<(), ReplayError<E>> {
+        self.rebuild_if_dirty();
         loop {
             let Some(timed) = self.timed.as_mut() else {
                 return Ok(());
@@ -723,7 +727,7 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
             None => vec![ClusterEvent::NODE_ADD],
             Some(old) => node_update_events(&old, &node),
         };
-        self.rebuild();
+        self.mark_dirty();
         self.queue_events(&events);
     }
 
@@ -735,7 +739,7 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
             self.evict(&key, name, Eviction::NodeDeleted)?;
         }
         self.cluster.remove_node(name);
-        self.rebuild();
+        self.mark_dirty();
         self.queue_events(&[ClusterEvent::NODE_DELETE]);
         Ok(())
     }
@@ -826,20 +830,38 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
     }
 
     fn objects_changed(&mut self) {
-        self.rebuild();
+        self.mark_dirty();
     }
 
-    /// The timed mode's snapshot built again from the cluster's nodes (a node came,
-    /// changed or went, or an object plugins read did), keeping the pods it holds.
-    fn rebuild(&mut self) {
-        let Some(timed) = self.timed.as_mut() else {
+    /// The cluster's nodes or the objects plugins read changed: the timed mode's
+    /// snapshot is built again before the scheduler next runs (once however many
+    /// changed at that instant).
+    fn mark_dirty(&mut self) {
+        if let Some(timed) = self.timed.as_mut() {
+            timed.dirty = true;
+        }
+    }
+
+    /// Builds the timed mode's snapshot again from the cluster's nodes and bound pods,
+    /// keeping the pod infos it had.
+    fn rebuild_if_dirty(&mut self) {
+        let Some(timed) = self.timed.as_mut().filter(|t| t.dirty) else {
             return;
         };
+        timed.dirty = false;
         let old = timed.prepared.scheduler.snapshot();
-        let pods: Vec<Arc<PodInfo>> = old
-            .nodes()
-            .iter()
-            .flat_map(|n| n.pods().iter().cloned())
+        let mut had: HashMap<&str, &Arc<PodInfo>> = HashMap::new();
+        for p in old.nodes().iter().flat_map(|n| n.pods()) {
+            had.insert(p.key(), p);
+        }
+        let pods: Vec<Arc<PodInfo>> = self
+            .cluster
+            .pods()
+            .filter(|e| e.node().is_some())
+            .filter_map(|e| match had.get(pod_key(&e.pod).as_str()) {
+                Some(info) => Some(Arc::clone(info)),
+                None => PodInfo::new(e.pod.clone()).ok().map(Arc::new),
+            })
             .collect();
         let storage = old.storage().cloned();
         let Ok((mut snapshot, _)) = Snapshot::new(self.cluster.nodes().cloned(), pods) else {

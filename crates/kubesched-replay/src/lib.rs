@@ -9,7 +9,8 @@
 //!
 //! - [`trace`]: the trace format (JSON Lines, versioned) and its reader;
 //! - [`engine`]: the replay, timed or settled ([`Mode`]);
-//! - [`summary`]: the figures.
+//! - [`summary`]: the figures;
+//! - [`import`]: public traces turned into this format (`openb`).
 //!
 //! It stands on `kubesched-sim` (the scenario loader and the simulation's attempt) and
 //! `kubesched-framework` (the scheduler and its queue); `kubesched replay` is its
@@ -47,6 +48,7 @@
 //! ```
 
 pub mod engine;
+pub mod import;
 mod state;
 pub mod summary;
 pub mod trace;
