@@ -273,6 +273,9 @@ struct Timed {
     prepared: Prepared,
     /// The cluster's nodes or objects changed since the snapshot was built.
     dirty: bool,
+    /// What the snapshot's nodes offer and their pods request, kept in step with each
+    /// binding and removal (so a sample costs no pass over the nodes).
+    load: crate::summary::Load,
     names: Arc<NodeNames>,
     queue: SchedulingQueue,
     clock: Arc<FakeClock>,
@@ -360,6 +363,7 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
             }
             let names = Arc::new(NodeNames::new(prepared.node_order()));
             engine.timed = Some(Timed {
+                load: load(prepared.scheduler.snapshot()),
                 prepared,
                 dirty: false,
                 names,
@@ -493,6 +497,7 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
             PodOutcome::Gated(_) => timed.queue.add_gated(qp),
             PodOutcome::Scheduled(node) => {
                 timed.queue.done(&key);
+                timed.load.request(pod.requests(), 1);
                 timed
                     .queue
                     .move_all_to_active_or_backoff(ClusterEvent::ASSIGNED_POD_ADD);
@@ -775,8 +780,12 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
             Some(node) => {
                 let node = node.to_string();
                 let snapshot = timed.prepared.scheduler.snapshot_mut();
-                snapshot.remove_pod(&node, key);
-                snapshot.add_pod(info);
+                if let Some(old) = snapshot.remove_pod(&node, key) {
+                    timed.load.request(old.requests(), -1);
+                }
+                if snapshot.add_pod(info.clone()) {
+                    timed.load.request(info.requests(), 1);
+                }
                 let event = if new {
                     ClusterEvent::ASSIGNED_POD_ADD
                 } else {
@@ -803,11 +812,14 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
         match entry.node() {
             None => timed.queue.delete(key),
             Some(node) => {
-                timed
+                let removed = timed
                     .prepared
                     .scheduler
                     .snapshot_mut()
                     .remove_pod(node, key);
+                if let Some(old) = removed {
+                    timed.load.request(old.requests(), -1);
+                }
                 timed
                     .queue
                     .move_all_to_active_or_backoff(ClusterEvent::ASSIGNED_POD_DELETE);
@@ -875,6 +887,7 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
             snapshot.set_objects(Arc::new(objects));
         }
         snapshot.set_storage(storage);
+        timed.load = load(&snapshot);
         *timed.prepared.scheduler.snapshot_mut() = snapshot;
         timed.names = Arc::new(NodeNames::new(timed.prepared.node_order()));
     }
@@ -889,12 +902,17 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
 
     fn snapshot_load(&self) -> crate::summary::Load {
         match &self.timed {
-            Some(t) => load(t.prepared.scheduler.snapshot()),
+            Some(t) => t.load.clone(),
             None => crate::summary::Load::default(),
         }
     }
 
-    fn finish(self) -> Summary {
+    fn finish(mut self) -> Summary {
+        self.rebuild_if_dirty();
+        if let Some(t) = &self.timed {
+            // The load kept in step must be what a pass over the nodes gives.
+            debug_assert_eq!(t.load, load(t.prepared.scheduler.snapshot()));
+        }
         let end = secs(self.now);
         let pending: Vec<f64> = self
             .cluster

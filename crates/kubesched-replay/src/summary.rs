@@ -20,9 +20,22 @@ pub struct Load {
 impl Load {
     /// Adds a node's `allocatable` and `requested` of `resource`.
     pub fn add(&mut self, resource: &str, allocatable: i64, requested: i64) {
-        let e = self.resources.entry(resource.to_string()).or_default();
+        let e = match self.resources.get_mut(resource) {
+            Some(e) => e,
+            None => self.resources.entry(resource.to_string()).or_default(),
+        };
         e.0 += allocatable as i128;
         e.1 += requested as i128;
+    }
+
+    /// Adds (`sign` 1) or takes away (`sign` -1) what a pod requests: cpu, memory and
+    /// its scalar resources, as a node's `requested` counts them.
+    pub fn request(&mut self, r: &kubesched_framework::resource::Resource, sign: i64) {
+        self.add("cpu", 0, sign * r.milli_cpu);
+        self.add("memory", 0, sign * r.memory);
+        for (name, value) in &r.scalar_resources {
+            self.add(name, 0, sign * value);
+        }
     }
 
     fn fractions(&self) -> impl Iterator<Item = (&String, f64)> {
