@@ -126,6 +126,27 @@ impl Profile {
         }
     }
 
+    /// Changes the profile's plugins from code, as editing its `plugins` in the YAML
+    /// would: `edit` runs on the merged [`Profile::plugins`] and, when the profile was
+    /// built over kube-scheduler's defaults, on the plugins as the user wrote them
+    /// ([`Profile::user_plugins`]), so that the feature-gate-dependent merge
+    /// ([`Profile::plugins_gated`]) keeps the change. Editing `plugins` alone would be
+    /// lost whenever that merge runs.
+    ///
+    /// ```
+    /// use kubesched_config::{KubeSchedulerConfiguration, PluginRef};
+    ///
+    /// let mut config = KubeSchedulerConfiguration::default_config();
+    /// config.profiles[0].edit_plugins(|p| p.score.enabled.push(PluginRef::weighted("DataLocality", 2)));
+    /// assert!(config.profiles[0].plugins_gated(true).score.enabled.iter().any(|p| p.name == "DataLocality"));
+    /// ```
+    pub fn edit_plugins(&mut self, edit: impl Fn(&mut Plugins)) {
+        edit(&mut self.plugins);
+        if let Some(user) = &mut self.user_plugins {
+            edit(user);
+        }
+    }
+
     /// The args configured for `name`, if any.
     pub fn plugin_args(&self, name: &str) -> Option<&serde_json::Value> {
         self.plugin_config

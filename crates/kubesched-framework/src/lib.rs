@@ -41,6 +41,7 @@
 //! ```
 
 pub mod batch;
+pub mod build;
 pub mod cycle_state;
 pub mod dra;
 pub mod events;
