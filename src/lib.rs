@@ -29,8 +29,66 @@
 //! With `default-features = false` the framework, plugins and simulator build without
 //! either; `features = ["cli"]` gives the command for simulating files.
 //!
-//! `examples/custom_plugin.rs` shows a Filter and a Score plugin of your own, enabled in a
-//! second profile next to the default scheduler.
+//! ## Your plugin in the whole CLI
+//!
+//! A Filter plugin of your own and a main that gives it every `kubesched` subcommand
+//! (`simulate`, `--explain`, `capacity`, `rollout`, `bench`, and `run` with `runtime`);
+//! a configuration's profile then enables it by name:
+//!
+//! ```no_run
+//! # #[cfg(feature = "cli")] {
+//! use std::sync::Arc;
+//! use kubesched::framework::*;
+//!
+//! struct NoSpot;
+//! impl Plugin for NoSpot {
+//!     fn name(&self) -> &str { "NoSpot" }
+//!     extension_points!(Filter);
+//! }
+//! impl FilterPlugin for NoSpot {
+//!     fn filter(&self, _: &CycleState, _: &PodInfo, node: &NodeInfo) -> Status {
+//!         if node.label("spot") == Some("true") { Status::new(Code::Unschedulable, "node(s) were spot") }
+//!         else { Status::success() }
+//!     }
+//! }
+//!
+//! fn main() -> std::process::ExitCode {
+//!     kubesched::cli::Command::new()
+//!         .with_plugin("NoSpot", |_args, _handle| Ok(Arc::new(NoSpot)))
+//!         .run()
+//! }
+//! # }
+//! ```
+//!
+//! `examples/out-of-tree-plugin/` in the repository is such a crate, with its
+//! Cargo.toml and tests.
+//!
+//! ## Simulate from code
+//!
+//! A cluster as Kubernetes YAML (or files: `Scenario::from_files`), scheduled with the
+//! in-tree plugins (add yours to the registry), each pod's node or reason read back:
+//!
+//! ```
+//! use kubesched::sim::scenario::Scenario;
+//! use kubesched::sim::{PodOutcome, SimulationOptions, simulate_with};
+//!
+//! let cluster = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n\
+//!     status: {allocatable: {cpu: '2', memory: 4Gi, pods: '110'}}\n---\n\
+//!     apiVersion: v1\nkind: Pod\nmetadata: {name: big}\n\
+//!     spec: {containers: [{name: c, resources: {requests: {cpu: '3'}}}]}\n";
+//! let scenario = Scenario::from_text("cluster.yaml", cluster)?;
+//! let registry = kubesched::plugins::in_tree_registry();
+//! let sim = simulate_with(&scenario, &SimulationOptions::default(), &registry)?;
+//! assert!(matches!(sim.results[0].outcome, PodOutcome::Unschedulable(_)));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! A scheduler whose nodes and jobs come from its own structs rather than YAML builds
+//! them with [`framework::build`] and drives [`framework::Scheduler`] itself
+//! (`examples/embed_batch.rs`). `examples/custom_plugin.rs` shows a Filter and a Score
+//! plugin of your own, enabled in a second profile next to the default scheduler.
+//!
+//! What is public API and how it is checked: `docs/api-stability.md` in the repository.
 
 #[cfg(feature = "cli")]
 pub use kubesched_cli as cli;

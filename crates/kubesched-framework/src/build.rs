@@ -2,7 +2,7 @@
 //! Kubernetes objects by hand.
 //!
 //! The framework's hot path reads [`NodeInfo`](crate::NodeInfo) and
-//! [`PodInfo`](crate::PodInfo), flat data computed once per object (resources as
+//! [`PodInfo`], flat data computed once per object (resources as
 //! integers, taints, labels, ports). They are derived from k8s-openapi's `Node` and
 //! `Pod`, which is what an API server or a YAML file gives. A scheduler whose nodes and
 //! jobs come from somewhere else (a batch system's own structs, a database, a trace)

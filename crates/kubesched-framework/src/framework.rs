@@ -69,6 +69,21 @@ pub struct WeightedScore {
 }
 
 /// One profile: its plugins at each extension point.
+///
+/// Built once from a configuration's profile and a [`Registry`](crate::Registry); the
+/// plugins are wired to their extension points then, never looked up per node.
+///
+/// ```
+/// use kubesched_config::KubeSchedulerConfiguration;
+/// use kubesched_framework::{Framework, Handle, Registry};
+///
+/// let config = KubeSchedulerConfiguration::default_config();
+/// // An empty registry knows none of the default profile's plugins.
+/// let error = Framework::new(&config.profiles[0], &Registry::new(), &Handle::default()).unwrap_err();
+/// assert!(error.to_string().contains("does not exist"), "{error}");
+/// // kubesched_plugins::in_tree_registry() knows them all:
+/// // let framework = Framework::new(&config.profiles[0], &kubesched_plugins::in_tree_registry(), &Handle::default())?;
+/// ```
 pub struct Framework {
     profile_name: String,
     percentage_of_nodes_to_score: Option<i32>,

@@ -40,6 +40,9 @@
 //! }
 //! ```
 
+// Not API: the exact-search engine's internals, public for the sibling crates only
+// (docs/api-stability.md).
+#[doc(hidden)]
 pub mod batch;
 pub mod build;
 pub mod cycle_state;
@@ -48,6 +51,9 @@ pub mod events;
 pub mod features;
 pub mod fill;
 pub mod framework;
+// Not API: the exact-search engine's internals, public for the sibling crates only
+// (docs/api-stability.md).
+#[doc(hidden)]
 pub mod incremental;
 pub mod node_info;
 pub mod observer;

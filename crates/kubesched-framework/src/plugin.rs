@@ -339,6 +339,31 @@ pub struct QueuedPodInfo {
 }
 
 /// PreEnqueue: decides whether a pod may enter the active queue at all.
+///
+/// # Example
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use std::time::Duration;
+/// # use kubesched_framework::*;
+/// # use kubesched_framework::build::{NodeBuilder, PodBuilder};
+/// # let node = NodeInfo::new(NodeBuilder::new("n1").cpu_millis(4000).label("disk", "ssd").node()).unwrap();
+/// # let pod = PodBuilder::new("default", "web").cpu_millis(500).pod_info().unwrap();
+/// struct NeedsTeam;
+/// impl Plugin for NeedsTeam {
+///     fn name(&self) -> &str { "NeedsTeam" }
+///     extension_points!(PreEnqueue);
+/// }
+/// impl PreEnqueuePlugin for NeedsTeam {
+///     fn pre_enqueue(&self, pod: &PodInfo) -> Status {
+///         match pod.label("team") {
+///             Some(_) => Status::success(),
+///             None => Status::new(Code::UnschedulableAndUnresolvable, "pod has no team label"),
+///         }
+///     }
+/// }
+/// assert!(!NeedsTeam.pre_enqueue(&pod).is_success());
+/// ```
 pub trait PreEnqueuePlugin: Plugin {
     /// `Success` lets the pod in; anything else keeps it out, with a reason.
     fn pre_enqueue(&self, pod: &PodInfo) -> Status;
@@ -346,6 +371,27 @@ pub trait PreEnqueuePlugin: Plugin {
 
 /// QueueSort: orders pending pods. A profile has exactly one, and every profile of a
 /// scheduler must use the same one.
+///
+/// # Example
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use std::time::Duration;
+/// # use kubesched_framework::*;
+/// # use kubesched_framework::build::{NodeBuilder, PodBuilder};
+/// # let node = NodeInfo::new(NodeBuilder::new("n1").cpu_millis(4000).label("disk", "ssd").node()).unwrap();
+/// # let pod = PodBuilder::new("default", "web").cpu_millis(500).pod_info().unwrap();
+/// struct Fifo;
+/// impl Plugin for Fifo {
+///     fn name(&self) -> &str { "Fifo" }
+///     extension_points!(QueueSort);
+/// }
+/// impl QueueSortPlugin for Fifo {
+///     fn less(&self, a: &QueuedPodInfo, b: &QueuedPodInfo) -> bool { a.timestamp < b.timestamp }
+/// }
+/// let queued = |timestamp| QueuedPodInfo { pod_info: pod.clone(), timestamp, attempts: 0 };
+/// assert!(Fifo.less(&queued(1), &queued(2)));
+/// ```
 pub trait QueueSortPlugin: Plugin {
     /// `true` when `a` should be scheduled before `b`.
     fn less(&self, a: &QueuedPodInfo, b: &QueuedPodInfo) -> bool;
@@ -389,6 +435,35 @@ impl PreFilterResult {
 }
 
 /// PreFilter: per-pod work done once before Filter runs on each node.
+///
+/// # Example
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use std::time::Duration;
+/// # use kubesched_framework::*;
+/// # use kubesched_framework::build::{NodeBuilder, PodBuilder};
+/// # let node = NodeInfo::new(NodeBuilder::new("n1").cpu_millis(4000).label("disk", "ssd").node()).unwrap();
+/// # let pod = PodBuilder::new("default", "web").cpu_millis(500).pod_info().unwrap();
+/// #[derive(Clone)]
+/// struct WantsCpu(i64);
+/// struct CpuGate;
+/// impl Plugin for CpuGate {
+///     fn name(&self) -> &str { "CpuGate" }
+///     extension_points!(PreFilter);
+/// }
+/// impl PreFilterPlugin for CpuGate {
+///     fn pre_filter(&self, state: &mut CycleState, pod: &PodInfo, _: &Snapshot)
+///         -> (Option<PreFilterResult>, Status) {
+///         state.write(WantsCpu(pod.requests().milli_cpu)); // once per pod, read per node
+///         (None, Status::success())
+///     }
+/// }
+/// let mut state = CycleState::new();
+/// let (_, status) = CpuGate.pre_filter(&mut state, &pod, &Snapshot::default());
+/// assert!(status.is_success());
+/// assert_eq!(state.read::<WantsCpu>().unwrap().0, 500);
+/// ```
 pub trait PreFilterPlugin: Plugin {
     /// Computes what Filter needs, storing it in `state`. May narrow the node set, or
     /// return `Skip` to have this plugin's Filter skipped for the pod.
@@ -408,6 +483,23 @@ pub trait PreFilterPlugin: Plugin {
 
 /// Incremental updates of a PreFilter plugin's state when pods are added to or
 /// removed from a node during a what-if evaluation.
+///
+/// # Example
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use std::time::Duration;
+/// # use kubesched_framework::*;
+/// # use kubesched_framework::build::{NodeBuilder, PodBuilder};
+/// # let node = NodeInfo::new(NodeBuilder::new("n1").cpu_millis(4000).label("disk", "ssd").node()).unwrap();
+/// # let pod = PodBuilder::new("default", "web").cpu_millis(500).pod_info().unwrap();
+/// struct Nothing;
+/// impl PreFilterExtensions for Nothing {
+///     fn add_pod(&self, _: &mut CycleState, _: &PodInfo, _: &PodInfo, _: &NodeInfo) -> Status { Status::success() }
+///     fn remove_pod(&self, _: &mut CycleState, _: &PodInfo, _: &PodInfo, _: &NodeInfo) -> Status { Status::success() }
+/// }
+/// assert!(Nothing.add_pod(&mut CycleState::new(), &pod, &pod, &node).is_success());
+/// ```
 pub trait PreFilterExtensions: Send + Sync {
     /// `pod_to_add` is now on `node`.
     fn add_pod(
@@ -428,6 +520,29 @@ pub trait PreFilterExtensions: Send + Sync {
 }
 
 /// Filter: can the pod run on this node? Runs in parallel over nodes.
+///
+/// # Example
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use std::time::Duration;
+/// # use kubesched_framework::*;
+/// # use kubesched_framework::build::{NodeBuilder, PodBuilder};
+/// # let node = NodeInfo::new(NodeBuilder::new("n1").cpu_millis(4000).label("disk", "ssd").node()).unwrap();
+/// # let pod = PodBuilder::new("default", "web").cpu_millis(500).pod_info().unwrap();
+/// struct SsdOnly;
+/// impl Plugin for SsdOnly {
+///     fn name(&self) -> &str { "SsdOnly" }
+///     extension_points!(Filter);
+/// }
+/// impl FilterPlugin for SsdOnly {
+///     fn filter(&self, _: &CycleState, _: &PodInfo, node: &NodeInfo) -> Status {
+///         if node.label("disk") == Some("ssd") { Status::success() }
+///         else { Status::new(Code::Unschedulable, "node(s) had no SSD") }
+///     }
+/// }
+/// assert!(SsdOnly.filter(&CycleState::new(), &pod, &node).is_success());
+/// ```
 pub trait FilterPlugin: Plugin {
     /// `Success`, or `Unschedulable`/`UnschedulableAndUnresolvable` with reasons.
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status;
@@ -582,6 +697,30 @@ impl std::fmt::Debug for PostFilterContext<'_> {
 }
 
 /// PostFilter: runs when no node fits (preemption lives here).
+///
+/// # Example
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use std::time::Duration;
+/// # use kubesched_framework::*;
+/// # use kubesched_framework::build::{NodeBuilder, PodBuilder};
+/// # let node = NodeInfo::new(NodeBuilder::new("n1").cpu_millis(4000).label("disk", "ssd").node()).unwrap();
+/// # let pod = PodBuilder::new("default", "web").cpu_millis(500).pod_info().unwrap();
+/// struct GiveUp;
+/// impl Plugin for GiveUp {
+///     fn name(&self) -> &str { "GiveUp" }
+///     extension_points!(PostFilter);
+/// }
+/// impl PostFilterPlugin for GiveUp {
+///     fn post_filter(&self, _: &PostFilterContext<'_>, _: &CycleState, _: &PodInfo,
+///         _: &NodeToStatus) -> (Option<PostFilterResult>, Status) {
+///         (None, Status::new(Code::Unschedulable, "no preemption here"))
+///     }
+/// }
+/// // Wired once, when a profile is built: the framework asks each plugin for its points.
+/// assert!(Arc::new(GiveUp).as_post_filter().is_some());
+/// ```
 pub trait PostFilterPlugin: Plugin {
     /// Tries to make the pod schedulable; the status message joins the FailedScheduling
     /// message. `state` is the failed attempt's state (after PreFilter); `filtered`
@@ -596,6 +735,29 @@ pub trait PostFilterPlugin: Plugin {
 }
 
 /// PreScore: per-pod work done once before Score runs on each feasible node.
+///
+/// # Example
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use std::time::Duration;
+/// # use kubesched_framework::*;
+/// # use kubesched_framework::build::{NodeBuilder, PodBuilder};
+/// # let node = NodeInfo::new(NodeBuilder::new("n1").cpu_millis(4000).label("disk", "ssd").node()).unwrap();
+/// # let pod = PodBuilder::new("default", "web").cpu_millis(500).pod_info().unwrap();
+/// struct SkipWhenSmall;
+/// impl Plugin for SkipWhenSmall {
+///     fn name(&self) -> &str { "SkipWhenSmall" }
+///     extension_points!(PreScore);
+/// }
+/// impl PreScorePlugin for SkipWhenSmall {
+///     fn pre_score(&self, _: &mut CycleState, pod: &PodInfo, _: &[&NodeInfo], _: &Snapshot) -> Status {
+///         if pod.requests().milli_cpu < 1000 { Status::new(Code::Skip, "") } else { Status::success() }
+///     }
+/// }
+/// let status = SkipWhenSmall.pre_score(&mut CycleState::new(), &pod, &[&node], &Snapshot::default());
+/// assert_eq!(status.code(), Code::Skip);
+/// ```
 pub trait PreScorePlugin: Plugin {
     /// Computes what Score needs, or returns `Skip` to leave this plugin's Score out.
     fn pre_score(
@@ -617,6 +779,28 @@ pub struct NodeScore {
 }
 
 /// Score: ranks a feasible node. Runs in parallel over nodes.
+///
+/// # Example
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use std::time::Duration;
+/// # use kubesched_framework::*;
+/// # use kubesched_framework::build::{NodeBuilder, PodBuilder};
+/// # let node = NodeInfo::new(NodeBuilder::new("n1").cpu_millis(4000).label("disk", "ssd").node()).unwrap();
+/// # let pod = PodBuilder::new("default", "web").cpu_millis(500).pod_info().unwrap();
+/// struct PreferSsd;
+/// impl Plugin for PreferSsd {
+///     fn name(&self) -> &str { "PreferSsd" }
+///     extension_points!(Score);
+/// }
+/// impl ScorePlugin for PreferSsd {
+///     fn score(&self, _: &CycleState, _: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+///         Ok(if node.label("disk") == Some("ssd") { MAX_NODE_SCORE } else { 0 })
+///     }
+/// }
+/// assert_eq!(PreferSsd.score(&CycleState::new(), &pod, &node), Ok(100));
+/// ```
 pub trait ScorePlugin: Plugin {
     /// The node's raw score.
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status>;
@@ -661,6 +845,27 @@ pub trait ScorePlugin: Plugin {
 }
 
 /// NormalizeScore: rescales all the feasible nodes' raw scores of one plugin at once.
+///
+/// # Example
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use std::time::Duration;
+/// # use kubesched_framework::*;
+/// # use kubesched_framework::build::{NodeBuilder, PodBuilder};
+/// # let node = NodeInfo::new(NodeBuilder::new("n1").cpu_millis(4000).label("disk", "ssd").node()).unwrap();
+/// # let pod = PodBuilder::new("default", "web").cpu_millis(500).pod_info().unwrap();
+/// struct Halve;
+/// impl ScoreExtensions for Halve {
+///     fn normalize_score(&self, _: &CycleState, _: &PodInfo, scores: &mut [NodeScore]) -> Status {
+///         scores.iter_mut().for_each(|s| s.score /= 2);
+///         Status::success()
+///     }
+/// }
+/// let mut scores = [NodeScore { node_index: 0, score: 80 }];
+/// Halve.normalize_score(&CycleState::new(), &pod, &mut scores);
+/// assert_eq!(scores[0].score, 40);
+/// ```
 pub trait ScoreExtensions: Send + Sync {
     /// Rewrites `scores` in place.
     fn normalize_score(
@@ -715,6 +920,36 @@ pub fn scale_to_max_score(raw: i64, max: i64, reverse: bool) -> i64 {
 }
 
 /// Reserve/Unreserve: claim or release what the pod will use on its node.
+///
+/// # Example
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use std::time::Duration;
+/// # use kubesched_framework::*;
+/// # use kubesched_framework::build::{NodeBuilder, PodBuilder};
+/// # let node = NodeInfo::new(NodeBuilder::new("n1").cpu_millis(4000).label("disk", "ssd").node()).unwrap();
+/// # let pod = PodBuilder::new("default", "web").cpu_millis(500).pod_info().unwrap();
+/// #[derive(Default)]
+/// struct Ledger(std::sync::Mutex<Vec<String>>);
+/// impl Plugin for Ledger {
+///     fn name(&self) -> &str { "Ledger" }
+///     extension_points!(Reserve);
+/// }
+/// impl ReservePlugin for Ledger {
+///     fn reserve(&self, _: &mut CycleState, pod: &PodInfo, _: &str) -> Status {
+///         self.0.lock().unwrap().push(pod.key().to_string());
+///         Status::success()
+///     }
+///     fn unreserve(&self, _: &mut CycleState, pod: &PodInfo, _: &str) {
+///         self.0.lock().unwrap().retain(|k| k != pod.key());
+///     }
+/// }
+/// let ledger = Ledger::default();
+/// ledger.reserve(&mut CycleState::new(), &pod, "n1");
+/// ledger.unreserve(&mut CycleState::new(), &pod, "n1");
+/// assert!(ledger.0.lock().unwrap().is_empty());
+/// ```
 pub trait ReservePlugin: Plugin {
     /// Called when the pod is assumed on `node`.
     fn reserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status;
@@ -723,24 +958,109 @@ pub trait ReservePlugin: Plugin {
 }
 
 /// Permit: approve, deny or delay the binding.
+///
+/// # Example
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use std::time::Duration;
+/// # use kubesched_framework::*;
+/// # use kubesched_framework::build::{NodeBuilder, PodBuilder};
+/// # let node = NodeInfo::new(NodeBuilder::new("n1").cpu_millis(4000).label("disk", "ssd").node()).unwrap();
+/// # let pod = PodBuilder::new("default", "web").cpu_millis(500).pod_info().unwrap();
+/// struct Approve;
+/// impl Plugin for Approve {
+///     fn name(&self) -> &str { "Approve" }
+///     extension_points!(Permit);
+/// }
+/// impl PermitPlugin for Approve {
+///     fn permit(&self, _: &mut CycleState, _: &PodInfo, _: &str) -> (Status, Duration) {
+///         (Status::success(), Duration::ZERO)
+///     }
+/// }
+/// assert!(Approve.permit(&mut CycleState::new(), &pod, "n1").0.is_success());
+/// ```
 pub trait PermitPlugin: Plugin {
     /// `Success`, a rejection, or `Wait` with the longest time to wait.
     fn permit(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> (Status, Duration);
 }
 
 /// PreBind: work before the pod is bound (attach volumes, ...).
+///
+/// # Example
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use std::time::Duration;
+/// # use kubesched_framework::*;
+/// # use kubesched_framework::build::{NodeBuilder, PodBuilder};
+/// # let node = NodeInfo::new(NodeBuilder::new("n1").cpu_millis(4000).label("disk", "ssd").node()).unwrap();
+/// # let pod = PodBuilder::new("default", "web").cpu_millis(500).pod_info().unwrap();
+/// struct Ready;
+/// impl Plugin for Ready {
+///     fn name(&self) -> &str { "Ready" }
+///     extension_points!(PreBind);
+/// }
+/// impl PreBindPlugin for Ready {
+///     fn pre_bind(&self, _: &mut CycleState, _: &PodInfo, _: &str) -> Status { Status::success() }
+/// }
+/// assert!(Ready.pre_bind(&mut CycleState::new(), &pod, "n1").is_success());
+/// ```
 pub trait PreBindPlugin: Plugin {
     /// Anything but `Success` aborts the binding.
     fn pre_bind(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status;
 }
 
 /// Bind: writes the binding. The first Bind plugin that does not return `Skip` decides.
+///
+/// # Example
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use std::time::Duration;
+/// # use kubesched_framework::*;
+/// # use kubesched_framework::build::{NodeBuilder, PodBuilder};
+/// # let node = NodeInfo::new(NodeBuilder::new("n1").cpu_millis(4000).label("disk", "ssd").node()).unwrap();
+/// # let pod = PodBuilder::new("default", "web").cpu_millis(500).pod_info().unwrap();
+/// struct NotMine;
+/// impl Plugin for NotMine {
+///     fn name(&self) -> &str { "NotMine" }
+///     extension_points!(Bind);
+/// }
+/// impl BindPlugin for NotMine {
+///     // Leaves the pod to the next Bind plugin (DefaultBinder).
+///     fn bind(&self, _: &mut CycleState, _: &PodInfo, _: &str) -> Status { Status::new(Code::Skip, "") }
+/// }
+/// assert_eq!(NotMine.bind(&mut CycleState::new(), &pod, "n1").code(), Code::Skip);
+/// ```
 pub trait BindPlugin: Plugin {
     /// Binds the pod to the node.
     fn bind(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status;
 }
 
 /// PostBind: informational, after a successful bind.
+///
+/// # Example
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use std::time::Duration;
+/// # use kubesched_framework::*;
+/// # use kubesched_framework::build::{NodeBuilder, PodBuilder};
+/// # let node = NodeInfo::new(NodeBuilder::new("n1").cpu_millis(4000).label("disk", "ssd").node()).unwrap();
+/// # let pod = PodBuilder::new("default", "web").cpu_millis(500).pod_info().unwrap();
+/// struct Log;
+/// impl Plugin for Log {
+///     fn name(&self) -> &str { "Log" }
+///     extension_points!(PostBind);
+/// }
+/// impl PostBindPlugin for Log {
+///     fn post_bind(&self, _: &mut CycleState, pod: &PodInfo, node: &str) {
+///         println!("{} bound to {node}", pod.key());
+///     }
+/// }
+/// Log.post_bind(&mut CycleState::new(), &pod, "n1");
+/// ```
 pub trait PostBindPlugin: Plugin {
     /// Called once the pod is bound.
     fn post_bind(&self, state: &mut CycleState, pod: &PodInfo, node: &str);

@@ -265,6 +265,54 @@ pub enum SchedulerError {
 
 /// Profiles sharing one cluster snapshot and one queue order: kube-scheduler's
 /// `Scheduler` without the API server.
+///
+/// ```
+/// use std::sync::Arc;
+/// use kubesched_config::{KubeSchedulerConfiguration, PluginRef};
+/// use kubesched_framework::build::{NodeBuilder, PodBuilder};
+/// use kubesched_framework::*;
+///
+/// // A one-plugin profile: a QueueSort, a Filter and a Bind of our own.
+/// struct Fits;
+/// impl Plugin for Fits {
+///     fn name(&self) -> &str { "Fits" }
+///     extension_points!(QueueSort, Filter, Bind);
+/// }
+/// impl BindPlugin for Fits {
+///     fn bind(&self, _: &mut CycleState, _: &PodInfo, _: &str) -> Status { Status::success() }
+/// }
+/// impl QueueSortPlugin for Fits {
+///     fn less(&self, a: &QueuedPodInfo, b: &QueuedPodInfo) -> bool { a.timestamp < b.timestamp }
+/// }
+/// impl FilterPlugin for Fits {
+///     fn filter(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+///         if pod.requests().milli_cpu <= node.allocatable().milli_cpu - node.requested().milli_cpu {
+///             Status::success()
+///         } else {
+///             Status::new(Code::Unschedulable, "Insufficient cpu")
+///         }
+///     }
+/// }
+/// let mut registry = Registry::new();
+/// registry.register("Fits", |_, _| Ok(Arc::new(Fits))).unwrap();
+/// let mut config = KubeSchedulerConfiguration::default_config();
+/// let profile = &mut config.profiles[0];
+/// profile.user_plugins = None; // not over kube-scheduler's defaults
+/// profile.plugins = Default::default();
+/// profile.plugins.queue_sort.enabled.push(PluginRef::new("Fits"));
+/// profile.plugins.filter.enabled.push(PluginRef::new("Fits"));
+/// profile.plugins.bind.enabled.push(PluginRef::new("Fits"));
+/// let framework = Framework::new(profile, &registry, &Handle::default()).unwrap();
+///
+/// let nodes = [NodeBuilder::new("small").cpu_millis(1000), NodeBuilder::new("big").cpu_millis(8000)];
+/// let (snapshot, _) = Snapshot::new(nodes.map(|n| n.node()), []).unwrap();
+/// let mut scheduler = Scheduler::new(vec![framework], snapshot, SchedulerOptions::default()).unwrap();
+/// let pod = PodBuilder::new("default", "web").cpu_millis(2000).pod_info().unwrap();
+/// match scheduler.schedule_one(&pod) {
+///     Outcome::Scheduled { node, .. } => assert_eq!(node, "big"),
+///     other => panic!("{other:?}"),
+/// }
+/// ```
 pub struct Scheduler {
     profiles: Vec<Arc<Framework>>,
     snapshot: Snapshot,

@@ -7,7 +7,7 @@
 //! reason, action, note, reporting controller and related object) becomes a series,
 //! written once as a patch of `series` on its second occurrence and counted locally
 //! after that (the count is patched every 30 minutes while the series goes on).
-//! Failures are said once per outage ([`Outage`]).
+//! Failures are said once per outage (`Outage`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

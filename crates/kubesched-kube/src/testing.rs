@@ -8,7 +8,7 @@
 //! `nominatedNodeName`), pod deletion,
 //! `events.k8s.io/v1` events, and `coordination.k8s.io/v1` leases with optimistic
 //! concurrency (409 on a stale resourceVersion); and the storage and DRA kinds, with
-//! their updates and a PV controller the test plays ([`storage`]). Lists honour `limit` and `continue`
+//! their updates and a PV controller the test plays (`storage`). Lists honour `limit` and `continue`
 //! (the continue token is the offset of the next item), and every request is recorded
 //! ([`FakeApiServer::requests`]), so a test can check that a reader wrote nothing.
 //!

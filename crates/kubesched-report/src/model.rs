@@ -2,7 +2,7 @@
 //! for each configuration (a "run") the cluster after it, every attempt, the per-node
 //! detail of the attempts the budget allows, and the cluster-level figures.
 //!
-//! The model is built by [`crate::build`] from the simulator's own results; the HTML
+//! The model is built by [`crate::build()`] from the simulator's own results; the HTML
 //! page ([`crate::html`]) and the JSON Lines figures ([`crate::jsonl`]) only read it.
 //! It serialises to the JSON the page's script reads (short field names: the page of a
 //! 5,000-node cluster carries it inline).

@@ -2,7 +2,7 @@
 //!
 //! Scenario loading and the `kubesched` command-line simulator. A scenario is plain
 //! Kubernetes YAML (nodes, bound and pending pods, and optionally a
-//! KubeSchedulerConfiguration); [`simulate`] runs it by the rules of the conformance
+//! KubeSchedulerConfiguration); [`simulate()`] runs it by the rules of the conformance
 //! format and returns one [`PodResult`] per attempt, which [`output`] prints as JSON
 //! Lines, a table, or a node-by-node explanation. [`simulate_each`] hands the results
 //! over one at a time instead, as each pod is decided, so a large cluster's output can

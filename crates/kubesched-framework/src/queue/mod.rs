@@ -164,6 +164,21 @@ pub type IncomingHook = Arc<dyn Fn(QueueName, &str) + Send + Sync>;
 type LessFn = Arc<dyn Fn(&QueuedPodInfo, &QueuedPodInfo) -> bool + Send + Sync>;
 
 /// kube-scheduler's scheduling queue: active, backoff and unschedulable.
+///
+/// ```
+/// use std::sync::Arc;
+/// use kubesched_framework::build::PodBuilder;
+/// use kubesched_framework::queue::{FakeClock, QueueOptions, SchedulingQueue};
+///
+/// // Highest priority first, as PrioritySort orders the active queue.
+/// let by_priority = |a: &kubesched_framework::QueuedPodInfo, b: &kubesched_framework::QueuedPodInfo| {
+///     a.pod_info.priority() > b.pod_info.priority()
+/// };
+/// let mut queue = SchedulingQueue::new(QueueOptions::default(), Arc::new(FakeClock::new()), by_priority);
+/// queue.add(PodBuilder::new("default", "low").priority(1).pod_info().unwrap());
+/// queue.add(PodBuilder::new("default", "high").priority(10).pod_info().unwrap());
+/// assert_eq!(queue.pop().unwrap().info.pod_info.name(), "high");
+/// ```
 pub struct SchedulingQueue {
     options: QueueOptions,
     clock: Arc<dyn Clock>,

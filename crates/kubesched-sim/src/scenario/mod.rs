@@ -9,7 +9,7 @@
 //!   skipped, and a `List` (or `NodeList`, `PodList`, ...) is expanded into its `items`;
 //! * `v1` `Node` and `Pod` documents are decoded into the k8s-openapi types **strictly**: a
 //!   field the type does not have is an error that suggests the closest known field, and
-//!   every resource quantity is checked with [`Quantity::parse`]. Quantities written as
+//!   every resource quantity is checked with `Quantity::parse`. Quantities written as
 //!   YAML numbers (`cpu: 2`, `memory: 2e9`) are accepted and stored as strings
 //!   (`"2"`, `"2000000000"`), as the API server's JSON decoding accepts numbers;
 //! * pods get the API server's defaults for `metadata.namespace` (`default`) and
@@ -149,6 +149,21 @@ impl Scenario {
     }
 
     /// Reads one scenario `text` named `name` in messages: [`load`] for a single text.
+    ///
+    /// ```
+    /// use kubesched_sim::scenario::Scenario;
+    /// use kubesched_sim::{SimulationOptions, simulate_with};
+    ///
+    /// let text = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n\
+    ///     status: {allocatable: {cpu: '2', memory: 4Gi, pods: '110'}}\n---\n\
+    ///     apiVersion: v1\nkind: Pod\nmetadata: {name: web}\n\
+    ///     spec: {containers: [{name: c, resources: {requests: {cpu: 500m}}}]}\n";
+    /// let scenario = Scenario::from_text("cluster.yaml", text)?;
+    /// assert_eq!((scenario.nodes.len(), scenario.pods.len()), (1, 1));
+    /// let sim = simulate_with(&scenario, &SimulationOptions::default(), &kubesched_plugins::in_tree_registry())?;
+    /// assert_eq!(sim.results[0].pod, "default/web");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn from_text(name: &str, text: &str) -> Result<Scenario, ScenarioError> {
         load(&[Source {
             name: name.to_string(),
