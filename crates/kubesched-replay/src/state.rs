@@ -1,7 +1,7 @@
 //! The replayed cluster's objects as they stand, in the order they first came (the node
 //! order, and the pods' queue order), and how a trace's objects are read into it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -51,6 +51,8 @@ pub(crate) struct Cluster {
     node_at: HashMap<String, u64>,
     pods: BTreeMap<u64, PodEntry>,
     pod_at: HashMap<String, u64>,
+    /// The bound pods of each node (by node name), in arrival order.
+    on_node: HashMap<String, BTreeSet<u64>>,
     pub objects: Vec<OtherObject>,
     pub config: Option<ConfigDocument>,
     /// The scenario files' storage and resource.k8s.io objects, as they were (a trace
@@ -177,14 +179,14 @@ impl Cluster {
         match self.pod_at.get(&key) {
             Some(&s) => {
                 let old = self.pods.get(&s).cloned()?;
-                let mut pod = pod;
-                if let Some(node) = old.node() {
-                    let mut p = (*pod).clone();
-                    if let Some(spec) = p.spec.as_mut() {
-                        spec.node_name = Some(node.to_string());
-                    }
-                    pod = Arc::new(p);
+                // The replay's binding stands: a nodeName in the new object is another
+                // scheduler's decision (a recorded binding), kept only if the replay
+                // bound the pod there too.
+                let mut p = (*pod).clone();
+                if let Some(spec) = p.spec.as_mut() {
+                    spec.node_name = old.node().map(str::to_string);
                 }
+                let pod = Arc::new(p);
                 let entry = PodEntry {
                     pod,
                     arrived: old.arrived,
@@ -197,6 +199,14 @@ impl Cluster {
             None => {
                 let s = self.seq();
                 self.pod_at.insert(key, s);
+                if let Some(node) = pod
+                    .spec
+                    .as_ref()
+                    .and_then(|p| p.node_name.as_deref())
+                    .filter(|n| !n.is_empty())
+                {
+                    self.on_node.entry(node.to_string()).or_default().insert(s);
+                }
                 let duration = duration.or_else(|| annotated_duration(&pod));
                 self.pods.insert(
                     s,
@@ -219,19 +229,28 @@ impl Cluster {
         let mut p = (*entry.pod).clone();
         p.spec.get_or_insert_with(Default::default).node_name = Some(node.to_string());
         entry.pod = Arc::new(p);
+        self.on_node.entry(node.to_string()).or_default().insert(s);
         Some(entry.pod.clone())
     }
 
     pub fn remove_pod(&mut self, key: &str) -> Option<PodEntry> {
         let s = self.pod_at.remove(key)?;
-        self.pods.remove(&s)
+        let entry = self.pods.remove(&s)?;
+        if let Some(node) = entry.node()
+            && let Some(on) = self.on_node.get_mut(node)
+        {
+            on.remove(&s);
+        }
+        Some(entry)
     }
 
-    /// The keys of the pods bound to `node`.
+    /// The keys of the pods bound to `node`, in arrival order.
     pub fn pods_on(&self, node: &str) -> Vec<String> {
-        self.pods
-            .values()
-            .filter(|e| e.node() == Some(node))
+        self.on_node
+            .get(node)
+            .into_iter()
+            .flatten()
+            .filter_map(|s| self.pods.get(s))
             .map(|e| pod_key(&e.pod))
             .collect()
     }

@@ -285,3 +285,29 @@ fn a_bad_trace_is_refused_before_anything_is_applied() {
         "t.jsonl: line 4: delete: Pod default/p: no such object"
     );
 }
+
+#[test]
+fn a_recorded_binding_is_another_schedulers_decision_and_is_ignored() {
+    // `big` fits nowhere here; the recording shows it bound (by the recorded cluster's
+    // scheduler) at 5 s: the replay keeps it pending. `p` was bound by the replay to
+    // n1; the recording's binding to n2 does not move it.
+    let mut big_bound = bound("big", "8", "n2");
+    big_bound["metadata"]["labels"] = json!({"recorded": "yes"});
+    let (seen, summary) = run(
+        &[node("n1", "2"), node("n2", "2")],
+        &[
+            json!({"time": 0, "apply": pod("big", "8")}),
+            json!({"time": 1, "apply": pod("p", "1")}),
+            json!({"time": 5, "apply": big_bound}),
+            json!({"time": 6, "apply": bound("p", "1", "elsewhere")}),
+        ],
+        &timed(),
+    );
+    assert_eq!(summary.pending, 1, "{seen:?}");
+    assert_eq!(summary.scheduled, 1);
+    assert!(
+        seen.iter()
+            .all(|(_, pod, what)| pod != "default/big" || what.contains("Insufficient cpu")),
+        "{seen:?}"
+    );
+}
