@@ -311,6 +311,63 @@ impl Snapshot {
             .flatten()
     }
 
+    /// Adds a node at the end of the node order, without pods (kube-scheduler's cache
+    /// on a node added): what was computed for the other nodes stays right.
+    pub fn add_node(&mut self, node: Arc<Node>) -> Result<(), SnapshotError> {
+        let mut info = NodeInfo::new(node)?;
+        let name = info.name().to_string();
+        if self.index.contains_key(&name) {
+            return Err(SnapshotError::DuplicateNode(name));
+        }
+        let i = self.nodes.len();
+        info.set_index(i);
+        let has_images = has_images(info.node());
+        self.index.insert(name, i);
+        self.generations.push(info.generation());
+        self.object_generations.push(info.object_generation());
+        self.nodes.push(info);
+        self.changes.record(i, self.nodes.len());
+        if has_images {
+            self.images_changed();
+        }
+        Ok(())
+    }
+
+    /// Replaces a node's object (its labels, taints, allocatable, conditions, ...),
+    /// keeping its place in the node order and its pods; returns `false` when there is
+    /// no node of that name. Only that node's generations change, so what was computed
+    /// for the others stays right.
+    pub fn update_node(&mut self, node: Arc<Node>) -> Result<bool, SnapshotError> {
+        let name = node.metadata.name.as_deref().unwrap_or("");
+        let Some(&i) = self.index.get(name) else {
+            return Ok(false);
+        };
+        let mut info = NodeInfo::new(node)?;
+        info.set_index(i);
+        for pod in self.nodes[i].pods() {
+            info.add_pod(pod.clone());
+        }
+        let images = has_images(info.node()) || has_images(self.nodes[i].node());
+        self.generations[i] = info.generation();
+        self.object_generations[i] = info.object_generation();
+        self.nodes[i] = info;
+        self.changes.record(i, self.nodes.len());
+        if images {
+            self.images_changed();
+        }
+        Ok(true)
+    }
+
+    /// The image states of every node computed again (an image's node count spans the
+    /// cluster), which gives every node a new generation: the change log starts again,
+    /// so that its readers compare every generation once.
+    fn images_changed(&mut self) {
+        self.refresh_image_states();
+        self.generations = self.nodes.iter().map(NodeInfo::generation).collect();
+        self.object_generations = self.nodes.iter().map(NodeInfo::object_generation).collect();
+        self.changes = ChangeLog::new();
+    }
+
     /// Removes a pod (by `namespace/name`) from a node.
     pub fn remove_pod(&mut self, node: &str, key: &str) -> Option<Arc<PodInfo>> {
         let i = *self.index.get(node)?;
@@ -353,4 +410,12 @@ impl Snapshot {
             &[]
         }
     }
+}
+
+/// Whether a node reports any image (then every node's image states are computed again).
+fn has_images(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.images.as_ref())
+        .is_some_and(|i| !i.is_empty())
 }

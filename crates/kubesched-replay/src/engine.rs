@@ -728,11 +728,31 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
     }
 
     fn put_node(&mut self, node: Arc<Node>) {
-        let events = match self.cluster.put_node(node.clone()) {
+        let old = self.cluster.put_node(node.clone());
+        let events = match &old {
             None => vec![ClusterEvent::NODE_ADD],
-            Some(old) => node_update_events(&old, &node),
+            Some(old) => node_update_events(old, &node),
         };
-        self.mark_dirty();
+        // A node added or changed goes into the snapshot as it stands, which keeps what
+        // was computed for the other nodes; a new node that bound pods already name
+        // (they arrived first) needs the full rebuild that gathers them.
+        let orphans = old.is_none() && !self.cluster.pods_on(node_name(&node)).is_empty();
+        match self.timed.as_mut() {
+            Some(timed) if !timed.dirty && !orphans => {
+                let snapshot = timed.prepared.scheduler.snapshot_mut();
+                let done = match old {
+                    None => snapshot.add_node(node).is_ok(),
+                    Some(_) => snapshot.update_node(node).unwrap_or(false),
+                };
+                if done {
+                    timed.load = load(timed.prepared.scheduler.snapshot());
+                    timed.names = Arc::new(NodeNames::new(timed.prepared.node_order()));
+                } else {
+                    timed.dirty = true;
+                }
+            }
+            _ => self.mark_dirty(),
+        }
         self.queue_events(&events);
     }
 
