@@ -71,8 +71,12 @@ fn run(mut cmd: Command) -> Output {
         let err = String::from_utf8_lossy(&out.stderr);
         return Err(err.trim().chars().take(300).collect());
     }
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
+    json_lines(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// The JSON Lines of `text` (blank lines skipped), or the first line that is not JSON.
+pub fn json_lines(text: &str) -> Output {
+    text.lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).map_err(|e| format!("not JSON Lines: {e}: {l}")))
         .collect()

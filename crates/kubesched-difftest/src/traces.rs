@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use rayon::prelude::*;
 use serde_json::{Value, json};
 
-use crate::compare::{Output, Pair, Verdict, verdict};
+use crate::compare::{Output, Pair, Verdict, json_lines, verdict};
 use crate::generate::{generate, to_yaml};
 use crate::rng::Rng;
 use crate::run::{DRA_KINDS, STORAGE_KINDS};
@@ -168,10 +168,7 @@ pub struct TraceSummary {
 
 fn lines(path: &Path) -> Output {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).map_err(|e| format!("not JSON Lines: {e}: {l}")))
-        .collect()
+    json_lines(&text)
 }
 
 /// Replays each seed's trace with `--settle` under each version and compares every pass

@@ -291,29 +291,55 @@ where
     K: kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + fmt::Debug,
 {
     let api: Api<K> = Api::all(client.clone());
-    let mut params = ListParams::default().limit(page_size);
-    let mut items = Vec::new();
-    loop {
-        let page = api.list(&params).await.map_err(|source| DumpError::List {
+    let (objects, _) = list_pages(&api, page_size)
+        .await
+        .map_err(|source| DumpError::List {
             resource: K::plural(&()).into_owned(),
             source,
         })?;
-        for object in &page.items {
-            let mut value = serde_json::to_value(object).map_err(|source| DumpError::Encode {
+    objects
+        .iter()
+        .map(|object| {
+            object_value(object).map_err(|source| DumpError::Encode {
                 kind: K::kind(&()).into_owned(),
                 source,
-            })?;
-            if let Value::Object(fields) = &mut value {
-                fields.insert("apiVersion".into(), json!(K::api_version(&())));
-                fields.insert("kind".into(), json!(K::kind(&())));
-            }
-            items.push(value);
-        }
+            })
+        })
+        .collect()
+}
+
+/// Every object `api` lists, page by page (`page_size` a page), and the list's
+/// resourceVersion (to watch from).
+pub(crate) async fn list_pages<K>(
+    api: &Api<K>,
+    page_size: u32,
+) -> Result<(Vec<K>, String), kube::Error>
+where
+    K: kube::Resource + Clone + DeserializeOwned + fmt::Debug,
+{
+    let mut params = ListParams::default().limit(page_size);
+    let mut items = Vec::new();
+    loop {
+        let page = api.list(&params).await?;
+        items.extend(page.items);
         match page.metadata.continue_.filter(|token| !token.is_empty()) {
             Some(token) => params = params.continue_token(&token),
-            None => return Ok(items),
+            None => return Ok((items, page.metadata.resource_version.unwrap_or_default())),
         }
     }
+}
+
+/// An object as JSON with its `apiVersion` and `kind` (which a listed item lacks).
+pub(crate) fn object_value<K>(object: &K) -> Result<Value, serde_json::Error>
+where
+    K: kube::Resource<DynamicType = ()> + Serialize,
+{
+    let mut value = serde_json::to_value(object)?;
+    if let Value::Object(fields) = &mut value {
+        fields.insert("apiVersion".into(), json!(K::api_version(&())));
+        fields.insert("kind".into(), json!(K::kind(&())));
+    }
+    Ok(value)
 }
 
 /// Where to find the cluster, as `--kubeconfig` and `--context` give it.
@@ -622,7 +648,7 @@ fn server_name(url: &hyper::Uri) -> String {
 /// A client error in one line: the API server's own message for a refused request,
 /// else the error and its causes (`error trying to connect: tcp connect error:
 /// Connection refused (os error 111)`).
-fn kube_error_line(error: &kube::Error) -> String {
+pub(crate) fn kube_error_line(error: &kube::Error) -> String {
     if let kube::Error::Api(status) = error {
         let text = if status.reason.is_empty() {
             format!("{} ({})", status.message, status.code)

@@ -22,7 +22,9 @@ use futures::TryStreamExt;
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ReplicationController, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::api::{Api, ListParams, WatchEvent, WatchParams};
+use kube::api::{Api, WatchEvent, WatchParams};
+
+use crate::cluster_dump::{kube_error_line, list_pages, object_value};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -171,13 +173,9 @@ impl<K> Kind for K where
 /// The object as the trace holds it: with its `apiVersion` and `kind`, without
 /// `managedFields`.
 fn value_of<K: Kind>(object: &K) -> Value {
-    let mut value = serde_json::to_value(object).unwrap_or(Value::Null);
-    if let Value::Object(fields) = &mut value {
-        fields.insert("apiVersion".into(), json!(K::api_version(&())));
-        fields.insert("kind".into(), json!(K::kind(&())));
-        if let Some(Value::Object(meta)) = fields.get_mut("metadata") {
-            meta.remove("managedFields");
-        }
+    let mut value = object_value(object).unwrap_or(Value::Null);
+    if let Some(Value::Object(meta)) = value.get_mut("metadata") {
+        meta.remove("managedFields");
     }
     value
 }
@@ -190,25 +188,16 @@ fn key_of<K: Kind>(object: &K) -> String {
     )
 }
 
-fn one_line(e: &kube::Error) -> String {
-    e.to_string().lines().next().unwrap_or("").to_string()
+/// Every object of `K` with the list's resourceVersion; a failure as the recorder says it.
+async fn list<K: Kind>(api: &Api<K>) -> Result<(Vec<K>, String), RecordError> {
+    list_pages(api, 500).await.map_err(|e| list_error::<K>(&e))
 }
 
-/// Every object of `K` with the list's resourceVersion.
-async fn list<K: Kind>(api: &Api<K>) -> Result<(Vec<K>, String), RecordError> {
-    let mut params = ListParams::default().limit(500);
-    let mut items = Vec::new();
-    loop {
-        let page = api.list(&params).await.map_err(|e| RecordError::Api {
-            what: "list",
-            resource: K::plural(&()).into_owned(),
-            message: one_line(&e),
-        })?;
-        items.extend(page.items);
-        match page.metadata.continue_.filter(|t| !t.is_empty()) {
-            Some(token) => params = params.continue_token(&token),
-            None => return Ok((items, page.metadata.resource_version.unwrap_or_default())),
-        }
+fn list_error<K: Kind>(e: &kube::Error) -> RecordError {
+    RecordError::Api {
+        what: "list",
+        resource: K::plural(&()).into_owned(),
+        message: kube_error_line(e),
     }
 }
 
@@ -223,18 +212,21 @@ async fn start_kind<K: Kind>(
     optional: bool,
 ) -> Result<Option<tokio::task::JoinHandle<()>>, RecordError> {
     let api: Api<K> = Api::all(client.clone());
-    let (items, version) = match api.list(&ListParams::default().limit(1)).await {
-        Err(kube::Error::Api(status)) if optional && (status.code == 404 || status.code == 403) => {
+    let (items, version) = match list_pages(&api, 500).await {
+        Ok(listed) => listed,
+        Err(e)
+            if optional && matches!(&e, kube::Error::Api(s) if s.code == 404 || s.code == 403) =>
+        {
             recorded.warnings.push(format!(
-                "{} left out: {} ({})",
+                "{} left out: {}",
                 K::plural(&()),
-                one_line_status(&status.message),
-                status.code
+                kube_error_line(&e)
             ));
             return Ok(None);
         }
-        _ => list(&api).await?,
+        Err(e) => return Err(list_error::<K>(&e)),
     };
+
     let mut known = HashMap::new();
     for object in &items {
         writeln!(out, "{{\"time\":0,\"apply\":{}}}", value_of(object))?;
@@ -245,10 +237,6 @@ async fn start_kind<K: Kind>(
         );
     }
     Ok(Some(tokio::spawn(follow(api, version, known, tx.clone()))))
-}
-
-fn one_line_status(message: &str) -> &str {
-    message.lines().next().unwrap_or("")
 }
 
 /// Watches `K` from `version`, sending every change; `known` is what the trace holds
@@ -274,7 +262,7 @@ async fn follow<K: Kind>(
                         .send(Change::Failed(RecordError::Api {
                             what: "watch",
                             resource,
-                            message: one_line(&e),
+                            message: kube_error_line(&e),
                         }))
                         .await;
                     return;

@@ -672,7 +672,7 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
                     }
                     Decoded::Other(o) => {
                         self.cluster.put_object(o);
-                        self.objects_changed();
+                        self.mark_dirty();
                     }
                     Decoded::Finished { pod, .. } => {
                         if self.cluster.pod(&pod).is_some() {
@@ -696,7 +696,7 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
                         .cluster
                         .remove_object(kind, r.namespace.as_deref(), &r.name)
                     {
-                        self.objects_changed();
+                        self.mark_dirty();
                     }
                 }
             },
@@ -859,10 +859,6 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
             node: node.to_string(),
             reason,
         })
-    }
-
-    fn objects_changed(&mut self) {
-        self.mark_dirty();
     }
 
     /// The cluster's nodes or the objects plugins read changed: the timed mode's

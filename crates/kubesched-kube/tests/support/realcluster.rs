@@ -9,21 +9,27 @@
 #![allow(dead_code)]
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use kubesched_envtest::ControlPlane;
 
-/// A running control plane.
+/// A running control plane: kubesched-envtest's, whose state folder, kubeconfig, port,
+/// `kubectl`, `kube-scheduler`, `track` and `stop_apiserver` it reads through, with the
+/// kube-rs clients the tests use.
 pub struct Cluster {
     plane: ControlPlane,
-    /// The state folder (binaries, kubeconfig, logs, pids).
-    pub state: PathBuf,
-    /// The admin kubeconfig (token `admin-token`, `system:masters`).
-    pub kubeconfig: PathBuf,
-    /// The API server's port on 127.0.0.1.
-    pub port: u16,
-    /// How long the start took.
-    pub up_took: Duration,
+}
+
+impl std::ops::Deref for Cluster {
+    type Target = ControlPlane;
+    fn deref(&self) -> &ControlPlane {
+        &self.plane
+    }
+}
+
+impl std::ops::DerefMut for Cluster {
+    fn deref_mut(&mut self) -> &mut ControlPlane {
+        &mut self.plane
+    }
 }
 
 impl Cluster {
@@ -42,23 +48,7 @@ impl Cluster {
             plane.binaries.place,
             plane.port
         );
-        Some(Cluster {
-            state: plane.state.clone(),
-            kubeconfig: plane.kubeconfig.clone(),
-            port: plane.port,
-            up_took: plane.took,
-            plane,
-        })
-    }
-
-    /// `kubectl`, from where the API server came from (or `PATH`).
-    pub fn kubectl(&self) -> PathBuf {
-        self.plane.kubectl().to_path_buf()
-    }
-
-    /// `kube-scheduler`, when the binaries include one (envtest's assets do not).
-    pub fn kube_scheduler(&self) -> Option<PathBuf> {
-        self.plane.kube_scheduler().map(PathBuf::from)
+        Some(Cluster { plane })
     }
 
     /// The admin kube-rs configuration.
@@ -74,19 +64,7 @@ impl Cluster {
         kube::Client::try_from(self.config().await).expect("client")
     }
 
-    /// Records a process started against the control plane, so it is stopped with it.
-    pub fn track(&self, pid: u32) {
-        self.plane.track(pid);
-    }
-
-    /// Kills kube-apiserver (etcd keeps running); [`Cluster::start_apiserver`] starts
-    /// it again with the same command line, on the same port.
-    pub fn stop_apiserver(&mut self) {
-        self.plane.stop_apiserver();
-    }
-
-    /// Starts kube-apiserver again after [`Cluster::stop_apiserver`] and waits until it
-    /// is ready.
+    /// Starts kube-apiserver again after `stop_apiserver` and waits until it is ready.
     pub fn start_apiserver(&mut self) {
         if let Err(e) = self.plane.start_apiserver() {
             panic!("kube-apiserver did not come back: {e}");
