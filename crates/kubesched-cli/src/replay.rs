@@ -9,15 +9,15 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use kubesched_framework::Registry;
+use kubesched_framework::{Features, KubernetesVersion, Registry};
 use kubesched_replay::{
-    Eviction, Mode, Record, ReplayError, ReplayOptions, TraceReader, check, replay,
+    Eviction, Mode, Record, ReplayError, ReplayOptions, Summary, TraceReader, check, replay,
 };
 use kubesched_sim::simulate::Detail;
 use kubesched_sim::{PodOutcome, SimulationOptions, output};
 
 use crate::simulate::{DetailArg, Format};
-use crate::whatif::{WhatIfArgs, load_scenario_or};
+use crate::whatif::{ScenarioArgs, WhatIfArgs, load_scenario_or, read_files};
 
 /// `kubesched replay`'s arguments.
 #[derive(Args, Debug)]
@@ -66,8 +66,33 @@ pub struct ReplayArgs {
     /// pod the replay bound with its spec.nodeName): `kubesched simulate` reads it.
     #[arg(long, value_name = "FILE")]
     pub final_state: Option<PathBuf>,
+    /// Draw the replay on one self-contained HTML page: pods pending and allocation
+    /// over time, the nodes at each --occupancy-at instant, the summary (and the
+    /// replays side by side when comparing).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Keep every node's load at this instant (seconds) for the page's node charts.
+    /// Repeatable; default with --html: the replay's end.
+    #[arg(long, value_name = "SECONDS")]
+    pub occupancy_at: Vec<f64>,
+    /// The KubeSchedulerConfiguration, from its own file as kube-scheduler's --config
+    /// takes it; it replaces one inside the scenario. Give it two or more times to
+    /// replay the trace under each (in parallel) and compare the summaries.
+    #[arg(long = "config", value_name = "FILE")]
+    pub configs: Vec<String>,
+    /// Another scheduler running beside the scenario's: a configuration file (or the
+    /// ConfigMap holding it), whose profiles take the pods that name them. Repeatable.
+    #[arg(long, value_name = "FILE")]
+    pub scheduler: Vec<String>,
+    /// Print the scenario files before the answer, each after a `# --- NAME` line.
+    #[arg(long)]
+    pub show_scenario: bool,
+    /// Replay the trace under two kube-scheduler versions (in parallel) and compare the
+    /// summaries: `1.35,1.36`. Takes at most one --config and no --kubernetes-version.
+    #[arg(long, value_name = "OLD,NEW", value_parser = crate::versions::parse_pair)]
+    pub compare_versions: Option<(KubernetesVersion, KubernetesVersion)>,
     #[command(flatten)]
-    pub whatif: WhatIfArgs,
+    pub scenario: ScenarioArgs,
     #[command(flatten)]
     pub versions: crate::versions::VersionArgs,
     #[command(flatten)]
@@ -100,14 +125,22 @@ enum TraceInput {
 }
 
 impl TraceInput {
-    fn open(&self) -> Result<Box<dyn BufRead + '_>, String> {
+    fn open(&self) -> Result<Box<dyn BufRead + Send + '_>, String> {
         match self {
             TraceInput::File(path) => std::fs::File::open(path)
-                .map(|f| Box::new(BufReader::with_capacity(1 << 16, f)) as Box<dyn BufRead>)
+                .map(|f| Box::new(BufReader::with_capacity(1 << 16, f)) as Box<dyn BufRead + Send>)
                 .map_err(|e| format!("{path}: cannot read: {e}")),
             TraceInput::Text(text) => Ok(Box::new(text.as_bytes())),
         }
     }
+}
+
+/// One replay of a comparison: its name, scenario (with its configuration) and
+/// behaviour.
+struct Variant {
+    name: String,
+    scenario: kubesched_sim::scenario::Scenario,
+    features: Features,
 }
 
 fn answer(args: &ReplayArgs, registry: &Registry) -> Result<(), String> {
@@ -120,7 +153,94 @@ fn answer(args: &ReplayArgs, registry: &Registry) -> Result<(), String> {
             args.tail
         ));
     }
-    let (input, name) = if let Some(ImportFormat::Openb) = args.import {
+    if let Some(t) = args
+        .occupancy_at
+        .iter()
+        .find(|t| !(t.is_finite() && **t >= 0.0))
+    {
+        return Err(format!(
+            "--occupancy-at {t}: expected seconds, a number >= 0"
+        ));
+    }
+    let (input, name) = trace_input(args)?;
+    let (variants, note) = variants(args)?;
+    let reader = || -> Result<_, String> {
+        Ok(TraceReader::new(name.clone(), input.open()?).allow_truncated(args.allow_truncated))
+    };
+    // The trace is checked once: the variants differ only in configuration and version.
+    let mut checked = reader()?;
+    check(&variants[0].scenario, &mut checked).map_err(|e| e.to_string())?;
+    if let Some(line) = checked.skipped_truncated {
+        say_warning!("{name}: line {line}: truncated last line left out (--allow-truncated)");
+    }
+    say_note!("{note}");
+    let mut occupancy_at = args.occupancy_at.clone();
+    if args.html.is_some() && occupancy_at.is_empty() {
+        occupancy_at.push(f64::INFINITY);
+    }
+    let options = |variant: &Variant, detail: Detail, states: bool| ReplayOptions {
+        simulation: args.cache.apply(SimulationOptions {
+            preemption: args.preemption,
+            detail,
+            features: variant.features.clone(),
+            ..SimulationOptions::default()
+        }),
+        mode: if args.settle {
+            Mode::Settle
+        } else {
+            Mode::Timed
+        },
+        tail: Duration::from_secs_f64(args.tail),
+        states,
+        final_state: args.final_state.is_some(),
+        occupancy_at: occupancy_at.clone(),
+    };
+    if let [variant] = variants.as_slice() {
+        let summary = replay_one(args, registry, variant, reader()?, &options)?;
+        if let Some(summary) = summary {
+            write_html(args, &name, &[(variant.name.as_str(), &summary)])?;
+        }
+        return Ok(());
+    }
+    // Compared: each variant replayed on its own thread, only the summaries printed.
+    use rayon::prelude::*;
+    let summaries = variants
+        .par_iter()
+        .map(|variant| {
+            replay(
+                &variant.scenario,
+                reader()?,
+                &options(variant, Detail::None, false),
+                registry,
+                |_| Ok::<(), std::convert::Infallible>(()),
+            )
+            .map_err(|e| format!("{}: {e}", variant.name))
+        })
+        .collect::<Result<Vec<Summary>, String>>()?;
+    let runs: Vec<(&str, &Summary)> = variants
+        .iter()
+        .map(|v| v.name.as_str())
+        .zip(&summaries)
+        .collect();
+    let text = match args.format {
+        Format::Jsonl => runs
+            .iter()
+            .map(|(name, s)| {
+                let mut line = s.json();
+                line["variant"] = serde_json::Value::String(name.to_string());
+                format!("{line}\n")
+            })
+            .collect(),
+        Format::Table => side_by_side(&runs),
+    };
+    crate::print_out(&text);
+    write_html(args, &name, &runs)
+}
+
+/// The trace's text source and its name for messages: the file, standard input, or
+/// the trace `--import` made of the public trace's files.
+fn trace_input(args: &ReplayArgs) -> Result<(TraceInput, String), String> {
+    if let Some(ImportFormat::Openb) = args.import {
         let [nodes] = args.files.as_slice() else {
             return Err(format!(
                 "--import openb: give the pod list CSV as TRACE and the node list CSV as the one FILE (got {} file(s))",
@@ -138,31 +258,127 @@ fn answer(args: &ReplayArgs, registry: &Registry) -> Result<(), String> {
             &kubesched_replay::import::OpenbOptions::default(),
         )
         .map_err(|e| e.to_string())?;
-        (TraceInput::Text(text), format!("{} (openb)", args.trace))
+        Ok((TraceInput::Text(text), format!("{} (openb)", args.trace)))
     } else if args.trace == "-" {
         let mut text = String::new();
         std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text)
             .map_err(|e| format!("<stdin>: cannot read: {e}"))?;
-        (TraceInput::Text(text), "<stdin>".to_string())
+        Ok((TraceInput::Text(text), "<stdin>".to_string()))
     } else {
-        (TraceInput::File(args.trace.clone()), args.trace.clone())
-    };
+        Ok((TraceInput::File(args.trace.clone()), args.trace.clone()))
+    }
+}
+
+/// The replays to run: one, or one per `--config` (two or more), or one per version of
+/// `--compare-versions`; and the note saying which behaviour each uses, for the caller
+/// to print once the trace has proved good (so that an error stays the only line).
+fn variants(args: &ReplayArgs) -> Result<(Vec<Variant>, String), String> {
+    let several = args.configs.len() > 1 || args.compare_versions.is_some();
+    if several && (args.dump_steps.is_some() || args.final_state.is_some()) {
+        return Err(
+            "--dump-steps and --final-state write one replay's files: compare without them, or replay one configuration at a time"
+                .into(),
+        );
+    }
+    if let Some(pair) = args.compare_versions {
+        crate::versions::check_compare_versions(pair, args.configs.len(), &args.versions)?;
+    }
     // With --import the one FILE was the node list, not a scenario.
     let files: &[String] = if args.import.is_some() {
         &[]
     } else {
         &args.files
     };
-    let (scenario, _, server) = load_scenario_or(files, &args.whatif, false)?;
-    let (features, version_note) = args.versions.features(server.as_ref())?;
-    let reader = || -> Result<_, String> {
-        Ok(TraceReader::new(name.clone(), input.open()?).allow_truncated(args.allow_truncated))
+    let whatif = |config: Option<&String>| WhatIfArgs {
+        config: config.cloned(),
+        scheduler: args.scheduler.clone(),
+        show_scenario: args.show_scenario,
+        scenario: args.scenario.clone(),
     };
-    let mut checked = reader()?;
-    check(&scenario, &mut checked).map_err(|e| e.to_string())?;
-    if let Some(line) = checked.skipped_truncated {
-        say_warning!("{name}: line {line}: truncated last line left out (--allow-truncated)");
+    if args.configs.len() <= 1 {
+        let (scenario, _, server) = load_scenario_or(files, &whatif(args.configs.first()), false)?;
+        let name = args.configs.first().map_or_else(
+            || match &scenario.config {
+                Some(_) => "the scenario's configuration".to_string(),
+                None => "default profile".to_string(),
+            },
+            |f| stem(f),
+        );
+        let Some((old, new)) = args.compare_versions else {
+            let (features, note) = args.versions.features(server.as_ref())?;
+            let variant = Variant {
+                name,
+                scenario,
+                features,
+            };
+            return Ok((vec![variant], note));
+        };
+        let mut notes = Vec::new();
+        let mut variants = Vec::new();
+        for version in [old, new] {
+            let features = args.versions.with_version(version)?;
+            notes.push(features.describe());
+            variants.push(Variant {
+                name: format!("v{version}"),
+                scenario: scenario.clone(),
+                features,
+            });
+        }
+        return Ok((
+            variants,
+            format!("{} (--compare-versions)", notes.join(" vs ")),
+        ));
     }
+    // Two or more configurations: the cluster is read once, without them, then each
+    // configuration replaces its configuration (and the schedulers beside it join).
+    let base_args = WhatIfArgs {
+        scheduler: Vec::new(),
+        ..whatif(None)
+    };
+    let (base, _, server) = load_scenario_or(files, &base_args, false)?;
+    let beside = read_files(&args.scheduler)?;
+    let (features, note) = args.versions.features(server.as_ref())?;
+    let stems: Vec<String> = args.configs.iter().map(|f| stem(f)).collect();
+    let mut variants = Vec::new();
+    for (file, short) in args.configs.iter().zip(&stems) {
+        let source = read_files(std::slice::from_ref(file))?.remove(0);
+        let mut scenario = base.clone();
+        kubesched_sim::whatif::replace_config(&mut scenario, &source)
+            .map_err(|e| format!("--config {e}"))?;
+        if !beside.is_empty() {
+            kubesched_sim::whatif::add_schedulers(&mut scenario, &beside)
+                .map_err(|e| format!("--scheduler {e}"))?;
+        }
+        let unique = stems.iter().filter(|s| *s == short).count() == 1;
+        variants.push(Variant {
+            name: if unique { short.clone() } else { file.clone() },
+            scenario,
+            features: features.clone(),
+        });
+    }
+    let note = format!(
+        "{note}; configurations compared: {}",
+        args.configs.join(", ")
+    );
+    Ok((variants, note))
+}
+
+/// A configuration's name: its file's stem.
+fn stem(file: &str) -> String {
+    std::path::Path::new(file)
+        .file_stem()
+        .map_or_else(|| file.to_string(), |s| s.to_string_lossy().into_owned())
+}
+
+/// One replay, its records streamed to standard output as they come, then its summary;
+/// `None` when standard output was closed early.
+fn replay_one(
+    args: &ReplayArgs,
+    registry: &Registry,
+    variant: &Variant,
+    reader: TraceReader<Box<dyn BufRead + Send + '_>>,
+    options: &dyn Fn(&Variant, Detail, bool) -> ReplayOptions,
+) -> Result<Option<Summary>, String> {
     let dumping = args.dump_steps.is_some();
     let detail = match (dumping, args.format) {
         (true, _) => Detail::All,
@@ -170,31 +386,15 @@ fn answer(args: &ReplayArgs, registry: &Registry) -> Result<(), String> {
         (false, Format::Table) => Detail::None,
     };
     let printed_detail = args.detail.map_or(Detail::None, Detail::from);
-    let options = ReplayOptions {
-        simulation: args.cache.apply(SimulationOptions {
-            preemption: args.preemption,
-            detail,
-            features,
-            ..SimulationOptions::default()
-        }),
-        mode: if args.settle {
-            Mode::Settle
-        } else {
-            Mode::Timed
-        },
-        tail: Duration::from_secs_f64(args.tail),
-        states: dumping,
-        final_state: args.final_state.is_some(),
-    };
+    let options = options(variant, detail, dumping);
     if let Some(dir) = &args.dump_steps {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("--dump-steps {}: cannot create: {e}", dir.display()))?;
     }
-    say_note!("{version_note}");
     let stdout = std::io::stdout().lock();
     let mut out = BufWriter::with_capacity(1 << 16, stdout);
     let mut steps = Steps::new(args.dump_steps.clone());
-    let result = replay(&scenario, reader()?, &options, registry, |record| {
+    let result = replay(&variant.scenario, reader, &options, registry, |record| {
         steps.record(&record)?;
         if let (Record::Final { documents, .. }, Some(path)) = (&record, &args.final_state) {
             std::fs::write(path, documents)?;
@@ -203,7 +403,7 @@ fn answer(args: &ReplayArgs, registry: &Registry) -> Result<(), String> {
     });
     let summary = match result {
         Ok(s) => s,
-        Err(ReplayError::Sink(e)) if e.kind() == ErrorKind::BrokenPipe => return Ok(()),
+        Err(ReplayError::Sink(e)) if e.kind() == ErrorKind::BrokenPipe => return Ok(None),
         Err(ReplayError::Sink(e)) => return Err(format!("cannot write: {e}")),
         Err(e) => return Err(e.to_string()),
     };
@@ -216,8 +416,62 @@ fn answer(args: &ReplayArgs, registry: &Registry) -> Result<(), String> {
         Err(e) if e.kind() != ErrorKind::BrokenPipe => {
             Err(format!("cannot write standard output: {e}"))
         }
-        _ => Ok(()),
+        _ => Ok(Some(summary)),
     }
+}
+
+/// The summaries side by side, a column per replay.
+fn side_by_side(runs: &[(&str, &Summary)]) -> String {
+    let runs: Vec<kubesched_report::replay::Run> = runs
+        .iter()
+        .map(|(name, summary)| kubesched_report::replay::Run { name, summary })
+        .collect();
+    let rows = kubesched_report::replay::summary_rows(&runs);
+    let first = rows.iter().map(|r| r.name.len()).max().unwrap_or(0);
+    let widths: Vec<usize> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            rows.iter()
+                .map(|row| row.values[i].len())
+                .chain([r.name.len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    let mut line = |name: &str, values: &mut dyn Iterator<Item = &str>| {
+        out.push_str(&format!("{name:<first$}"));
+        for (v, w) in values.zip(&widths) {
+            out.push_str(&format!("  {v:>w$}"));
+        }
+        out.push('\n');
+    };
+    line("", &mut runs.iter().map(|r| r.name));
+    for row in &rows {
+        line(&row.name, &mut row.values.iter().map(String::as_str));
+    }
+    out
+}
+
+/// `--html FILE`: the page of the replays.
+fn write_html(args: &ReplayArgs, name: &str, runs: &[(&str, &Summary)]) -> Result<(), String> {
+    let Some(path) = &args.html else {
+        return Ok(());
+    };
+    let runs: Vec<kubesched_report::replay::Run> = runs
+        .iter()
+        .map(|(name, summary)| kubesched_report::replay::Run { name, summary })
+        .collect();
+    let page = kubesched_report::replay::render(name, &runs);
+    std::fs::write(path, &page)
+        .map_err(|e| format!("--html {}: cannot write: {e}", path.display()))?;
+    say!(
+        "wrote {} ({} KiB)",
+        path.display(),
+        page.len().div_ceil(1024)
+    );
+    Ok(())
 }
 
 /// `--dump-steps`: each settled pass's cluster and attempts, numbered in order.

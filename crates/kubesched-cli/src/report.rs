@@ -96,22 +96,8 @@ fn write(args: &ReportArgs, registry: &Registry) -> Result<(), String> {
         show_scenario: false,
         scenario: args.scenario.clone(),
     };
-    if let Some((old, new)) = args.compare_versions {
-        if args.configs.len() > 1 {
-            return Err(format!(
-                "--compare-versions {old},{new}: compares versions under one configuration; give at most one --config (or compare the configurations without --compare-versions)"
-            ));
-        }
-        if let Some(v) = args.versions.kubernetes_version {
-            return Err(format!(
-                "--kubernetes-version {v}: --compare-versions {old},{new} names the versions; give one of them"
-            ));
-        }
-        if old == new {
-            return Err(format!(
-                "--compare-versions {old},{new}: the same version twice; give two different versions, such as 1.35,1.36"
-            ));
-        }
+    if let Some(pair) = args.compare_versions {
+        crate::versions::check_compare_versions(pair, args.configs.len(), &args.versions)?;
     }
     let (mut scenario, _, server) = load_scenario(&args.files, &whatif)?;
     let (features, mut version_note) = args.versions.features(server.as_ref())?;

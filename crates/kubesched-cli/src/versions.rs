@@ -65,3 +65,29 @@ pub fn parse_pair(s: &str) -> Result<(KubernetesVersion, KubernetesVersion), Str
     };
     Ok((a.parse()?, b.parse()?))
 }
+
+/// The checks `--compare-versions OLD,NEW` shares between the commands that take it:
+/// at most one `--config` (`configs` given), no `--kubernetes-version`, two different
+/// versions.
+pub fn check_compare_versions(
+    (old, new): (KubernetesVersion, KubernetesVersion),
+    configs: usize,
+    versions: &VersionArgs,
+) -> Result<(), String> {
+    if configs > 1 {
+        return Err(format!(
+            "--compare-versions {old},{new}: compares versions under one configuration; give at most one --config (or compare the configurations without --compare-versions)"
+        ));
+    }
+    if let Some(v) = versions.kubernetes_version {
+        return Err(format!(
+            "--kubernetes-version {v}: --compare-versions {old},{new} names the versions; give one of them"
+        ));
+    }
+    if old == new {
+        return Err(format!(
+            "--compare-versions {old},{new}: the same version twice; give two different versions, such as 1.35,1.36"
+        ));
+    }
+    Ok(())
+}

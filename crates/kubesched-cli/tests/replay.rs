@@ -9,12 +9,17 @@ use std::path::Path;
 use common::{kubesched, stderr, stdout, with_stdin};
 use serde_json::Value;
 
-fn example(name: &str) -> String {
+/// A file of the crate's folder `dir`, as an argument.
+fn file_in(dir: &str, name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../docs/examples/replay")
+        .join(dir)
         .join(name)
         .to_string_lossy()
         .into_owned()
+}
+
+fn example(name: &str) -> String {
+    file_in("../../docs/examples/replay", name)
 }
 
 fn jsonl(text: &str) -> Vec<Value> {
@@ -277,4 +282,213 @@ fn import_openb_replays_the_gpu_trace_format() {
     let wrong = kubesched(&["replay", "--import", "openb", pods.to_str().unwrap()]);
     assert_eq!(wrong.status.code(), Some(2));
     assert!(stderr(&wrong).contains("--import openb: give the pod list CSV as TRACE and the node list CSV as the one FILE (got 0 file(s))"));
+}
+
+fn data(name: &str) -> String {
+    file_in("tests/data", name)
+}
+
+/// The summary line of a replay with `args`.
+fn summary_of(args: &[&str]) -> Value {
+    let out = kubesched(args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    jsonl(&stdout(&out)).pop().unwrap()["summary"].clone()
+}
+
+#[test]
+fn configurations_compared_give_each_the_summary_it_has_alone() {
+    let (trace, cluster) = (example("trace.jsonl"), example("cluster.yaml"));
+    let (least, most) = (
+        data("report-least-allocated.yaml"),
+        data("report-most-allocated.yaml"),
+    );
+    let base = ["replay", &trace, &cluster, "--format", "jsonl"];
+    let alone: Vec<Value> = [&least, &most]
+        .iter()
+        .map(|c| summary_of(&[&base[..], &["--config", c]].concat()))
+        .collect();
+    let out = kubesched(&[&base[..], &["--config", &least, "--config", &most]].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines = jsonl(&stdout(&out));
+    // One line per configuration, named by its file, and no attempt lines.
+    let names: Vec<&str> = lines
+        .iter()
+        .map(|l| l["variant"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["report-least-allocated", "report-most-allocated"]);
+    assert_eq!(lines[0]["summary"], alone[0]);
+    assert_eq!(lines[1]["summary"], alone[1]);
+    // The versions too, and the table puts them side by side.
+    let v135 = summary_of(&[&base[..], &["--kubernetes-version", "1.35"]].concat());
+    let out = kubesched(&[&base[..], &["--compare-versions", "1.35,1.36"]].concat());
+    let lines = jsonl(&stdout(&out));
+    assert_eq!(
+        (lines[0]["variant"].as_str(), &lines[0]["summary"]),
+        (Some("v1.35"), &v135)
+    );
+    let out = kubesched(&[
+        "replay",
+        &trace,
+        &cluster,
+        "--compare-versions",
+        "1.35,1.36",
+    ]);
+    let table = stdout(&out);
+    let head = table.lines().next().unwrap();
+    assert!(head.contains("v1.35") && head.contains("v1.36"), "{table}");
+    assert!(table.contains("waited p90"), "{table}");
+}
+
+#[test]
+fn html_draws_the_timeline_and_the_nodes_at_each_instant() {
+    let (trace, cluster) = (example("trace.jsonl"), example("cluster.yaml"));
+    let dir = std::env::temp_dir().join(format!("kubesched-replay-html-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let page = dir.join("replay.html");
+    let page_arg = page.to_string_lossy().into_owned();
+    let out = kubesched(&[
+        "replay",
+        &trace,
+        &cluster,
+        "--html",
+        &page_arg,
+        "--occupancy-at",
+        "30",
+        "--occupancy-at",
+        "95",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let html = std::fs::read_to_string(&page).unwrap();
+    for id in [
+        "chart-replay-pending",
+        "chart-replay-allocation",
+        "chart-replay-occupancy-0",
+        "chart-replay-occupancy-1",
+    ] {
+        assert!(html.contains(&format!("id=\"{id}\"")), "no {id}");
+    }
+    assert!(html.contains("Nodes at 30s") && html.contains("Nodes at 1m35s"));
+    // The embedded model: the pending pods over time, as the replay counted them.
+    let start = html.find("id=\"replay-model\">").unwrap() + "id=\"replay-model\">".len();
+    let end = start + html[start..].find("</script>").unwrap();
+    let model: Value = serde_json::from_str(&html[start..end]).unwrap();
+    let pending = model["runs"][0]["pending"].as_array().unwrap();
+    assert_eq!(pending.iter().map(|p| p.as_u64().unwrap()).max(), Some(1));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn comparing_refuses_what_only_one_replay_can_write() {
+    let (trace, cluster) = (example("trace.jsonl"), example("cluster.yaml"));
+    let out = kubesched(&[
+        "replay",
+        &trace,
+        &cluster,
+        "--compare-versions",
+        "1.35,1.36",
+        "--final-state",
+        "x.yaml",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--dump-steps and --final-state write one replay's files"));
+    let out = kubesched(&["replay", &trace, &cluster, "--occupancy-at=-3"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--occupancy-at -3: expected seconds"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// deploy/replay-sweep.yaml: an Indexed Job with one completion per configuration of
+/// its ConfigMap, and each index's command, run here by `sh` over the worked example,
+/// prints one summary line, the one `replay --config` gives for that configuration.
+#[test]
+fn the_sweep_job_runs_one_replay_per_index() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let text = std::fs::read_to_string(repo.join("deploy/replay-sweep.yaml")).unwrap();
+    let docs: Vec<Value> = serde_norway::Deserializer::from_str(&text)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .collect();
+    let [config_map, job] = docs.as_slice() else {
+        panic!("expected a ConfigMap and a Job");
+    };
+    assert_eq!(
+        (config_map["kind"].as_str(), job["kind"].as_str()),
+        (Some("ConfigMap"), Some("Job"))
+    );
+    assert_eq!(job["spec"]["completionMode"], "Indexed");
+    let configs = config_map["data"].as_object().unwrap();
+    assert_eq!(
+        job["spec"]["completions"].as_u64(),
+        Some(configs.len() as u64)
+    );
+    let script = job["spec"]["template"]["spec"]["containers"][0]["args"][0]
+        .as_str()
+        .unwrap();
+    let dir = std::env::temp_dir().join(format!("kubesched-sweep-{}", std::process::id()));
+    let (traces, config_dir) = (dir.join("traces"), dir.join("configs"));
+    std::fs::create_dir_all(&traces).unwrap();
+    std::fs::create_dir_all(&config_dir).unwrap();
+    // The Job reads a trace that holds the cluster too (as `kubesched record` writes
+    // it): the example's cluster applied at 0 s, then its trace.
+    let cluster = std::fs::read_to_string(example("cluster.yaml")).unwrap();
+    let events = std::fs::read_to_string(example("trace.jsonl")).unwrap();
+    let (header, rest) = events.split_once('\n').unwrap();
+    let mut trace = format!("{header}\n");
+    for doc in serde_norway::Deserializer::from_str(&cluster) {
+        let object: Value = serde::Deserialize::deserialize(doc).unwrap();
+        if !object.is_null() {
+            trace.push_str(&format!(
+                "{}\n",
+                serde_json::json!({"time": 0, "apply": object})
+            ));
+        }
+    }
+    trace.push_str(rest);
+    std::fs::write(traces.join("trace.jsonl"), trace).unwrap();
+    let script = script
+        .replace("/traces/", &format!("{}/", traces.display()))
+        .replace("/configs/", &format!("{}/", config_dir.display()));
+    let bin = Path::new(env!("CARGO_BIN_EXE_kubesched"));
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for (index, (name, config)) in configs.iter().enumerate() {
+        assert_eq!(name, &format!("config-{index}.yaml"));
+        let file = config_dir.join(name);
+        std::fs::write(&file, config.as_str().unwrap()).unwrap();
+        let out = std::process::Command::new("sh")
+            .args(["-c", &script])
+            .env("JOB_COMPLETION_INDEX", index.to_string())
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "index {index}: {}", stderr(&out));
+        let lines = jsonl(&stdout(&out));
+        assert_eq!(lines.len(), 1, "index {index}: {}", stdout(&out));
+        assert_eq!(lines[0]["index"].as_u64(), Some(index as u64));
+        let file = file.to_string_lossy().into_owned();
+        let alone = summary_of(&[
+            "replay",
+            &traces.join("trace.jsonl").to_string_lossy(),
+            "--config",
+            &file,
+            "--format",
+            "jsonl",
+        ]);
+        assert_eq!(lines[0]["summary"], alone, "index {index}");
+    }
+    // A configuration that fails makes the index fail.
+    std::fs::write(config_dir.join("config-0.yaml"), "kind: Nonsense\n").unwrap();
+    let out = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .env("JOB_COMPLETION_INDEX", "0")
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let _ = std::fs::remove_dir_all(&dir);
 }

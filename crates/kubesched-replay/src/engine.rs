@@ -31,7 +31,7 @@ use kubesched_sim::scenario::Scenario;
 use kubesched_sim::simulate::{PodOutcome, Prepared, SimulationError, SimulationOptions, prepare};
 
 use crate::state::{Cluster, Decoded, decode, node_name, pod_key};
-use crate::summary::{Stats, Summary};
+use crate::summary::{NodeLoad, Occupancy, Stats, Summary};
 use crate::trace::{Action, TraceError, TraceEvent, TraceReader};
 
 /// How the scheduler runs between events.
@@ -60,6 +60,11 @@ pub struct ReplayOptions {
     pub states: bool,
     /// Hand the sink the cluster as the replay leaves it ([`Record::Final`]), last.
     pub final_state: bool,
+    /// Instants (seconds) at which to keep every node's load, for
+    /// [`Summary::occupancy`]: the cluster after every event up to each one. An
+    /// instant after the replay's end (`f64::INFINITY` for "at the end") is taken at
+    /// the end, with the end's time.
+    pub occupancy_at: Vec<f64>,
 }
 
 impl Default for ReplayOptions {
@@ -70,6 +75,7 @@ impl Default for ReplayOptions {
             tail: Duration::from_secs(600),
             states: false,
             final_state: false,
+            occupancy_at: Vec::new(),
         }
     }
 }
@@ -295,6 +301,9 @@ struct Engine<'r, F> {
     /// The last event's time, or the last pod's finish.
     last_input: Duration,
     stats: Stats,
+    /// [`ReplayOptions::occupancy_at`] in time order, and how many are taken.
+    occupancy_at: Vec<f64>,
+    occupancy_taken: usize,
     sink: F,
 }
 
@@ -320,6 +329,12 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
             now: Duration::ZERO,
             last_input: Duration::ZERO,
             stats: Stats::default(),
+            occupancy_at: {
+                let mut at = options.occupancy_at.clone();
+                at.sort_by(f64::total_cmp);
+                at
+            },
+            occupancy_taken: 0,
             sink,
         };
         // Built once in both modes: a configuration that cannot run fails here.
@@ -387,7 +402,8 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
     ) -> Result<(), ReplayError<E>> {
         loop {
             self.schedule_ready()?;
-            self.stats.sample(secs(self.now), self.snapshot_load());
+            self.stats
+                .sample(secs(self.now), self.snapshot_load(), self.cluster.pending());
             let next_event = next_time(events)?;
             let next_finish = self.next_finish();
             let horizon = (next_event.is_none() && next_finish.is_none())
@@ -405,6 +421,7 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
                 .flatten()
                 .min()
                 .filter(|t| horizon.is_none_or(|h| *t <= h));
+            self.take_occupancy(next);
             let Some(next) = next else {
                 break;
             };
@@ -560,7 +577,9 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
         loop {
             let next_event = next_time(events)?;
             let next_finish = self.next_finish();
-            let Some(next) = [next_event, next_finish].into_iter().flatten().min() else {
+            let next = [next_event, next_finish].into_iter().flatten().min();
+            self.take_occupancy(next);
+            let Some(next) = next else {
                 break;
             };
             self.advance(next.max(self.now));
@@ -570,17 +589,55 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
         Ok(())
     }
 
-    /// The settled mode's load: the cluster's nodes and bound pods as they stand.
-    fn cluster_load(&self) -> crate::summary::Load {
+    /// The settled mode's nodes and bound pods as they stand.
+    fn cluster_snapshot(&self) -> Option<Snapshot> {
         let pods = self
             .cluster
             .pods()
             .filter(|e| e.node().is_some())
             .filter_map(|e| PodInfo::new(e.pod.clone()).ok().map(Arc::new));
-        match Snapshot::new(self.cluster.nodes().cloned(), pods) {
-            Ok((snapshot, _)) => load(&snapshot),
-            Err(_) => crate::summary::Load::default(),
+        Snapshot::new(self.cluster.nodes().cloned(), pods)
+            .ok()
+            .map(|(snapshot, _)| snapshot)
+    }
+
+    /// The settled mode's load: the cluster's nodes and bound pods as they stand.
+    fn cluster_load(&self) -> crate::summary::Load {
+        self.cluster_snapshot()
+            .map_or_else(crate::summary::Load::default, |s| load(&s))
+    }
+
+    /// Keeps every node's load for each instant of [`ReplayOptions::occupancy_at`]
+    /// before `next` (the next time anything changes; `None`: nothing will).
+    fn take_occupancy(&mut self, next: Option<Duration>) {
+        let due = self.occupancy_at[self.occupancy_taken..]
+            .iter()
+            .take_while(|t| next.is_none_or(|n| **t < secs(n)))
+            .count();
+        if due == 0 {
+            return;
         }
+        let own;
+        let snapshot = match &self.timed {
+            Some(t) => t.prepared.scheduler.snapshot(),
+            None => match self.cluster_snapshot() {
+                Some(s) => {
+                    own = s;
+                    &own
+                }
+                None => return,
+            },
+        };
+        let nodes = node_loads(snapshot);
+        let end = secs(self.now);
+        for &time in &self.occupancy_at[self.occupancy_taken..self.occupancy_taken + due] {
+            self.stats.occupancy.push(Occupancy {
+                // An instant after the end (infinity: "the end") is the end.
+                time: if next.is_none() { time.min(end) } else { time },
+                nodes: nodes.clone(),
+            });
+        }
+        self.occupancy_taken += due;
     }
 
     /// Passes of `simulate` over the cluster as it stands until one places nothing.
@@ -588,8 +645,8 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
         let time = secs(self.now);
         let mut pass = 0;
         loop {
-            if self.cluster.pods().all(|e| e.node().is_some()) {
-                self.stats.sample(time, self.cluster_load());
+            if self.cluster.pending() == 0 {
+                self.stats.sample(time, self.cluster_load(), 0);
                 break;
             }
             pass += 1;
@@ -643,7 +700,11 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
                 })?;
             }
             if placed == 0 {
-                self.stats.sample(time, load(prepared.scheduler.snapshot()));
+                self.stats.sample(
+                    time,
+                    load(prepared.scheduler.snapshot()),
+                    self.cluster.pending(),
+                );
                 break;
             }
         }
@@ -936,6 +997,7 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
             .filter(|e| e.node().is_none())
             .map(|e| end - e.arrived)
             .collect();
+        debug_assert_eq!(pending.len(), self.cluster.pending());
         self.stats.summary(end, &pending, self.options.mode)
     }
 }
@@ -955,20 +1017,41 @@ fn has_storage_or_claims(s: &Scenario) -> bool {
         && d.templates.is_empty())
 }
 
+/// Each node's load, in node order.
+fn node_loads(snapshot: &Snapshot) -> Vec<NodeLoad> {
+    snapshot
+        .nodes()
+        .iter()
+        .map(|n| {
+            let mut load = crate::summary::Load::default();
+            add_node_load(&mut load, n);
+            NodeLoad {
+                node: n.name().to_string(),
+                pods: n.pods().len(),
+                load,
+            }
+        })
+        .collect()
+}
+
+fn add_node_load(load: &mut crate::summary::Load, n: &kubesched_framework::NodeInfo) {
+    let (a, r) = (n.allocatable(), n.requested());
+    load.add("cpu", a.milli_cpu, r.milli_cpu);
+    load.add("memory", a.memory, r.memory);
+    for (name, value) in &a.scalar_resources {
+        load.add(
+            name,
+            *value,
+            r.scalar_resources.get(name).copied().unwrap_or(0),
+        );
+    }
+}
+
 /// What the cluster's nodes offer and their pods request.
 fn load(snapshot: &Snapshot) -> crate::summary::Load {
     let mut load = crate::summary::Load::default();
     for n in snapshot.nodes() {
-        let (a, r) = (n.allocatable(), n.requested());
-        load.add("cpu", a.milli_cpu, r.milli_cpu);
-        load.add("memory", a.memory, r.memory);
-        for (name, value) in &a.scalar_resources {
-            load.add(
-                name,
-                *value,
-                r.scalar_resources.get(name).copied().unwrap_or(0),
-            );
-        }
+        add_node_load(&mut load, n);
     }
     load
 }

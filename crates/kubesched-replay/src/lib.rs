@@ -55,5 +55,7 @@ pub mod trace;
 
 pub use engine::{Eviction, Mode, Record, ReplayError, ReplayOptions, check, replay};
 pub use state::{DURATION_ANNOTATION, parse_duration};
-pub use summary::{Allocation, Load, Percentiles, Summary};
+pub use summary::{
+    Allocation, Load, NodeLoad, Occupancy, Percentiles, Summary, Timeline, TimelinePoint,
+};
 pub use trace::{Action, ObjectRef, TRACE_VERSION, TraceError, TraceEvent, TraceReader};

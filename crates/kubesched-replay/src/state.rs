@@ -59,6 +59,8 @@ pub(crate) struct Cluster {
     /// does not change them).
     fixed: Scenario,
     next: u64,
+    /// How many pods have no node.
+    pending: usize,
 }
 
 pub(crate) fn pod_key(pod: &Pod) -> String {
@@ -168,6 +170,11 @@ impl Cluster {
         self.pods.values()
     }
 
+    /// How many pods have no node (pending, for a scheduler of the replay or not).
+    pub fn pending(&self) -> usize {
+        self.pending
+    }
+
     pub fn pod(&self, key: &str) -> Option<&PodEntry> {
         self.pod_at.get(key).and_then(|s| self.pods.get(s))
     }
@@ -206,6 +213,8 @@ impl Cluster {
                     .filter(|n| !n.is_empty())
                 {
                     self.on_node.entry(node.to_string()).or_default().insert(s);
+                } else {
+                    self.pending += 1;
                 }
                 let duration = duration.or_else(|| annotated_duration(&pod));
                 self.pods.insert(
@@ -226,6 +235,9 @@ impl Cluster {
     pub fn bind(&mut self, key: &str, node: &str) -> Option<Arc<Pod>> {
         let s = *self.pod_at.get(key)?;
         let entry = self.pods.get_mut(&s)?;
+        if entry.node().is_none() {
+            self.pending -= 1;
+        }
         let mut p = (*entry.pod).clone();
         p.spec.get_or_insert_with(Default::default).node_name = Some(node.to_string());
         entry.pod = Arc::new(p);
@@ -236,10 +248,13 @@ impl Cluster {
     pub fn remove_pod(&mut self, key: &str) -> Option<PodEntry> {
         let s = self.pod_at.remove(key)?;
         let entry = self.pods.remove(&s)?;
-        if let Some(node) = entry.node()
-            && let Some(on) = self.on_node.get_mut(node)
-        {
-            on.remove(&s);
+        match entry.node() {
+            Some(node) => {
+                if let Some(on) = self.on_node.get_mut(node) {
+                    on.remove(&s);
+                }
+            }
+            None => self.pending -= 1,
         }
         Some(entry)
     }

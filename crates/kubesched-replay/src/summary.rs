@@ -1,5 +1,7 @@
 //! What a replay adds up to: pods scheduled and pending, how long they waited, and how
-//! full the cluster was over time (peak and time-weighted mean of each resource).
+//! full the cluster was over time (peak and time-weighted mean of each resource), with
+//! a [`Timeline`] of the same figures at evenly spaced instants and each node's load at
+//! the instants the caller chose ([`Occupancy`]).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -46,6 +48,91 @@ impl Load {
     }
 }
 
+/// The cluster at evenly spaced instants: pending pods and each resource's allocation.
+///
+/// Memory stays flat in the replay's length: the points are at multiples of
+/// [`Timeline::step`], and when they reach [`Timeline::MAX_POINTS`] every other one is
+/// dropped and the step doubles, so a replay of a week has as many points as one of an
+/// hour (between [`Timeline::MAX_POINTS`]` / 2` and [`Timeline::MAX_POINTS`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Timeline {
+    /// Seconds between two points.
+    pub step: f64,
+    /// The points in time order: at `0`, `step`, `2 × step`, ..., then the replay's end.
+    pub points: Vec<TimelinePoint>,
+}
+
+/// The cluster as it stood at one instant of a [`Timeline`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TimelinePoint {
+    /// Seconds from the start.
+    pub time: f64,
+    /// Pods without a node (for a scheduler of the replay or not).
+    pub pending: usize,
+    /// Per resource, what the pods requested as a fraction of what the nodes offer.
+    pub allocation: BTreeMap<String, f64>,
+}
+
+impl Default for Timeline {
+    /// No points yet, a second apart.
+    fn default() -> Timeline {
+        Timeline {
+            step: 1.0,
+            points: Vec::new(),
+        }
+    }
+}
+
+impl Timeline {
+    /// The most points a timeline holds before it halves them.
+    pub const MAX_POINTS: usize = 400;
+
+    /// Adds the points from the last one up to `time` (not at it), each the state
+    /// `before` that held until `time`.
+    fn fill_until(&mut self, time: f64, before: &TimelinePoint) {
+        loop {
+            let next = self.points.last().map_or(0.0, |p| p.time + self.step);
+            if next >= time {
+                break;
+            }
+            self.points.push(TimelinePoint {
+                time: next,
+                ..before.clone()
+            });
+            if self.points.len() >= Self::MAX_POINTS {
+                let mut i = 0;
+                self.points.retain(|_| {
+                    i += 1;
+                    i % 2 == 1
+                });
+                self.step *= 2.0;
+            }
+        }
+    }
+}
+
+/// The load of one node at one instant.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeLoad {
+    /// The node's name.
+    pub node: String,
+    /// Pods bound to it.
+    pub pods: usize,
+    /// What it offers and its pods request, per resource.
+    pub load: Load,
+}
+
+/// Every node's load at one instant the caller chose
+/// ([`ReplayOptions::occupancy_at`](crate::ReplayOptions::occupancy_at)).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Occupancy {
+    /// The instant asked for (seconds from the start); the state is the one after
+    /// every event up to it.
+    pub time: f64,
+    /// The nodes, in node order.
+    pub nodes: Vec<NodeLoad>,
+}
+
 /// The running counts (the replay keeps nothing per event, only these and each pending
 /// pod's wait).
 #[derive(Debug, Default)]
@@ -62,6 +149,10 @@ pub(crate) struct Stats {
     last: Option<(f64, Load)>,
     integral: BTreeMap<String, f64>,
     peak: BTreeMap<String, f64>,
+    timeline: Option<Timeline>,
+    /// The state since the last sample, as the timeline's points show it.
+    now: TimelinePoint,
+    pub occupancy: Vec<Occupancy>,
 }
 
 impl Stats {
@@ -74,8 +165,17 @@ impl Stats {
         self.waits.push(wait.max(0.0));
     }
 
-    /// The cluster's load from `time` on.
-    pub fn sample(&mut self, time: f64, load: Load) {
+    /// The cluster's load and pending pods from `time` on.
+    pub fn sample(&mut self, time: f64, load: Load, pending: usize) {
+        let timeline = self.timeline.get_or_insert_with(Timeline::default);
+        if self.last.is_some() {
+            timeline.fill_until(time, &self.now);
+        }
+        self.now = TimelinePoint {
+            time,
+            pending,
+            allocation: load.fractions().map(|(n, f)| (n.clone(), f)).collect(),
+        };
         if let Some((since, last)) = &self.last {
             let span = time - since;
             if span > 0.0 {
@@ -93,7 +193,14 @@ impl Stats {
 
     pub fn summary(mut self, end: f64, pending: &[f64], mode: Mode) -> Summary {
         if let Some((_, load)) = self.last.clone() {
-            self.sample(end, load);
+            self.sample(end, load, pending.len());
+        }
+        let mut timeline = self.timeline.take().unwrap_or_default();
+        if timeline.points.last().is_none_or(|p| p.time < end) {
+            timeline.points.push(TimelinePoint {
+                time: end,
+                ..self.now.clone()
+            });
         }
         let mut waits = std::mem::take(&mut self.waits);
         waits.sort_by(f64::total_cmp);
@@ -129,6 +236,8 @@ impl Stats {
                 p
             }),
             allocation,
+            timeline,
+            occupancy: std::mem::take(&mut self.occupancy),
         }
     }
 }
@@ -207,6 +316,11 @@ pub struct Summary {
     pub pending_for: Option<Percentiles>,
     /// Per resource (cpu, memory, extended resources).
     pub allocation: BTreeMap<String, Allocation>,
+    /// Pending pods and allocation at evenly spaced instants.
+    pub timeline: Timeline,
+    /// Every node's load at each instant of
+    /// [`ReplayOptions::occupancy_at`](crate::ReplayOptions::occupancy_at).
+    pub occupancy: Vec<Occupancy>,
 }
 
 fn round(x: f64) -> f64 {
@@ -324,9 +438,9 @@ mod tests {
             l.add("cpu", 1000, r);
             l
         };
-        stats.sample(0.0, load(0));
-        stats.sample(10.0, load(1000));
-        stats.sample(30.0, load(500));
+        stats.sample(0.0, load(0), 0);
+        stats.sample(10.0, load(1000), 0);
+        stats.sample(30.0, load(500), 0);
         let s = stats.summary(40.0, &[], Mode::Timed);
         // 10 s at 0%, 20 s at 100%, 10 s at 50%: 62.5% of 40 s.
         assert_eq!(

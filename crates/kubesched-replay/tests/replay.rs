@@ -239,6 +239,61 @@ fn the_settled_mode_tries_every_pending_pod_again_until_nothing_fits() {
     assert_eq!(summary.scheduled, 2);
 }
 
+#[test]
+fn the_timeline_holds_pending_pods_and_allocation_at_every_step() {
+    let options = ReplayOptions {
+        occupancy_at: vec![5.0, 0.0, 100.0],
+        tail: std::time::Duration::ZERO,
+        ..ReplayOptions::default()
+    };
+    // n1 has 2 cpu. a (1 cpu) runs 0..10; b (2 cpu) arrives at 3 and waits for a.
+    let mut a = pod("a", "1");
+    a["metadata"]["annotations"] = json!({"kubesched.io/duration": "10s"});
+    let (_, summary) = run(
+        &[node("n1", "2")],
+        &[
+            json!({"time": 0, "apply": a}),
+            json!({"time": 3, "apply": pod("b", "2")}),
+        ],
+        &options,
+    );
+    let t = &summary.timeline;
+    assert_eq!(t.step, 1.0);
+    let at = |time: f64| t.points.iter().find(|p| p.time == time).unwrap();
+    assert_eq!((at(0.0).pending, at(0.0).allocation["cpu"]), (0, 0.5));
+    assert_eq!((at(2.0).pending, at(3.0).pending), (0, 1));
+    assert_eq!(at(9.0).allocation["cpu"], 0.5);
+    // At 10 a finishes and b is bound at once: the point shows the state after.
+    assert_eq!((at(10.0).pending, at(10.0).allocation["cpu"]), (0, 1.0));
+    assert_eq!(t.points.last().unwrap().time, summary.end);
+    // Each instant asked for, in time order, with the nodes as they stood.
+    let occupancy: Vec<(f64, usize, i128)> = summary
+        .occupancy
+        .iter()
+        .map(|o| (o.time, o.nodes[0].pods, o.nodes[0].load.resources["cpu"].1))
+        .collect();
+    // 100 s is after the end (10 s: nothing happens after b is bound): the end.
+    assert_eq!(occupancy, [(0.0, 1, 1000), (5.0, 1, 1000), (10.0, 1, 2000)]);
+}
+
+#[test]
+fn a_long_timeline_keeps_at_most_its_maximum_of_points() {
+    let events: Vec<Value> = (0..50)
+        .map(|i| json!({"time": i * 1000, "apply": pod(&format!("p{i}"), "10m")}))
+        .collect();
+    let (_, summary) = run(&[node("n1", "2")], &events, &ReplayOptions::default());
+    let t = &summary.timeline;
+    assert!(
+        t.points.len() <= kubesched_replay::Timeline::MAX_POINTS,
+        "{}",
+        t.points.len()
+    );
+    assert!(t.points.len() >= kubesched_replay::Timeline::MAX_POINTS / 2 - 1);
+    assert!(t.points.windows(2).all(|w| w[0].time < w[1].time));
+    assert_eq!(t.points.last().unwrap().time, summary.end);
+    assert_eq!(t.points.last().unwrap().allocation["cpu"], 0.25);
+}
+
 fn check_error(docs: &[Value], events: &[Value]) -> String {
     let text = trace(events);
     check(

@@ -24,6 +24,7 @@ pub mod figures;
 pub mod html;
 pub mod jsonl;
 pub mod model;
+pub mod replay;
 pub mod rollout;
 
 pub use build::{Options, Variant, build, build_with};

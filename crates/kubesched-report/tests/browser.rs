@@ -7,7 +7,8 @@
 //! ready, as the page measured it (`performance.now()` when its script finished).
 //!
 //! It also opens a `rollout --html` page and checks that the browser parsed its charts:
-//! each figure holds an `<svg>` with a bar per stacked segment.
+//! each figure holds an `<svg>` with a bar per stacked segment; and a `replay --html`
+//! page: its timeline lines with a dot per instant, and a bar per node and resource.
 //!
 //! Without Chromium the tests fail when `KUBESCHED_REQUIRE_CHROMIUM` is set (`.ci/run`
 //! sets it and installs Chromium) and otherwise say they skipped. `KUBESCHED_CHROMIUM`
@@ -136,6 +137,15 @@ fn attribute<'a>(dom: &'a str, attribute: &str) -> Option<&'a str> {
     let key = format!("{attribute}=\"");
     let start = dom.find(&key)? + key.len();
     dom[start..].split('"').next()
+}
+
+/// The `<figure>` of chart `id` in a dumped DOM.
+fn figure<'a>(dom: &'a str, id: &str) -> &'a str {
+    let start = dom
+        .find(&format!("id=\"chart-{id}\""))
+        .unwrap_or_else(|| panic!("no chart {id}"));
+    let end = start + dom[start..].find("</figure>").unwrap();
+    &dom[start..end]
 }
 
 fn url(path: &Path, fragment: &str) -> String {
@@ -349,13 +359,7 @@ fn the_rollout_page_draws_its_charts() {
     )
     .unwrap();
     let (dom, _) = run_chromium(&bin, &url(&page, ""), "--dump-dom");
-    let figure = |id: &str| -> &str {
-        let start = dom
-            .find(&format!("id=\"chart-{id}\""))
-            .unwrap_or_else(|| panic!("no chart {id}"));
-        let end = start + dom[start..].find("</figure>").unwrap();
-        &dom[start..end]
-    };
+    let figure = |id: &str| figure(&dom, id);
     let pods = figure("rollout-pods");
     let svg = &pods[pods.find("<svg").expect("an svg")..pods.find("</svg>").expect("closed")];
     let segments: usize = model
@@ -373,6 +377,72 @@ fn the_rollout_page_draws_its_charts() {
     assert_eq!(lines.matches("<polyline").count(), 2, "cpu and memory");
     assert_eq!(lines.matches("<circle").count(), 2 * model.steps.len());
     let png = out_dir().join("rollout.png");
+    let _ = std::fs::remove_file(&png);
+    run_chromium(
+        &bin,
+        &url(&page, ""),
+        &format!("--screenshot={}", png.display()),
+    );
+    let size = std::fs::metadata(&png).map(|m| m.len()).unwrap_or(0);
+    assert!(size > 10_000, "{}: {size} bytes", png.display());
+    println!("screenshot: {}", png.display());
+}
+
+#[test]
+fn the_replay_page_draws_its_timeline() {
+    let Some(bin) = chromium("the_replay_page_draws_its_timeline") else {
+        return;
+    };
+    let example = |name: &str| {
+        std::fs::read_to_string(format!(
+            "{}/../../docs/examples/replay/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap()
+    };
+    let cluster = scenario::load(&[Source {
+        name: "cluster.yaml".into(),
+        text: example("cluster.yaml"),
+    }])
+    .unwrap();
+    let trace = example("trace.jsonl");
+    let options = kubesched_replay::ReplayOptions {
+        occupancy_at: vec![30.0],
+        ..Default::default()
+    };
+    let summary = kubesched_replay::replay(
+        &cluster,
+        kubesched_replay::TraceReader::new("trace.jsonl", trace.as_bytes()),
+        &options,
+        &kubesched_plugins::in_tree_registry(),
+        |_| Ok::<(), std::convert::Infallible>(()),
+    )
+    .unwrap();
+    let page = out_dir().join("replay.html");
+    let runs = [kubesched_report::replay::Run {
+        name: "default profile",
+        summary: &summary,
+    }];
+    std::fs::write(
+        &page,
+        kubesched_report::replay::render("trace.jsonl", &runs),
+    )
+    .unwrap();
+    let (dom, _) = run_chromium(&bin, &url(&page, ""), "--dump-dom");
+    let figure = |id: &str| figure(&dom, id);
+    let points = kubesched_report::replay::ReplayModel::of(&runs).times.len();
+    let pending = figure("replay-pending");
+    assert_eq!(pending.matches("<polyline").count(), 1);
+    assert_eq!(pending.matches("<circle").count(), points);
+    let allocation = figure("replay-allocation");
+    assert_eq!(allocation.matches("<polyline").count(), 2, "cpu and memory");
+    // A bar per node and resource at 30 s.
+    let nodes = summary.occupancy[0].nodes.len();
+    assert_eq!(
+        figure("replay-occupancy-0").matches("<rect").count(),
+        2 * nodes
+    );
+    let png = out_dir().join("replay.png");
     let _ = std::fs::remove_file(&png);
     run_chromium(
         &bin,
