@@ -358,6 +358,33 @@ impl Snapshot {
         Ok(true)
     }
 
+    /// Removes a node with its pods (kube-scheduler's cache on a node deleted); the
+    /// nodes after it move up one place, keeping their order. Returns the node as it
+    /// was, or `None` when there is no node of that name.
+    ///
+    /// The moved nodes keep their generations, and a generation is never given twice,
+    /// so what was computed per position is found stale where a different node now
+    /// stands. The change log starts again: its positions are of the old order.
+    pub fn remove_node(&mut self, name: &str) -> Option<NodeInfo> {
+        let i = self.index.remove(name)?;
+        let removed = self.nodes.remove(i);
+        self.generations.remove(i);
+        self.object_generations.remove(i);
+        for (j, info) in self.nodes.iter_mut().enumerate().skip(i) {
+            info.set_index(j);
+            if let Some(at) = self.index.get_mut(info.name()) {
+                *at = j;
+            }
+        }
+        self.affinity_pods -= removed.pods().iter().filter(|p| p.has_affinity()).count();
+        self.changes = ChangeLog::new();
+        // The image holders are positions: every image with a holder after `i` moved.
+        if has_images(removed.node()) || !self.images.is_empty() {
+            self.images_changed();
+        }
+        Some(removed)
+    }
+
     /// The image states of every node computed again (an image's node count spans the
     /// cluster), which gives every node a new generation: the change log starts again,
     /// so that its readers compare every generation once.

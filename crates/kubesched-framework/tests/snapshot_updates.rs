@@ -109,3 +109,58 @@ fn nodes_added_and_updated_one_by_one_give_the_snapshot_built_at_once() {
     assert_eq!(plain.nodes_changed_since(mark), Some(&[1][..]));
     assert_eq!(plain.nodes()[1].requested().milli_cpu, 700, "the pods stay");
 }
+
+#[test]
+fn a_node_removed_gives_the_snapshot_built_without_it() {
+    let pod = |name: &str, node: &str| {
+        PodBuilder::new("default", name)
+            .cpu_millis(100)
+            .bound_to(node)
+            .pod_info()
+            .unwrap()
+    };
+    let nodes = || {
+        [
+            node("n1", 1000),
+            with_image(node("n2", 2000), "app:1"),
+            node("n3", 3000),
+            with_image(node("n4", 4000), "app:1"),
+        ]
+    };
+    let pods = || {
+        [
+            pod("a", "n1"),
+            pod("b", "n2"),
+            pod("c", "n3"),
+            pod("d", "n4"),
+        ]
+    };
+    let (mut changed, _) = Snapshot::new(nodes(), pods()).unwrap();
+    let mark = changed.change_mark();
+    let removed = changed.remove_node("n2").unwrap();
+    assert_eq!(removed.pods().len(), 1, "its pods go with it");
+    assert!(changed.remove_node("n2").is_none());
+    let [n1, _, n3, n4] = nodes();
+    let (at_once, _) = Snapshot::new(
+        [n1, n3, n4],
+        [pod("a", "n1"), pod("c", "n3"), pod("d", "n4")],
+    )
+    .unwrap();
+    assert_eq!(contents(&changed), contents(&at_once));
+    assert_eq!(
+        (changed.index_of("n3"), changed.index_of("n4")),
+        (Some(1), Some(2))
+    );
+    assert_eq!(changed.node_at(2).name(), "n4");
+    // The image's holders are the new positions.
+    assert_eq!(changed.image("app:1").unwrap().1.to_vec(), [2]);
+    assert_eq!(changed.nodes_changed_since(mark), None);
+
+    // Without images the moved nodes keep their generations, each at its new place.
+    let (mut plain, _) =
+        Snapshot::new([node("n1", 1000), node("n2", 2000), node("n3", 3000)], []).unwrap();
+    let before = plain.generations().to_vec();
+    plain.remove_node("n1").unwrap();
+    assert_eq!(plain.generations(), &before[1..]);
+    assert_eq!(plain.num_nodes(), 2);
+}

@@ -825,7 +825,24 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
             self.evict(&key, name, Eviction::NodeDeleted)?;
         }
         self.cluster.remove_node(name);
-        self.mark_dirty();
+        // Out of the snapshot as it stands: the nodes after it move up one place.
+        match self.timed.as_mut() {
+            Some(timed) if !timed.dirty => {
+                if timed
+                    .prepared
+                    .scheduler
+                    .snapshot_mut()
+                    .remove_node(name)
+                    .is_some()
+                {
+                    timed.load = load(timed.prepared.scheduler.snapshot());
+                    timed.names = Arc::new(NodeNames::new(timed.prepared.node_order()));
+                } else {
+                    timed.dirty = true;
+                }
+            }
+            _ => self.mark_dirty(),
+        }
         self.queue_events(&[ClusterEvent::NODE_DELETE]);
         Ok(())
     }

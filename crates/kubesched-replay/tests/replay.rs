@@ -181,6 +181,40 @@ fn a_drain_evicts_and_cordons() {
 }
 
 #[test]
+fn a_node_deleted_takes_its_pods_and_the_rest_keep_their_names() {
+    // b (8 cpu) is the emptiest, then c (4), then a (2).
+    let (seen, summary) = run(
+        &[node("a", "2"), node("b", "8"), node("c", "4")],
+        &[
+            json!({"time": 0, "apply": pod("x", "1")}),
+            json!({"time": 5, "delete": {"kind": "Node", "name": "b"}}),
+            json!({"time": 6, "apply": pod("y", "1")}),
+            json!({"time": 7, "delete": {"kind": "Node", "name": "a"}}),
+            json!({"time": 8, "apply": pod("z", "1")}),
+            json!({"time": 9, "apply": node("b", "16")}),
+            json!({"time": 10, "apply": pod("w", "1")}),
+        ],
+        &timed(),
+    );
+    let placed: Vec<(f64, &str, &str)> = seen
+        .iter()
+        .map(|(t, p, n)| (*t, p.as_str(), n.as_str()))
+        .collect();
+    assert_eq!(
+        placed,
+        [
+            (0.0, "default/x", "b"),
+            (5.0, "default/x", "node deleted"),
+            (6.0, "default/y", "c"),
+            (8.0, "default/z", "c"),
+            (10.0, "default/w", "b"),
+        ]
+    );
+    // From 8 s to 9 s c is the only node, with y and z: 2 of its 4 cpu.
+    assert_eq!(summary.allocation["cpu"].peak, 0.5);
+}
+
+#[test]
 fn preemption_evicts_at_once_and_the_preemptor_binds_after_its_backoff() {
     let mut high = pod("high", "2");
     high["spec"]["priority"] = json!(1000);
