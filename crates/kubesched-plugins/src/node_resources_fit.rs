@@ -241,7 +241,11 @@ impl NodeResourcesFit {
             if want == 0 {
                 continue;
             }
-            if is_extended_resource_name(name) {
+            // Only ignored resources make the name's kind matter (and checking it
+            // builds a string: not per node when nothing is ignored).
+            let ignoring =
+                !(self.ignored_resources.is_empty() && self.ignored_resource_groups.is_empty());
+            if ignoring && is_extended_resource_name(name) {
                 let group = name.split('/').next().unwrap_or("");
                 if self.ignored_resources.contains(name)
                     || self.ignored_resource_groups.contains(group)

@@ -279,6 +279,10 @@ struct Timed {
     prepared: Prepared,
     /// The cluster's nodes or objects changed since the snapshot was built.
     dirty: bool,
+    /// Nodes were added, changed or removed in the snapshot in place since `load` and
+    /// `names` were computed: both are computed again once, before the next attempt
+    /// or sample (not once per node, which made a cluster's nodes at time 0 cost n²).
+    views_stale: bool,
     /// What the snapshot's nodes offer and their pods request, kept in step with each
     /// binding and removal (so a sample costs no pass over the nodes).
     load: crate::summary::Load,
@@ -381,6 +385,7 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
                 load: load(prepared.scheduler.snapshot()),
                 prepared,
                 dirty: false,
+                views_stale: false,
                 names,
                 queue,
                 clock,
@@ -806,8 +811,7 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
                     Some(_) => snapshot.update_node(node).unwrap_or(false),
                 };
                 if done {
-                    timed.load = load(timed.prepared.scheduler.snapshot());
-                    timed.names = Arc::new(NodeNames::new(timed.prepared.node_order()));
+                    timed.views_stale = true;
                 } else {
                     timed.dirty = true;
                 }
@@ -835,8 +839,7 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
                     .remove_node(name)
                     .is_some()
                 {
-                    timed.load = load(timed.prepared.scheduler.snapshot());
-                    timed.names = Arc::new(NodeNames::new(timed.prepared.node_order()));
+                    timed.views_stale = true;
                 } else {
                     timed.dirty = true;
                 }
@@ -951,10 +954,19 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
     /// Builds the timed mode's snapshot again from the cluster's nodes and bound pods,
     /// keeping the pod infos it had.
     fn rebuild_if_dirty(&mut self) {
-        let Some(timed) = self.timed.as_mut().filter(|t| t.dirty) else {
+        let Some(timed) = self.timed.as_mut() else {
             return;
         };
+        if !timed.dirty {
+            if timed.views_stale {
+                timed.views_stale = false;
+                timed.load = load(timed.prepared.scheduler.snapshot());
+                timed.names = Arc::new(NodeNames::new(timed.prepared.node_order()));
+            }
+            return;
+        }
         timed.dirty = false;
+        timed.views_stale = false;
         let old = timed.prepared.scheduler.snapshot();
         let mut had: HashMap<&str, &Arc<PodInfo>> = HashMap::new();
         for p in old.nodes().iter().flat_map(|n| n.pods()) {
