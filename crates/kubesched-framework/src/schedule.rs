@@ -236,7 +236,11 @@ pub enum Outcome {
         /// The details of the decision.
         result: ScheduleResult,
     },
-    /// A node was chosen but Reserve, Permit or binding failed; the pod was forgotten.
+    /// A node was chosen but Reserve or Permit failed with an error, or the binding
+    /// cycle failed (PreBind, Bind, or a rejection or timeout while the pod waited at
+    /// Permit); the pod was unreserved and forgotten. (A Reserve or Permit rejection
+    /// in the scheduling cycle is [`Outcome::Unschedulable`], a FitError over the
+    /// chosen node, as kube-scheduler reports it.)
     BindingFailed {
         /// The node that had been chosen.
         node: String,
@@ -656,7 +660,8 @@ impl Scheduler {
         let fwk = self.profiles[index].clone();
         let s = fwk.run_reserve_plugins_reserve(&mut state, &assumed, &node);
         if !s.is_success() {
-            return self.fail_binding(index, &mut state, &assumed, &node, s);
+            let host = result.suggested_host;
+            return self.fail_scheduling_cycle(index, &mut state, &assumed, &node, host, s);
         }
         let (s, waits) = fwk.run_permit_plugins_waits(&mut state, &assumed, &node);
         if s.is_wait() {
@@ -673,9 +678,41 @@ impl Scheduler {
             return Outcome::Waiting { node, result };
         }
         if !s.is_success() {
-            return self.fail_binding(index, &mut state, &assumed, &node, s);
+            let host = result.suggested_host;
+            return self.fail_scheduling_cycle(index, &mut state, &assumed, &node, host, s);
         }
         self.bind_after_permit(index, state, pod, &assumed, node, result)
+    }
+
+    /// Unreserves and forgets a pod that Reserve or Permit turned down in its
+    /// scheduling cycle. A rejection is reported as kube-scheduler's
+    /// `schedulingCycle` reports it: a FitError over one node, the chosen one, with
+    /// the plugin's status (`0/1 nodes are available: 1 PodGroup not found.`); an
+    /// error stays a binding failure.
+    fn fail_scheduling_cycle(
+        &mut self,
+        profile: usize,
+        state: &mut CycleState,
+        assumed: &Arc<PodInfo>,
+        node: &str,
+        host: usize,
+        status: Status,
+    ) -> Outcome {
+        if !status.is_rejected() {
+            return self.fail_binding(profile, state, assumed, node, status);
+        }
+        self.profiles[profile].run_reserve_plugins_unreserve(state, assumed, node);
+        self.snapshot.remove_pod(node, assumed.key());
+        let mut diagnosis = Diagnosis::default();
+        diagnosis.add_plugin_status(&status);
+        diagnosis.node_to_status.statuses.push((host, status));
+        Outcome::Unschedulable {
+            error: ScheduleError::Unfit(Box::new(FitError {
+                num_all_nodes: 1,
+                diagnosis,
+            })),
+            nominated: None,
+        }
     }
 
     /// Unreserves and forgets a pod whose binding cycle failed.
