@@ -31,6 +31,7 @@ const CRATES: &[(&str, bool)] = &[
     ("kubesched-config", false),
     ("kubesched-framework", false),
     ("kubesched-plugins", false),
+    ("kubesched-plugins-sigs", false),
     ("kubesched-sim", false),
     ("kubesched-replay", false),
     ("kubesched-report", false),

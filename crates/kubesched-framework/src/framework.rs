@@ -105,6 +105,8 @@ pub struct Framework {
     /// The PreFilter, Filter, PreScore and Score plugins, each once, in that order:
     /// the plugins that sign a pod (kube-scheduler's `batchablePlugins`).
     signers: Vec<Arc<dyn Plugin>>,
+    /// The pods waiting at Permit, shared with the plugins through the handle.
+    waiting_pods: Arc<crate::waiting::WaitingPods>,
 }
 
 impl std::fmt::Debug for Framework {
@@ -174,6 +176,12 @@ impl Framework {
     /// The profile's scheduler name.
     pub fn profile_name(&self) -> &str {
         &self.profile_name
+    }
+
+    /// The pods waiting at Permit (the map the profile's handle shares with its
+    /// plugins).
+    pub fn waiting_pods(&self) -> &Arc<crate::waiting::WaitingPods> {
+        &self.waiting_pods
     }
 
     /// The profile's `percentageOfNodesToScore`, when set.

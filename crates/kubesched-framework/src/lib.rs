@@ -68,6 +68,7 @@ pub mod signature;
 pub mod snapshot;
 pub mod status;
 pub mod storage;
+pub mod waiting;
 pub mod writer;
 
 pub use cycle_state::{CycleState, StateData};
@@ -88,7 +89,8 @@ pub use schedule::{
     Diagnosis, FitError, HostSelection, NodeSearch, Outcome, ScheduleError, ScheduleResult,
     Scheduler, SchedulerError, SchedulerOptions,
 };
-pub use snapshot::{ChangeMark, ClusterObjects, Snapshot, SnapshotError};
+pub use snapshot::{ChangeMark, ClusterObjects, CustomObject, Snapshot, SnapshotError};
 pub use status::{Code, Reason, Status};
 pub use storage::StorageObjects;
+pub use waiting::{WaitingPod, WaitingPods};
 pub use writer::{BindingCheck, BindingView, ClusterWriter, WriteError};

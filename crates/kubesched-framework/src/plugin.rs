@@ -981,7 +981,11 @@ pub trait ReservePlugin: Plugin {
 /// assert!(Approve.permit(&mut CycleState::new(), &pod, "n1").0.is_success());
 /// ```
 pub trait PermitPlugin: Plugin {
-    /// `Success`, a rejection, or `Wait` with the longest time to wait.
+    /// `Success`, a rejection, or `Wait` with the longest time to wait (cut to
+    /// [`MAX_PERMIT_WAIT`](crate::waiting::MAX_PERMIT_WAIT)). A waiting pod stays
+    /// assumed on `node` until every plugin that asked to wait allows it, one
+    /// rejects it, or a wait runs out; plugins decide it through
+    /// [`Handle::waiting_pods`](crate::Handle::waiting_pods).
     fn permit(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> (Status, Duration);
 }
 

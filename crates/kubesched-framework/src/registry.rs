@@ -32,6 +32,15 @@ pub struct Handle {
     /// The Kubernetes version and feature gates plugins follow (kube-scheduler's
     /// `feature.Features`); the newest version's defaults unless set.
     pub features: crate::features::Features,
+    /// The pods waiting at Permit, shared by every profile (kube-scheduler's
+    /// `IterateOverWaitingPods` and `GetWaitingPod`): a plugin allows or rejects them
+    /// here. A fresh map unless the caller shares one.
+    pub waiting_pods: Arc<crate::waiting::WaitingPods>,
+    /// The cluster's other objects (Services, ..., and the kinds no in-tree plugin
+    /// reads, as [`ClusterObjects::custom`](crate::ClusterObjects::custom)) and every
+    /// pod, pending or bound, for plugins that list them outside a cycle (a sibling
+    /// crate's QueueSort or Permit); `None` where nothing provides them.
+    pub objects: Option<Arc<crate::snapshot::ClusterObjects>>,
 }
 
 impl fmt::Debug for Handle {
@@ -42,6 +51,8 @@ impl fmt::Debug for Handle {
             .field("dra", &self.dra.is_some())
             .field("writer", &self.writer.is_some())
             .field("features", &self.features)
+            .field("waiting_pods", &self.waiting_pods.len())
+            .field("objects", &self.objects.is_some())
             .finish()
     }
 }

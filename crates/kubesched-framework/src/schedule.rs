@@ -226,7 +226,21 @@ pub enum Outcome {
         /// What PostFilter proposed, when it ran and nominated a node.
         nominated: Option<PostFilterResult>,
     },
-    /// A node was chosen but Reserve, Permit or binding failed; the pod was forgotten.
+    /// A Permit plugin asked the pod to wait: it stays assumed on `node` (its
+    /// resources count for later pods) until a plugin allows or rejects it or its
+    /// wait runs out ([`Scheduler::resolve_waiting`], [`Scheduler::time_out_waiting`]
+    /// give its final outcome).
+    Waiting {
+        /// The node it is assumed on.
+        node: String,
+        /// The details of the decision.
+        result: ScheduleResult,
+    },
+    /// A node was chosen but Reserve or Permit failed with an error, or the binding
+    /// cycle failed (PreBind, Bind, or a rejection or timeout while the pod waited at
+    /// Permit); the pod was unreserved and forgotten. (A Reserve or Permit rejection
+    /// in the scheduling cycle is [`Outcome::Unschedulable`], a FitError over the
+    /// chosen node, as kube-scheduler reports it.)
     BindingFailed {
         /// The node that had been chosen.
         node: String,
@@ -336,6 +350,22 @@ pub struct Scheduler {
     incremental_budget: Option<usize>,
     /// Only the decision of a cycle is read ([`Scheduler::set_decisions_only`]).
     decisions_only: bool,
+    /// The pods waiting at Permit, with their binding cycles paused.
+    parked: Vec<Parked>,
+    /// The time the waits are measured in (nanoseconds; see
+    /// [`Scheduler::set_permit_time`]).
+    permit_time: u64,
+}
+
+/// A binding cycle paused at Permit (kube-scheduler's binding goroutine blocked in
+/// `WaitOnPermit`).
+struct Parked {
+    profile: usize,
+    state: CycleState,
+    pod: Arc<PodInfo>,
+    assumed: Arc<PodInfo>,
+    node: String,
+    result: ScheduleResult,
 }
 
 /// The nodes that passed Filter.
@@ -405,6 +435,8 @@ impl Scheduler {
             incremental: None,
             incremental_budget: None,
             decisions_only: false,
+            parked: Vec::new(),
+            permit_time: 0,
         })
     }
 
@@ -625,47 +657,182 @@ impl Scheduler {
             .to_string();
         let assumed = Arc::new(pod.bound_to(&node));
         self.snapshot.add_pod(assumed.clone());
-        let fwk = &self.profiles[index];
-        let fail = |s: Status, state: &mut CycleState, snapshot: &mut Snapshot| {
-            fwk.run_reserve_plugins_unreserve(state, &assumed, &node);
-            snapshot.remove_pod(&node, assumed.key());
-            Outcome::BindingFailed {
-                node: node.clone(),
-                status: s,
-            }
-        };
+        let fwk = self.profiles[index].clone();
         let s = fwk.run_reserve_plugins_reserve(&mut state, &assumed, &node);
         if !s.is_success() {
-            return fail(s, &mut state, &mut self.snapshot);
+            let host = result.suggested_host;
+            return self.fail_scheduling_cycle(index, &mut state, &assumed, &node, host, s);
         }
-        let (s, _) = fwk.run_permit_plugins(&mut state, &assumed, &node);
+        let (s, waits) = fwk.run_permit_plugins_waits(&mut state, &assumed, &node);
         if s.is_wait() {
-            let s = Status::new(
-                Code::Error,
-                "a Permit plugin asked to wait; waiting needs the runtime's binding cycle",
-            );
-            return fail(s, &mut state, &mut self.snapshot);
+            fwk.waiting_pods()
+                .add(assumed.clone(), &node, waits, self.permit_time);
+            self.parked.push(Parked {
+                profile: index,
+                state,
+                pod: pod.clone(),
+                assumed,
+                node: node.clone(),
+                result: result.clone(),
+            });
+            return Outcome::Waiting { node, result };
         }
         if !s.is_success() {
-            return fail(s, &mut state, &mut self.snapshot);
+            let host = result.suggested_host;
+            return self.fail_scheduling_cycle(index, &mut state, &assumed, &node, host, s);
         }
+        self.bind_after_permit(index, state, pod, &assumed, node, result)
+    }
+
+    /// Unreserves and forgets a pod that Reserve or Permit turned down in its
+    /// scheduling cycle. A rejection is reported as kube-scheduler's
+    /// `schedulingCycle` reports it: a FitError over one node, the chosen one, with
+    /// the plugin's status (`0/1 nodes are available: 1 PodGroup not found.`); an
+    /// error stays a binding failure.
+    fn fail_scheduling_cycle(
+        &mut self,
+        profile: usize,
+        state: &mut CycleState,
+        assumed: &Arc<PodInfo>,
+        node: &str,
+        host: usize,
+        status: Status,
+    ) -> Outcome {
+        if !status.is_rejected() {
+            return self.fail_binding(profile, state, assumed, node, status);
+        }
+        self.profiles[profile].run_reserve_plugins_unreserve(state, assumed, node);
+        self.snapshot.remove_pod(node, assumed.key());
+        let mut diagnosis = Diagnosis::default();
+        diagnosis.add_plugin_status(&status);
+        diagnosis.node_to_status.statuses.push((host, status));
+        Outcome::Unschedulable {
+            error: ScheduleError::Unfit(Box::new(FitError {
+                num_all_nodes: 1,
+                diagnosis,
+            })),
+            nominated: None,
+        }
+    }
+
+    /// Unreserves and forgets a pod whose binding cycle failed.
+    fn fail_binding(
+        &mut self,
+        profile: usize,
+        state: &mut CycleState,
+        assumed: &Arc<PodInfo>,
+        node: &str,
+        status: Status,
+    ) -> Outcome {
+        self.profiles[profile].run_reserve_plugins_unreserve(state, assumed, node);
+        self.snapshot.remove_pod(node, assumed.key());
+        Outcome::BindingFailed {
+            node: node.to_string(),
+            status,
+        }
+    }
+
+    /// The binding cycle after Permit allowed the pod: PreBind, Bind, PostBind.
+    fn bind_after_permit(
+        &mut self,
+        profile: usize,
+        mut state: CycleState,
+        pod: &Arc<PodInfo>,
+        assumed: &Arc<PodInfo>,
+        node: String,
+        result: ScheduleResult,
+    ) -> Outcome {
+        let fwk = self.profiles[profile].clone();
         // A pod with claim volumes stays assumed after Permit, as in the conformance
         // oracle (FORMAT-volumes rules 13 and 17): with no PV controller, its volumes'
         // PreBind would wait for ever, so the binding cycle stops there, and what its
         // other plugins hold (DynamicResources' allocations in flight) stays held.
         if !assumed.has_claim_volumes() {
-            let s = fwk.run_pre_bind_plugins(&mut state, &assumed, &node);
+            let s = fwk.run_pre_bind_plugins(&mut state, assumed, &node);
             if !s.is_success() {
-                return fail(s, &mut state, &mut self.snapshot);
+                return self.fail_binding(profile, &mut state, assumed, &node, s);
             }
-            let s = fwk.run_bind_plugins(&mut state, &assumed, &node);
+            let s = fwk.run_bind_plugins(&mut state, assumed, &node);
             if !s.is_success() {
-                return fail(s, &mut state, &mut self.snapshot);
+                return self.fail_binding(profile, &mut state, assumed, &node, s);
             }
-            fwk.run_post_bind_plugins(&mut state, &assumed, &node);
+            fwk.run_post_bind_plugins(&mut state, assumed, &node);
         }
         self.nominated_pods.remove(pod.uid());
         Outcome::Scheduled { node, result }
+    }
+
+    /// How many pods wait at Permit.
+    pub fn waiting_count(&self) -> usize {
+        self.parked.len()
+    }
+
+    /// Sets the time Permit waits are measured in (nanoseconds since any fixed
+    /// origin; 0 unless set): a pod that starts waiting now has its deadlines counted
+    /// from it. A one-instant simulation leaves it at 0; a replay moves it with its
+    /// clock.
+    pub fn set_permit_time(&mut self, nanos: u64) {
+        self.permit_time = nanos;
+    }
+
+    /// Goes on with every waiting pod that a plugin allowed or rejected since the
+    /// last call, in the order they started waiting (and with pods decided on the
+    /// way, as an Unreserve rejects a pod's siblings): an allowed pod goes through
+    /// PreBind, Bind and PostBind; a rejected one is unreserved and forgotten, with
+    /// the rejection as its status (kube-scheduler's `WaitOnPermit` returning into
+    /// the binding cycle). Returns each pod (as given to
+    /// [`Scheduler::schedule_one`]) with its final outcome.
+    pub fn resolve_waiting(&mut self) -> Vec<(Arc<PodInfo>, Outcome)> {
+        let mut done = Vec::new();
+        loop {
+            let decided = self
+                .profiles
+                .iter()
+                .find_map(|p| p.waiting_pods().take_decided());
+            let Some((pod, _, status)) = decided else {
+                break;
+            };
+            let Some(i) = self
+                .parked
+                .iter()
+                .position(|p| p.assumed.uid() == pod.uid())
+            else {
+                continue;
+            };
+            let Parked {
+                profile,
+                mut state,
+                pod,
+                assumed,
+                node,
+                result,
+            } = self.parked.remove(i);
+            let outcome = if status.is_success() {
+                self.bind_after_permit(profile, state, &pod, &assumed, node, result)
+            } else {
+                self.fail_binding(profile, &mut state, &assumed, &node, status)
+            };
+            done.push((pod, outcome));
+        }
+        done
+    }
+
+    /// Lets the waits run out, earliest deadline first: each pod still waiting is
+    /// rejected at the plugin whose wait ends first, with kube-scheduler's
+    /// `rejected due to timeout after waiting %v at plugin %v`, and resolved (its
+    /// Unreserve may reject others) before the next deadline. What a one-instant
+    /// simulation does at its end. Returns every resolved pod with its outcome.
+    pub fn time_out_waiting(&mut self) -> Vec<(Arc<PodInfo>, Outcome)> {
+        let mut done = self.resolve_waiting();
+        while let Some(at) = self
+            .profiles
+            .iter()
+            .find_map(|p| p.waiting_pods().time_out_first())
+        {
+            self.permit_time = self.permit_time.max(at);
+            done.extend(self.resolve_waiting());
+        }
+        done
     }
 
     /// The scheduling part of the cycle (kube-scheduler's `schedulePod`): finds the

@@ -42,6 +42,41 @@ pub struct ClusterObjects {
     pub namespaces: Vec<Arc<Namespace>>,
     /// PodDisruptionBudgets.
     pub pod_disruption_budgets: Vec<Arc<PodDisruptionBudget>>,
+    /// Objects of kinds no in-tree plugin reads (scheduler-plugins' PodGroup, ...),
+    /// as they were given, for the plugins of other crates to decode.
+    pub custom: Vec<Arc<CustomObject>>,
+    /// Every pod the scheduler knows, pending or bound (kube-scheduler's pod
+    /// informer), where a plugin lists pods that are not on a node yet; empty where
+    /// nothing fills it.
+    pub pods: Vec<Arc<PodInfo>>,
+}
+
+/// An object of a kind the framework does not know (see [`ClusterObjects::custom`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CustomObject {
+    /// `group/version` (`scheduling.x-k8s.io/v1alpha1`).
+    pub api_version: String,
+    /// The kind (`PodGroup`).
+    pub kind: String,
+    /// The namespace, for a namespaced object (`default` when the document had none).
+    pub namespace: Option<String>,
+    /// `metadata.name`.
+    pub name: String,
+    /// The whole object.
+    pub value: serde_json::Value,
+}
+
+impl ClusterObjects {
+    /// The custom objects of this API group and kind, in the order they were given.
+    pub fn custom_of<'a>(
+        &'a self,
+        group: &'a str,
+        kind: &'a str,
+    ) -> impl Iterator<Item = &'a Arc<CustomObject>> + 'a {
+        self.custom.iter().filter(move |o| {
+            o.kind == kind && o.api_version.rsplit_once('/').map_or("", |(g, _)| g) == group
+        })
+    }
 }
 
 /// A point in a snapshot's history of node changes

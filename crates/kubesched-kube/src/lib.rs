@@ -297,6 +297,7 @@ impl Runtime {
             dra: Some(dra.clone()),
             writer: Some(writer.clone()),
             features,
+            ..Handle::default()
         };
         let profiles = self
             .config

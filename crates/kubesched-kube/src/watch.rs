@@ -228,6 +228,7 @@ impl ObjectCache {
             stateful_sets: self.stateful_sets.values().cloned().collect(),
             namespaces: self.namespaces.values().cloned().collect(),
             pod_disruption_budgets: self.pod_disruption_budgets.values().cloned().collect(),
+            ..ClusterObjects::default()
         }
     }
 }

@@ -2,14 +2,14 @@
 //! through the profile named by its `schedulerName`, with all profiles sharing one
 //! cluster state.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use kubesched_config::KubeSchedulerConfiguration;
 use kubesched_framework::{
-    ClusterObjects, DraState, Features, Framework, Handle, HostSelection, NodeSearch,
+    ClusterObjects, CustomObject, DraState, Features, Framework, Handle, HostSelection, NodeSearch,
     NominationCandidate, Outcome, PodInfo, QueuedPodInfo, Registry, ScheduleError, Scheduler,
-    SchedulerOptions, Snapshot,
+    SchedulerOptions, ScoreTable, Snapshot,
 };
 
 use crate::attempt::{Attempt, NodeNames};
@@ -119,7 +119,8 @@ pub enum SimulationError {
 }
 
 /// Decodes the scenario's objects that plugins read into [`ClusterObjects`]; other kinds
-/// are left out.
+/// go to [`ClusterObjects::custom`] as they are (a namespace of `default` when none),
+/// for plugins of other crates to decode.
 pub fn cluster_objects(scenario: &Scenario) -> Result<ClusterObjects, SimulationError> {
     fn decode<T: serde::de::DeserializeOwned>(o: &OtherObject) -> Result<Arc<T>, SimulationError> {
         let mut value = o.value.clone();
@@ -159,7 +160,13 @@ pub fn cluster_objects(scenario: &Scenario) -> Result<ClusterObjects, Simulation
             ("apps", "ReplicaSet") => objects.replica_sets.push(decode(o)?),
             ("apps", "StatefulSet") => objects.stateful_sets.push(decode(o)?),
             ("policy", "PodDisruptionBudget") => objects.pod_disruption_budgets.push(decode(o)?),
-            _ => {}
+            _ => objects.custom.push(Arc::new(CustomObject {
+                api_version: o.api_version.clone(),
+                kind: o.kind.clone(),
+                namespace: Some(o.namespace.clone().unwrap_or_else(|| "default".into())),
+                name: o.name.clone(),
+                value: o.value.clone(),
+            })),
         }
     }
     Ok(objects)
@@ -394,12 +401,6 @@ pub fn prepare(
             "built-in default".to_string(),
         ),
     };
-    let handle = Handle {
-        dra: Some(Arc::new(dra_state(&scenario.dra))),
-        features: options.features.clone(),
-        ..Handle::default()
-    };
-    let profiles = build_frameworks_with(&config, registry, &config_source, &handle)?;
     let mut pod_infos = Vec::with_capacity(scenario.pods.len());
     for pod in &scenario.pods {
         let info = PodInfo::new(pod.clone()).map_err(|error| SimulationError::Pod {
@@ -412,10 +413,21 @@ pub fn prepare(
         })?;
         pod_infos.push(Arc::new(info));
     }
+    let mut objects = cluster_objects(scenario)?;
+    objects.pods = pod_infos.clone();
+    let objects = Arc::new(objects);
+    // One waiting-pods map for every profile, as kube-scheduler shares one.
+    let handle = Handle {
+        dra: Some(Arc::new(dra_state(&scenario.dra))),
+        features: options.features.clone(),
+        objects: Some(objects.clone()),
+        ..Handle::default()
+    };
+    let profiles = build_frameworks_with(&config, registry, &config_source, &handle)?;
     let (bound, pending): (Vec<_>, Vec<_>) =
         pod_infos.into_iter().partition(|p| p.node_name().is_some());
     let (mut snapshot, _orphans) = Snapshot::new(scenario.nodes.iter().cloned(), bound)?;
-    snapshot.set_objects(Arc::new(cluster_objects(scenario)?));
+    snapshot.set_objects(objects);
     snapshot.set_storage(Some(Arc::new(scenario.storage.index())));
     let scheduler_options = SchedulerOptions {
         host_selection: options.host_selection,
@@ -505,20 +517,30 @@ impl Prepared {
         let names = Arc::new(NodeNames::new(self.node_order()));
         let queue = std::mem::take(&mut self.queue);
         let mut count = 0;
+        // Attempts in attempt order; a pod waiting at Permit holds its line (and every
+        // line after it) until it is allowed or rejected.
+        let mut held: VecDeque<(Attempt, Option<String>)> = VecDeque::new();
         for queued in &queue {
             loop {
-                let attempt = self.attempt_raw(&queued.pod_info, &names);
+                let (attempt, waiting) = self.attempt_inner(&queued.pod_info, &names);
                 let evicted = match &attempt.outcome {
                     PodOutcome::Nominated { node, victims, .. } => self.evict(node, victims),
                     _ => 0,
                 };
                 count += 1;
-                sink(attempt)?;
+                held.push_back((attempt, waiting.then(|| queued.pod_info.uid().to_string())));
+                let resolved = self.scheduler.resolve_waiting();
+                settle(&mut held, resolved);
+                flush(&mut held, &mut sink)?;
                 if evicted == 0 {
                     break;
                 }
             }
         }
+        // The instant ends: what still waits times out.
+        let resolved = self.scheduler.time_out_waiting();
+        settle(&mut held, resolved);
+        flush(&mut held, &mut sink)?;
         Ok(count)
     }
 
@@ -557,7 +579,10 @@ impl Prepared {
                     match self.scheduler.schedule_one(pod) {
                         Outcome::NotOurs => return Decision::Ignored,
                         Outcome::Gated(_) => return Decision::Gated,
-                        Outcome::Scheduled { result, .. } => {
+                        // A pod that waits at Permit counts where it is assumed; a
+                        // wait decided later is not told here (decisions are for
+                        // benchmarks, whose plugins do not wait).
+                        Outcome::Scheduled { result, .. } | Outcome::Waiting { result, .. } => {
                             return Decision::Scheduled(result.suggested_host);
                         }
                         Outcome::Unschedulable {
@@ -615,8 +640,24 @@ impl Prepared {
     }
 
     /// Attempts one pod as [`Prepared::attempt`] does, but leaves the per-node detail as
-    /// the scheduler made it (see [`Attempt`]).
+    /// the scheduler made it (see [`Attempt`]). A pod that a Permit plugin makes wait
+    /// is reported on the node it is assumed on unless the wait is decided within the
+    /// attempt; [`Prepared::run_attempts`] holds its line until it is decided.
     pub fn attempt_raw(&mut self, pod: &Arc<PodInfo>, names: &Arc<NodeNames>) -> Attempt {
+        let (mut attempt, waiting) = self.attempt_inner(pod, names);
+        if waiting {
+            for (p, outcome) in self.scheduler.resolve_waiting() {
+                if p.uid() == pod.uid() {
+                    apply(&mut attempt, outcome);
+                }
+            }
+        }
+        attempt
+    }
+
+    /// Attempts one pod; `true` with it when the pod waits at Permit (the attempt then
+    /// reads as if it were scheduled where it is assumed).
+    fn attempt_inner(&mut self, pod: &Arc<PodInfo>, names: &Arc<NodeNames>) -> (Attempt, bool) {
         let scheduler = &mut self.scheduler;
         let mut attempt = Attempt::new(
             pod.key().to_string(),
@@ -624,49 +665,88 @@ impl Prepared {
             names.clone(),
         );
         if scheduler.framework_for(pod.scheduler_name()).is_none() {
-            return attempt;
+            return (attempt, false);
         }
         let gates = kubesched_plugins::scheduling_gates::gate_names(pod);
         if !gates.is_empty() {
             attempt.outcome = PodOutcome::Gated(gates);
-            return attempt;
+            return (attempt, false);
         }
-        match scheduler.schedule_one(pod) {
-            Outcome::NotOurs => {}
-            Outcome::Gated(_) => {
-                attempt.outcome =
-                    PodOutcome::Gated(kubesched_plugins::scheduling_gates::gate_names(pod))
-            }
-            Outcome::Scheduled { node, result: r } => {
-                attempt.scores = r.scores;
-                attempt.diagnosis = Some(r.diagnosis);
-                attempt.chosen = Some(r.suggested_host);
-                attempt.outcome = PodOutcome::Scheduled(node);
-            }
-            Outcome::Unschedulable { error, nominated } => {
-                let message = error.to_string();
-                match error {
-                    ScheduleError::Unfit(fit) => attempt.diagnosis = Some(fit.diagnosis),
-                    ScheduleError::FailedAfterFilter { diagnosis, .. } => {
-                        attempt.diagnosis = Some(*diagnosis)
-                    }
-                    _ => {}
-                }
-                attempt.outcome = match nominated {
-                    Some(n) => PodOutcome::Nominated {
-                        message,
-                        node: n.nominated_node_name.unwrap_or_default(),
-                        victims: n.victims,
-                        candidates: n.candidates,
-                        selection_reason: n.selection_reason,
-                    },
-                    None => PodOutcome::Unschedulable(message),
-                };
-            }
-            Outcome::BindingFailed { status, .. } => {
-                attempt.outcome = PodOutcome::Unschedulable(status.message());
-            }
+        let outcome = scheduler.schedule_one(pod);
+        if let Outcome::Gated(_) = outcome {
+            attempt.outcome =
+                PodOutcome::Gated(kubesched_plugins::scheduling_gates::gate_names(pod));
+            return (attempt, false);
         }
-        attempt
+        let waiting = matches!(outcome, Outcome::Waiting { .. });
+        apply(&mut attempt, outcome);
+        (attempt, waiting)
     }
+}
+
+/// Writes a scheduler outcome into an attempt.
+fn apply(attempt: &mut Attempt, outcome: Outcome) {
+    match outcome {
+        Outcome::NotOurs => {}
+        Outcome::Gated(_) => attempt.outcome = PodOutcome::Gated(Vec::new()),
+        Outcome::Scheduled { node, result: r } | Outcome::Waiting { node, result: r } => {
+            attempt.scores = r.scores;
+            attempt.diagnosis = Some(r.diagnosis);
+            attempt.chosen = Some(r.suggested_host);
+            attempt.outcome = PodOutcome::Scheduled(node);
+        }
+        Outcome::Unschedulable { error, nominated } => {
+            let message = error.to_string();
+            match error {
+                ScheduleError::Unfit(fit) => attempt.diagnosis = Some(fit.diagnosis),
+                ScheduleError::FailedAfterFilter { diagnosis, .. } => {
+                    attempt.diagnosis = Some(*diagnosis)
+                }
+                _ => {}
+            }
+            attempt.outcome = match nominated {
+                Some(n) => PodOutcome::Nominated {
+                    message,
+                    node: n.nominated_node_name.unwrap_or_default(),
+                    victims: n.victims,
+                    candidates: n.candidates,
+                    selection_reason: n.selection_reason,
+                },
+                None => PodOutcome::Unschedulable(message),
+            };
+        }
+        Outcome::BindingFailed { status, .. } => {
+            // As for any binding failure: the message alone, no per-node detail.
+            attempt.scores = ScoreTable::default();
+            attempt.diagnosis = None;
+            attempt.chosen = None;
+            attempt.outcome = PodOutcome::Unschedulable(status.message());
+        }
+    }
+}
+
+/// Gives each held attempt whose pod was decided at Permit its final outcome.
+fn settle(held: &mut VecDeque<(Attempt, Option<String>)>, resolved: Vec<(Arc<PodInfo>, Outcome)>) {
+    for (pod, outcome) in resolved {
+        if let Some((attempt, waiting)) = held
+            .iter_mut()
+            .find(|(_, w)| w.as_deref() == Some(pod.uid()))
+        {
+            apply(attempt, outcome);
+            *waiting = None;
+        }
+    }
+}
+
+/// Hands the held attempts to `sink` up to the first that still waits.
+fn flush<E>(
+    held: &mut VecDeque<(Attempt, Option<String>)>,
+    sink: &mut impl FnMut(Attempt) -> Result<(), E>,
+) -> Result<(), E> {
+    while held.front().is_some_and(|(_, w)| w.is_none()) {
+        if let Some((attempt, _)) = held.pop_front() {
+            sink(attempt)?;
+        }
+    }
+    Ok(())
 }

@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 
 use kubesched_framework::NodeSearch;
 use kubesched_sim::scenario::{self, Source};
-use kubesched_sim::{SimulationOptions, output, simulate};
+use kubesched_sim::{SimulationOptions, output, simulate_with};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
 use serde::Deserialize;
@@ -61,6 +61,16 @@ fn check<S: Strategy>(
     if let Err(e) = result {
         panic!("{name}: {e}");
     }
+}
+
+/// The in-tree plugins and kubesched-plugins-sigs' (`--plugins sigs`), which the
+/// `cases-sigs` folder names.
+fn registry() -> kubesched_framework::Registry {
+    let mut registry = kubesched_plugins::in_tree_registry();
+    registry
+        .merge(kubesched_plugins_sigs::registry())
+        .expect("the sigs plugins have names of their own");
+    registry
 }
 
 /// The conformance cases of the repository, `(path, text)`, in path order. A missing
@@ -414,7 +424,7 @@ fn load_and_simulate(yaml: &str) -> Result<(), TestCaseError> {
         },
     ];
     for options in &modes {
-        match simulate(&loaded, options) {
+        match simulate_with(&loaded, options, &registry()) {
             Ok(sim) => {
                 for warning in &sim.warnings {
                     one_line_naming_file("simulation warning", warning, yaml)?;
@@ -486,7 +496,7 @@ fn decisions(yaml: &str, preemption: bool) -> Result<Vec<String>, String> {
         preemption,
         ..SimulationOptions::default()
     };
-    let sim = simulate(&loaded, &options).map_err(|e| e.to_string())?;
+    let sim = simulate_with(&loaded, &options, &registry()).map_err(|e| e.to_string())?;
     Ok(sim
         .results
         .iter()
@@ -505,7 +515,9 @@ fn list_and_documents_decide_alike() {
         strategy,
         |(case, groups)| {
             let (path, text) = &cases()[case];
-            let preemption = path.to_string_lossy().contains("cases-preemption");
+            let folder = path.to_string_lossy();
+            // As the conformance tests run them (cases-sigs: PostFilter on).
+            let preemption = folder.contains("cases-preemption") || folder.contains("cases-sigs");
             let docs = documents(text);
             // Split the documents into consecutive runs of the generated lengths (0 leaves
             // one document as is); each longer run becomes one List.

@@ -6,6 +6,8 @@ use crate::cycle_state::CycleState;
 use crate::observer::{sampled, timed};
 use crate::pod_info::PodInfo;
 use crate::status::{Code, Status};
+use crate::waiting::MAX_PERMIT_WAIT;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 impl Framework {
@@ -66,6 +68,19 @@ impl Framework {
         pod: &PodInfo,
         node: &str,
     ) -> (Status, Option<Duration>) {
+        let (s, waits) = self.run_permit_plugins_waits(state, pod, node);
+        (s, waits.values().min().copied())
+    }
+
+    /// Runs Permit plugins as kube-scheduler's `RunPermitPlugins` does: a rejection
+    /// ends the run; `Wait` comes with every plugin that asked to wait and its wait,
+    /// cut to [`MAX_PERMIT_WAIT`], for the [`WaitingPods`](crate::WaitingPods) map.
+    pub fn run_permit_plugins_waits(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node: &str,
+    ) -> (Status, BTreeMap<String, Duration>) {
         self.timed_point(
             "Permit",
             |r: &(Status, _)| r.0.code(),
@@ -78,8 +93,8 @@ impl Framework {
         state: &mut CycleState,
         pod: &PodInfo,
         node: &str,
-    ) -> (Status, Option<Duration>) {
-        let mut wait: Option<Duration> = None;
+    ) -> (Status, BTreeMap<String, Duration>) {
+        let mut waits = BTreeMap::new();
         let obs = sampled(&self.observer, state);
         for w in &self.permit {
             let (s, timeout) = timed(
@@ -93,15 +108,20 @@ impl Framework {
                 continue;
             }
             if s.is_wait() {
-                wait = Some(wait.map_or(timeout, |t| t.min(timeout)));
+                waits.insert(w.name.to_string(), timeout.min(MAX_PERMIT_WAIT));
                 continue;
             }
             let s = rejection_or_error(s, || format!("running Permit plugin {:?}", &*w.name));
-            return (s.with_plugin(w.name.clone()), None);
+            return (s.with_plugin(w.name.clone()), BTreeMap::new());
         }
-        match wait {
-            Some(t) => (Status::with_code(Code::Wait), Some(t)),
-            None => (Status::success(), None),
+        if waits.is_empty() {
+            (Status::success(), waits)
+        } else {
+            let message = format!(
+                "one or more plugins asked to wait and no plugin rejected pod {:?}",
+                pod.name()
+            );
+            (Status::new(Code::Wait, message), waits)
         }
     }
 

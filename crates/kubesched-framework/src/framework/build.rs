@@ -280,6 +280,7 @@ impl Framework {
             observer: None,
             events_by_plugin,
             signers,
+            waiting_pods: handle.waiting_pods.clone(),
         })
     }
 }

@@ -20,6 +20,9 @@
 //! * the storage kinds (`v1` PersistentVolume and PersistentVolumeClaim, `storage.k8s.io/v1`
 //!   StorageClass, CSINode, CSIDriver, CSIStorageCapacity, VolumeAttachment) are decoded
 //!   strictly and defaulted into [`Scenario::storage`];
+//! * scheduler-plugins' `scheduling.x-k8s.io/v1alpha1` PodGroup is decoded strictly
+//!   (with kubesched-plugins-sigs' types) and checked as its CRD checks it, then kept
+//!   as an [`OtherObject`] for the Coscheduling plugin;
 //! * every other kind is kept as an [`OtherObject`].
 //!
 //! Every error is one line naming the file, the object (`Pod default/web-1`, `Node n1`)
@@ -356,6 +359,9 @@ impl Builder {
                 }
                 self.add_other(origin, value, api_version, kind.to_owned())
             }
+            (group_version, "PodGroup") if group_version.starts_with("scheduling.x-k8s.io/") => {
+                self.add_pod_group(origin, value, api_version)
+            }
             _ => {
                 if let Some(suggestion) = near_miss_kind(&kind) {
                     let (file, _) = object_label(origin, &kind, &value);
@@ -527,6 +533,45 @@ impl Builder {
             self.pod_files.push(file);
         }
         Ok(())
+    }
+
+    /// Reads a scheduler-plugins PodGroup (`scheduling.x-k8s.io/v1alpha1`) strictly,
+    /// with the CRD's validation (`spec.minMember` at least 1 when given), and keeps
+    /// it as an other object for the plugins (Coscheduling) to read. Another version
+    /// is kept with a warning, unread.
+    fn add_pod_group(
+        &mut self,
+        origin: &Origin<'_>,
+        value: Value,
+        api_version: String,
+    ) -> Result<(), ScenarioError> {
+        let kind = "PodGroup".to_string();
+        if api_version != kubesched_plugins_sigs::api::API_VERSION {
+            self.scenario.warnings.push(format!(
+                "{}: PodGroup {}: apiVersion: {api_version:?} is not read; kubesched reads {}",
+                origin.document(),
+                echo(raw_str(&value, "/metadata/name").unwrap_or("")),
+                kubesched_plugins_sigs::api::API_VERSION,
+            ));
+            return self.add_other(origin, value, api_version, kind);
+        }
+        let mut labelled = value.clone();
+        if raw_str(&value, "/metadata/namespace").is_none()
+            && let Some(meta) = labelled.get_mut("metadata").and_then(Value::as_object_mut)
+        {
+            meta.insert("namespace".into(), "default".into());
+        }
+        let (file, object) = object_label(origin, &kind, &labelled);
+        let group: kubesched_plugins_sigs::api::PodGroup = decode(&value, &file, &object)?;
+        if let Some((field, message)) = group.problem() {
+            return Err(ScenarioError::Decode {
+                file,
+                object,
+                field: field.into(),
+                message,
+            });
+        }
+        self.add_other(origin, value, api_version, kind)
     }
 
     fn add_other(

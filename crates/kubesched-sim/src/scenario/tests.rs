@@ -1088,3 +1088,28 @@ fn declared_features_must_be_as_the_api_server_stores_them() {
         "{err}"
     );
 }
+
+#[test]
+fn pod_groups_are_decoded_strictly_with_their_crd_checks() {
+    let ok = load_one(
+        "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {name: pg}\nspec: {minMember: 3, scheduleTimeoutSeconds: 10, minResources: {cpu: '2'}}\n",
+    )
+    .unwrap();
+    assert_eq!(ok.objects.len(), 1);
+    assert!(ok.warnings.is_empty(), "{:?}", ok.warnings);
+    assert_eq!(
+        error(
+            "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {name: pg, namespace: team}\nspec: {minMembers: 3}\n"
+        ),
+        "x.yaml: PodGroup team/pg: spec.minMembers: unknown field, did you mean minMember?"
+    );
+    assert_eq!(
+        error(
+            "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {name: pg}\nspec: {minMember: 0}\n"
+        ),
+        "x.yaml: PodGroup default/pg: spec.minMember: Invalid value: 0: spec.minMember in body should be greater than or equal to 1"
+    );
+    let err =
+        error("apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroups\nmetadata: {name: pg}\n");
+    assert!(err.contains("did you mean PodGroup?"), "{err}");
+}

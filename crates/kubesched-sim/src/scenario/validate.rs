@@ -31,6 +31,7 @@ const KNOWN_KINDS: &[(&str, &str)] = &[
     ("resource.k8s.io", "DeviceClass"),
     ("resource.k8s.io", "ResourceClaimTemplate"),
     ("kubescheduler.config.k8s.io", "KubeSchedulerConfiguration"),
+    ("scheduling.x-k8s.io", "PodGroup"),
 ];
 
 /// Whether kube-scheduler or kubesched reads objects of this kind (the others are

@@ -1,0 +1,161 @@
+//! Permit's Wait in the scheduler: a waiting pod keeps its node's resources, another
+//! pod's Permit can allow it, and what still waits at the end is rejected with
+//! kube-scheduler's timeout message and unreserved.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kubesched_config::{KubeSchedulerConfiguration, PluginRef};
+use kubesched_framework::build::{NodeBuilder, PodBuilder};
+use kubesched_framework::waiting::WaitingPods;
+use kubesched_framework::*;
+
+/// Makes every pod wait (3 s) until `quorum` pods have reached Permit, then allows
+/// them all; records Unreserve calls.
+struct Quorum {
+    quorum: usize,
+    seen: Mutex<usize>,
+    waiting: Arc<WaitingPods>,
+    unreserved: Mutex<Vec<String>>,
+}
+
+impl Plugin for Quorum {
+    fn name(&self) -> &str {
+        "Quorum"
+    }
+    extension_points!(QueueSort, Filter, Reserve, Permit, Bind);
+}
+
+impl QueueSortPlugin for Quorum {
+    fn less(&self, a: &QueuedPodInfo, b: &QueuedPodInfo) -> bool {
+        a.timestamp < b.timestamp
+    }
+}
+
+impl FilterPlugin for Quorum {
+    fn filter(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        if pod.requests().milli_cpu <= node.allocatable().milli_cpu - node.requested().milli_cpu {
+            Status::success()
+        } else {
+            Status::new(Code::Unschedulable, "Insufficient cpu")
+        }
+    }
+}
+
+impl ReservePlugin for Quorum {
+    fn reserve(&self, _: &mut CycleState, _: &PodInfo, _: &str) -> Status {
+        Status::success()
+    }
+    fn unreserve(&self, _: &mut CycleState, pod: &PodInfo, _: &str) {
+        self.unreserved.lock().unwrap().push(pod.key().to_string());
+    }
+}
+
+impl PermitPlugin for Quorum {
+    fn permit(&self, _: &mut CycleState, _: &PodInfo, _: &str) -> (Status, Duration) {
+        let mut seen = self.seen.lock().unwrap();
+        *seen += 1;
+        if *seen >= self.quorum {
+            self.waiting.iterate(|w| w.allow("Quorum"));
+            return (Status::success(), Duration::ZERO);
+        }
+        (Status::with_code(Code::Wait), Duration::from_secs(3))
+    }
+}
+
+impl BindPlugin for Quorum {
+    fn bind(&self, _: &mut CycleState, _: &PodInfo, _: &str) -> Status {
+        Status::success()
+    }
+}
+
+fn scheduler(quorum: usize) -> (Scheduler, Arc<Quorum>) {
+    let handle = Handle::default();
+    let plugin = Arc::new(Quorum {
+        quorum,
+        seen: Mutex::new(0),
+        waiting: handle.waiting_pods.clone(),
+        unreserved: Mutex::new(Vec::new()),
+    });
+    let mut registry = Registry::new();
+    let shared = plugin.clone();
+    registry
+        .register("Quorum", move |_, _| Ok(shared.clone() as Arc<dyn Plugin>))
+        .unwrap();
+    let mut config = KubeSchedulerConfiguration::default_config();
+    let profile = &mut config.profiles[0];
+    profile.user_plugins = None;
+    profile.plugins = Default::default();
+    for set in [
+        &mut profile.plugins.queue_sort,
+        &mut profile.plugins.filter,
+        &mut profile.plugins.reserve,
+        &mut profile.plugins.permit,
+        &mut profile.plugins.bind,
+    ] {
+        set.enabled.push(PluginRef::new("Quorum"));
+    }
+    let framework = Framework::new(profile, &registry, &handle).unwrap();
+    let (snapshot, _) =
+        Snapshot::new([NodeBuilder::new("n1").cpu_millis(2000).node()], []).unwrap();
+    let scheduler = Scheduler::new(vec![framework], snapshot, SchedulerOptions::default()).unwrap();
+    (scheduler, plugin)
+}
+
+fn pod(name: &str) -> Arc<PodInfo> {
+    PodBuilder::new("default", name)
+        .cpu_millis(1000)
+        .pod_info()
+        .unwrap()
+}
+
+#[test]
+fn a_waiting_pod_holds_its_node_and_is_bound_when_allowed() {
+    let (mut s, _) = scheduler(2);
+    let first = pod("a");
+    assert!(matches!(s.schedule_one(&first), Outcome::Waiting { ref node, .. } if node == "n1"));
+    assert_eq!(s.snapshot().node_at(0).requested().milli_cpu, 1000);
+    assert!(s.resolve_waiting().is_empty());
+    assert!(matches!(
+        s.schedule_one(&pod("b")),
+        Outcome::Scheduled { .. }
+    ));
+    let done = s.resolve_waiting();
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0].0.key(), "default/a");
+    assert!(matches!(done[0].1, Outcome::Scheduled { ref node, .. } if node == "n1"));
+    assert_eq!(s.waiting_count(), 0);
+    assert_eq!(s.snapshot().node_at(0).requested().milli_cpu, 2000);
+}
+
+#[test]
+fn what_still_waits_times_out_with_kube_schedulers_message_and_is_unreserved() {
+    let (mut s, plugin) = scheduler(3);
+    assert!(matches!(s.schedule_one(&pod("a")), Outcome::Waiting { .. }));
+    assert!(matches!(s.schedule_one(&pod("b")), Outcome::Waiting { .. }));
+    // The third pod finds no cpu: the two waiting pods hold all of it.
+    assert!(matches!(
+        s.schedule_one(&pod("c")),
+        Outcome::Unschedulable { .. }
+    ));
+    let done = s.time_out_waiting();
+    let keys: Vec<&str> = done.iter().map(|(p, _)| p.key()).collect();
+    assert_eq!(keys, ["default/a", "default/b"]);
+    for (_, outcome) in &done {
+        match outcome {
+            Outcome::BindingFailed { status, .. } => {
+                assert_eq!(
+                    status.message(),
+                    "rejected due to timeout after waiting 3s at plugin Quorum"
+                );
+                assert_eq!(status.code(), Code::Unschedulable);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(
+        *plugin.unreserved.lock().unwrap(),
+        ["default/a", "default/b"]
+    );
+    assert_eq!(s.snapshot().node_at(0).requested().milli_cpu, 0);
+}

@@ -1,0 +1,484 @@
+//! Coscheduling: scheduler-plugins' gang scheduling (pkg/coscheduling/coscheduling.go
+//! and core/core.go). Pods labelled `scheduling.x-k8s.io/pod-group: NAME` belong to
+//! the `scheduling.x-k8s.io/v1alpha1` PodGroup NAME of their namespace; none of them
+//! is bound until `minMember` of them have passed Permit: the others wait there,
+//! holding their nodes, and are allowed together, or rejected together when one of
+//! them fails or their wait runs out.
+//!
+//! Each function below says which Go function it follows. What a one-instant
+//! simulation leaves out: `ActivateSiblings` (the queue moves a group's pods back to
+//! the active queue; here every pod is attempted once anyway) and the expiry of the
+//! `permittedPG` (the group's wait) and `backedOffPG` (`podGroupBackoffSeconds`)
+//! caches, which never come within one instant.
+//!
+//! Floor: `kubesched-framework` and `kubesched-config`; PodGroups and the pod list
+//! come from [`Handle::objects`].
+
+mod resources;
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use k8s_openapi::jiff::Timestamp;
+use kubesched_framework::waiting::WaitingPods;
+use kubesched_framework::{
+    Code, CycleState, Handle, NodeToStatus, PermitPlugin, Plugin, PluginError, PodInfo,
+    PostFilterContext, PostFilterPlugin, PostFilterResult, PreFilterPlugin, PreFilterResult,
+    QueueSortPlugin, QueuedPodInfo, ReservePlugin, Snapshot, Status, extension_points,
+};
+use serde::Deserialize;
+
+use crate::api::{self, POD_GROUP_LABEL, PodGroup};
+
+/// The plugin's name in a KubeSchedulerConfiguration.
+pub const NAME: &str = "Coscheduling";
+
+/// `util.DefaultWaitTime`: the wait when neither the group nor the args set one.
+pub const DEFAULT_WAIT_TIME: Duration = Duration::from_secs(60);
+
+/// `CoschedulingArgs` (apis/config/v1), defaulted as `SetDefaults_CoschedulingArgs`
+/// does: 60 s, 0 s and 10 %.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CoschedulingArgs {
+    /// How long a group's pods wait at Permit when the PodGroup sets no
+    /// `scheduleTimeoutSeconds` (default 60).
+    #[serde(default)]
+    pub permit_waiting_time_seconds: Option<i64>,
+    /// How long a group that failed is refused at PreFilter (default 0: never).
+    #[serde(default)]
+    pub pod_group_backoff_seconds: Option<i64>,
+    /// The share (0-100) of `minMember` still unplaced at or under which PostFilter
+    /// does not reject the whole group (default 10).
+    #[serde(default)]
+    pub pod_group_reject_percentage: Option<i32>,
+}
+
+impl CoschedulingArgs {
+    /// `SetDefaults_CoschedulingArgs`.
+    pub fn apply_defaults(&mut self) {
+        self.permit_waiting_time_seconds.get_or_insert(60);
+        self.pod_group_backoff_seconds.get_or_insert(0);
+        self.pod_group_reject_percentage.get_or_insert(10);
+    }
+
+    /// `ValidateCoschedulingArgs`, with its words (`field.ErrorList.ToAggregate`: one
+    /// error alone, several in brackets).
+    pub fn validate(&self) -> Result<(), String> {
+        let mut errors = Vec::new();
+        let wait = self.permit_waiting_time_seconds.unwrap_or(0);
+        if wait < 0 {
+            errors.push(format!(
+                "permitWaitingTimeSeconds: Invalid value: {wait}: must be greater than 0"
+            ));
+        }
+        let backoff = self.pod_group_backoff_seconds.unwrap_or(0);
+        if backoff < 0 {
+            errors.push(format!(
+                "podGroupBackoffSeconds: Invalid value: {backoff}: must be greater than 0"
+            ));
+        }
+        let percentage = self.pod_group_reject_percentage.unwrap_or(0);
+        if !(0..=100).contains(&percentage) {
+            errors.push(format!(
+                "podGroupRejectPercentage: Invalid value: {percentage}: must be between 0 and 100"
+            ));
+        }
+        match errors.len() {
+            0 => Ok(()),
+            1 => Err(errors.remove(0)),
+            _ => Err(format!("[{}]", errors.join(", "))),
+        }
+    }
+}
+
+/// The plugin (`Coscheduling` with its `PodGroupManager`).
+pub struct Coscheduling {
+    waiting: Arc<WaitingPods>,
+    /// PodGroups by `namespace/name`.
+    groups: HashMap<String, Arc<PodGroup>>,
+    /// Every pod the scheduler knows (the pod informer's lister).
+    pods: Vec<Arc<PodInfo>>,
+    /// `permitWaitingTimeSeconds` (`scheduleTimeout`).
+    schedule_timeout: Duration,
+    /// `podGroupBackoffSeconds`, when above 0.
+    backoff: Option<Duration>,
+    /// `podGroupRejectPercentage / 100`.
+    reject_threshold: f64,
+    state: Mutex<Groups>,
+}
+
+/// The manager's mutable part.
+#[derive(Debug, Default)]
+struct Groups {
+    /// `assignedPodsByPG`: pod names assumed or bound, by group full name.
+    assigned: HashMap<String, BTreeSet<String>>,
+    /// `permittedPG`: groups whose minResources passed.
+    permitted: HashSet<String>,
+    /// `backedOffPG`.
+    backed_off: HashSet<String>,
+    /// `lastFailedSchedulePG`: groups that failed (at the current instant).
+    failed: HashSet<String>,
+}
+
+impl std::fmt::Debug for Coscheduling {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Coscheduling")
+            .field("groups", &self.groups.len())
+            .field("schedule_timeout", &self.schedule_timeout)
+            .field("reject_threshold", &self.reject_threshold)
+            .finish()
+    }
+}
+
+/// The factory: decodes and validates the args (`New`), reads the PodGroups and pods
+/// of `handle.objects`, and counts the group pods already bound (the pod informer's
+/// `AddFunc`).
+pub fn new(
+    args: Option<&serde_json::Value>,
+    handle: &Handle,
+) -> Result<Arc<dyn Plugin>, PluginError> {
+    let mut args: CoschedulingArgs = match args {
+        None => CoschedulingArgs::default(),
+        Some(v) => {
+            kubesched_config::decode_args(NAME, v).map_err(|e| PluginError::new(e.to_string()))?
+        }
+    };
+    args.apply_defaults();
+    args.validate().map_err(PluginError::new)?;
+    Coscheduling::new(&args, handle).map(|p| Arc::new(p) as Arc<dyn Plugin>)
+}
+
+impl Coscheduling {
+    /// The plugin over `handle`'s objects, with defaulted and valid `args`.
+    pub fn new(args: &CoschedulingArgs, handle: &Handle) -> Result<Coscheduling, PluginError> {
+        let mut groups = HashMap::new();
+        let mut pods = Vec::new();
+        if let Some(objects) = &handle.objects {
+            for o in objects.custom_of(api::GROUP, "PodGroup") {
+                let mut group: PodGroup = serde_json::from_value(o.value.clone())
+                    .map_err(|e| PluginError::new(format!("PodGroup {}: {e}", o.name)))?;
+                group.metadata.namespace = o.namespace.clone();
+                groups.insert(group.full_name(), Arc::new(group));
+            }
+            pods = objects.pods.clone();
+        }
+        let seconds = |s: Option<i64>| Duration::from_secs(s.unwrap_or(0).max(0).unsigned_abs());
+        let backoff = seconds(args.pod_group_backoff_seconds);
+        let plugin = Coscheduling {
+            waiting: handle.waiting_pods.clone(),
+            groups,
+            pods,
+            schedule_timeout: seconds(args.permit_waiting_time_seconds),
+            backoff: (!backoff.is_zero()).then_some(backoff),
+            reject_threshold: f64::from(args.pod_group_reject_percentage.unwrap_or(0)) / 100.0,
+            state: Mutex::new(Groups::default()),
+        };
+        {
+            let mut state = plugin.lock();
+            for pod in plugin.pods.iter().filter(|p| p.node_name().is_some()) {
+                if let Some(full) = group_full_name(pod) {
+                    state
+                        .assigned
+                        .entry(full)
+                        .or_default()
+                        .insert(pod.name().to_string());
+                }
+            }
+        }
+        Ok(plugin)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Groups> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `GetPodGroup`: the group's full name (when the pod has the label) and the
+    /// group (when it exists).
+    fn pod_group(&self, pod: &PodInfo) -> (Option<String>, Option<&Arc<PodGroup>>) {
+        match group_full_name(pod) {
+            None => (None, None),
+            Some(full) => {
+                let group = self.groups.get(&full);
+                (Some(full), group)
+            }
+        }
+    }
+
+    /// The pods of `pod`'s namespace with the same group label (the pod lister).
+    fn siblings<'a>(
+        &'a self,
+        pod: &'a PodInfo,
+        group: &'a str,
+    ) -> impl Iterator<Item = &'a Arc<PodInfo>> + 'a {
+        self.pods
+            .iter()
+            .filter(move |p| p.namespace() == pod.namespace() && group_label(p) == Some(group))
+    }
+
+    /// `GetCreationTimestamp`, on one time line: a PodGroup's `creationTimestamp`
+    /// first, then PodGroups that have none (created at the simulation's instant,
+    /// before their pods), then each pod's queue time, then groups that failed at
+    /// this instant (`lastFailedSchedulePG`).
+    fn creation(&self, q: &QueuedPodInfo) -> Creation {
+        let pod = &q.pod_info;
+        let Some(label) = group_label(pod) else {
+            return Creation::Queued(q.timestamp);
+        };
+        let full = format!("{}/{label}", pod.namespace());
+        if self.lock().failed.contains(&full) {
+            return Creation::Failed;
+        }
+        match self.groups.get(&full) {
+            None => Creation::Queued(q.timestamp),
+            Some(g) => match &g.metadata.creation_timestamp {
+                Some(t) => Creation::Stamped(t.0),
+                None => Creation::Instant,
+            },
+        }
+    }
+
+    /// `PodGroupManager.PreFilter`.
+    fn check_pre_filter(&self, pod: &PodInfo, snapshot: &Snapshot) -> Result<(), String> {
+        let (Some(full), Some(group)) = self.pod_group(pod) else {
+            return Ok(());
+        };
+        if self.lock().backed_off.contains(&full) {
+            return Err(format!("podGroup {full} failed recently"));
+        }
+        let label = group_label(pod).unwrap_or_default();
+        let pods: Vec<&Arc<PodInfo>> = self.siblings(pod, label).collect();
+        let min_member = group.min_member();
+        let mut quorum_gap = i64::from(min_member) - pods.len() as i64;
+        if quorum_gap > 0 {
+            return Err(format!(
+                "pre-filter pod {} cannot find enough sibling pods, current pods number: {}, minMember of group: {}",
+                pod.name(),
+                pods.len(),
+                min_member
+            ));
+        }
+        for p in &pods {
+            if p.spec()
+                .scheduling_gates
+                .as_ref()
+                .is_some_and(|g| !g.is_empty())
+            {
+                quorum_gap += 1;
+            }
+            if quorum_gap > 0 {
+                return Err(format!(
+                    "pre-filter pod {} cannot proceed due to gated pods in the same PodGroup",
+                    pod.name()
+                ));
+            }
+        }
+        let Some(min_resources) = &group.spec.min_resources else {
+            return Ok(());
+        };
+        if self.lock().permitted.contains(&full) {
+            return Ok(());
+        }
+        resources::check_cluster_resource(snapshot, min_resources, min_member, &full)?;
+        self.lock().permitted.insert(full);
+        Ok(())
+    }
+
+    /// Rejects every waiting pod of `group` (namespace and label) with `message`.
+    fn reject_waiting(&self, namespace: &str, group: &str, message: &str) {
+        self.waiting.iterate(|w| {
+            if w.pod().namespace() == namespace && group_label(w.pod()) == Some(group) {
+                w.reject(NAME, message);
+            }
+        });
+    }
+}
+
+/// A point on [`Coscheduling::creation`]'s time line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Creation {
+    Stamped(Timestamp),
+    Instant,
+    Queued(u64),
+    Failed,
+}
+
+/// `util.GetPodGroupLabel`: the label's value, when set and not empty.
+fn group_label(pod: &PodInfo) -> Option<&str> {
+    pod.pod()
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(POD_GROUP_LABEL))
+        .map(String::as_str)
+        .filter(|v| !v.is_empty())
+}
+
+/// `util.GetPodGroupFullName`: `namespace/label`, when the pod has the label.
+fn group_full_name(pod: &PodInfo) -> Option<String> {
+    group_label(pod).map(|l| format!("{}/{l}", pod.namespace()))
+}
+
+impl Plugin for Coscheduling {
+    fn name(&self) -> &str {
+        NAME
+    }
+    extension_points!(QueueSort, PreFilter, PostFilter, Reserve, Permit);
+}
+
+impl QueueSortPlugin for Coscheduling {
+    /// `Less`: higher priority first; then the earlier of the PodGroup's creation (or
+    /// the pod's queue time); then `namespace/name` of the pods.
+    fn less(&self, a: &QueuedPodInfo, b: &QueuedPodInfo) -> bool {
+        let (p1, p2) = (a.pod_info.priority(), b.pod_info.priority());
+        if p1 != p2 {
+            return p1 > p2;
+        }
+        let (t1, t2) = (self.creation(a), self.creation(b));
+        if t1 == t2 {
+            return a.pod_info.key() < b.pod_info.key();
+        }
+        t1 < t2
+    }
+}
+
+impl PreFilterPlugin for Coscheduling {
+    /// `PreFilter`: the manager's checks; a failure is `UnschedulableAndUnresolvable`
+    /// (no preemption for it).
+    fn pre_filter(
+        &self,
+        _: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+    ) -> (Option<PreFilterResult>, Status) {
+        match self.check_pre_filter(pod, snapshot) {
+            Ok(()) => (None, Status::success()),
+            Err(message) => (
+                None,
+                Status::new(Code::UnschedulableAndUnresolvable, message),
+            ),
+        }
+    }
+}
+
+impl PostFilterPlugin for Coscheduling {
+    /// `PostFilter`: rejects the whole group when too few of its pods are placed.
+    fn post_filter(
+        &self,
+        _: &PostFilterContext<'_>,
+        _: &CycleState,
+        pod: &PodInfo,
+        _: &NodeToStatus,
+    ) -> (Option<PostFilterResult>, Status) {
+        let none = || Some(PostFilterResult::default());
+        let (full, group) = self.pod_group(pod);
+        let (Some(full), Some(group)) = (full, group) else {
+            return (
+                none(),
+                Status::new(Code::Unschedulable, "can not find pod group"),
+            );
+        };
+        let assigned = self.lock().assigned.get(&full).map_or(0, BTreeSet::len);
+        let min_member = group.min_member();
+        if assigned as i64 >= i64::from(min_member) {
+            return (none(), Status::with_code(Code::Unschedulable));
+        }
+        let not_assigned = f64::from(min_member - assigned as i32) / f64::from(min_member);
+        if not_assigned <= self.reject_threshold {
+            return (none(), Status::with_code(Code::Unschedulable));
+        }
+        let label = group_label(pod).unwrap_or_default();
+        self.reject_waiting(pod.namespace(), label, "optimistic rejection in PostFilter");
+        let mut state = self.lock();
+        if self.backoff.is_some()
+            && self.siblings(pod, label).count() as i64 >= i64::from(min_member)
+        {
+            state.backed_off.insert(full.clone());
+        }
+        state.permitted.remove(&full);
+        state.failed.insert(full.clone());
+        let message = format!(
+            "PodGroup {full} gets rejected due to Pod {} is unschedulable even after PostFilter",
+            pod.name()
+        );
+        (none(), Status::new(Code::Unschedulable, message))
+    }
+}
+
+impl ReservePlugin for Coscheduling {
+    /// `Reserve`: nothing.
+    fn reserve(&self, _: &mut CycleState, _: &PodInfo, _: &str) -> Status {
+        Status::success()
+    }
+
+    /// `Unreserve`: forgets the pod and rejects every waiting pod of its group.
+    fn unreserve(&self, _: &mut CycleState, pod: &PodInfo, _: &str) {
+        let (Some(full), Some(_)) = self.pod_group(pod) else {
+            return;
+        };
+        {
+            let mut state = self.lock();
+            if let Some(assigned) = state.assigned.get_mut(&full) {
+                assigned.remove(pod.name());
+                if assigned.is_empty() {
+                    state.assigned.remove(&full);
+                }
+            }
+        }
+        let label = group_label(pod).unwrap_or_default();
+        self.reject_waiting(pod.namespace(), label, "rejection in Unreserve");
+        let mut state = self.lock();
+        state.permitted.remove(&full);
+        state.failed.insert(full);
+    }
+}
+
+impl PermitPlugin for Coscheduling {
+    /// `Permit`: waits until `minMember` pods of the group are assumed, then allows
+    /// them all.
+    fn permit(&self, _: &mut CycleState, pod: &PodInfo, _: &str) -> (Status, Duration) {
+        let (full, group) = self.pod_group(pod);
+        let Some(full) = full else {
+            return (Status::success(), Duration::ZERO);
+        };
+        let Some(group) = group else {
+            return (
+                Status::new(Code::Unschedulable, "PodGroup not found"),
+                Duration::ZERO,
+            );
+        };
+        let assigned = {
+            let mut state = self.lock();
+            let assigned = state.assigned.entry(full.clone()).or_default();
+            assigned.insert(pod.name().to_string());
+            assigned.len()
+        };
+        if assigned as i64 >= i64::from(group.min_member()) {
+            let mut state = self.lock();
+            state.failed.remove(&full);
+            drop(state);
+            self.waiting.iterate(|w| {
+                if group_full_name(w.pod()).as_deref() == Some(full.as_str()) {
+                    w.allow(NAME);
+                }
+            });
+            return (Status::success(), Duration::ZERO);
+        }
+        // util.GetWaitTimeDuration, then Permit's `if wait != 0`.
+        let wait = match group.spec.schedule_timeout_seconds {
+            Some(s) => Duration::from_secs(u64::try_from(s).unwrap_or(0)),
+            None if !self.schedule_timeout.is_zero() => self.schedule_timeout,
+            None => DEFAULT_WAIT_TIME,
+        };
+        let wait = if wait.is_zero() {
+            self.schedule_timeout
+        } else {
+            wait
+        };
+        (Status::with_code(Code::Wait), wait)
+    }
+}
+
+#[cfg(test)]
+mod tests;
