@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use kubesched::config::KubeSchedulerConfiguration;
 use kubesched::framework::{
-    HostSelection, NodeSearch, Outcome, PodInfo, Scheduler, SchedulerOptions, Snapshot,
+    Handle, HostSelection, NodeSearch, Outcome, PodInfo, Scheduler, SchedulerOptions, Snapshot,
 };
 use kubesched::replay::import::{OpenbOptions, openb};
 use kubesched::sim::scenario::{self, Scenario, Source};
@@ -244,7 +244,10 @@ pub struct Run {
     pub allocated_milli: u64,
     /// GPU milli of the pods the scheduler placed, counted from its outcomes alone.
     pub placed_milli: u64,
-    /// The inconsistencies found in the final per-GPU state (none when it is right).
+    /// The inconsistencies found in the final per-GPU state (none when it is right):
+    /// each node's missing GPU milli against the GPU milli of the pods the snapshot has
+    /// on it, each GPU's free milli against 0..=1000, the pods the plugin says hold GPUs
+    /// against the GPUs, the running total against the state's.
     pub state_problems: Vec<String>,
 }
 
@@ -363,8 +366,21 @@ pub fn run(trace: &Trace, policy: Policy, seed: u64, tune: f64) -> Result<Run, E
     let loaded =
         KubeSchedulerConfiguration::from_value(config(policy, seed, &trace.typical), &source)
             .map_err(|e| ExperimentError::Profile(e.to_string()))?;
-    let profiles = kubesched::sim::simulate::build_frameworks(&loaded.config, &registry, &source)
-        .map_err(|e| ExperimentError::Profile(e.to_string()))?;
+    // The paper's cluster has no DRA: with DRAExtendedResource off, NodeResourcesFit
+    // answers node by node for pods with an extended resource (the importer's
+    // `alibabacloud.com/gpu-milli`), and incremental scheduling keeps its answers.
+    let mut handle = Handle::default();
+    handle
+        .features
+        .set("DRAExtendedResource", false)
+        .map_err(ExperimentError::Profile)?;
+    let profiles = kubesched::sim::simulate::build_frameworks_with(
+        &loaded.config,
+        &registry,
+        &source,
+        &handle,
+    )
+    .map_err(|e| ExperimentError::Profile(e.to_string()))?;
     let (snapshot, _) = Snapshot::new(trace.scenario.nodes.iter().cloned(), [])
         .map_err(|e| ExperimentError::Scenario(e.to_string()))?;
     let options = SchedulerOptions {
@@ -379,7 +395,10 @@ pub fn run(trace: &Trace, policy: Policy, seed: u64, tune: f64) -> Result<Run, E
     };
     let mut scheduler = Scheduler::new(profiles, snapshot, options)
         .map_err(|e| ExperimentError::Profile(e.to_string()))?;
+    // Exact, and only the decisions are read: a cycle re-evaluates only the nodes that
+    // changed since a pod of the same shape.
     scheduler.set_incremental(true);
+    scheduler.set_decisions_only(true);
     let pods = arrivals(trace, seed, tune)?;
 
     let typical = &trace.typical;
@@ -455,12 +474,31 @@ pub fn run(trace: &Trace, policy: Policy, seed: u64, tune: f64) -> Result<Run, E
         });
     }
 
-    if std::env::var_os("GPU_SHARING_DEBUG").is_some() {
-        eprintln!("{:?}", scheduler.incremental_stats());
-    }
     let mut problems = Vec::new();
+    let snapshot = scheduler.snapshot();
     let allocated_milli = state.read(|nodes| {
-        for n in nodes {
+        if nodes.len() != snapshot.num_nodes() {
+            problems.push(format!(
+                "the state has {} nodes, the snapshot {}",
+                nodes.len(),
+                snapshot.num_nodes()
+            ));
+        }
+        for (i, n) in nodes.iter().enumerate().take(snapshot.num_nodes()) {
+            // Counted from the pods the snapshot has on the node, not from the plugin.
+            let on_node: u32 = snapshot
+                .node_at(i)
+                .pods()
+                .iter()
+                .map(|p| GpuDemand::of(p).total())
+                .sum();
+            if on_node != n.allocated() {
+                problems.push(format!(
+                    "{}: its pods ask {on_node} GPU milli, its GPUs miss {}",
+                    n.name,
+                    n.allocated()
+                ));
+            }
             if n.left.iter().any(|l| *l > MILLI) {
                 problems.push(format!("{}: a GPU has more than {MILLI} free", n.name));
             }
