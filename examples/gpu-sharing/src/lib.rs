@@ -11,7 +11,8 @@
 //! - [`policies`]: `FGDScore`, `BestFitScore`, `DotProductScore`, `GpuPackingScore`,
 //!   `GpuClusteringScore`, `RandomScore`;
 //! - [`experiment`]: the trace loaded through kubesched's openb importer, shuffled and
-//!   resampled with a seed, scheduled pod by pod, reported per arrived-GPU percent.
+//!   resampled with a seed, scheduled pod by pod, reported per arrived-GPU percent;
+//! - [`html`]: the runs as a page of charts (kubesched's chart piece).
 //!
 //! It stands on `kubesched` as a user's crate would (the framework's plugin traits,
 //! the simulator's scenario loader, the replay's importer, the command); nothing in
@@ -28,6 +29,7 @@
 
 pub mod experiment;
 pub mod frag;
+pub mod html;
 pub mod model;
 pub mod policies;
 pub mod rng;

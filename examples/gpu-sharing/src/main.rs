@@ -7,14 +7,15 @@ use std::time::Instant;
 use gpu_sharing::experiment::{Policy, Trace, median, run_all};
 
 const USAGE: &str = "usage: gpu-sharing experiment [--nodes NODES.csv] [--pods PODS.csv] \
-[--policy NAME|all] [--seed N | --seeds FIRST..LAST] [--tune RATIO] [--summary]
+[--policy NAME|all] [--seed N | --seeds FIRST..LAST] [--tune RATIO] [--summary] [--html PAGE]
 
 Schedules the openb trace's pods (shuffled and resampled with each seed up to RATIO times
 the cluster's GPU capacity, default 1.3) one by one under each policy (Random,
 DotProduct, GpuClustering, GpuPacking, BestFit, FGD; default all) and seed (default
 42..51), in parallel, and prints one JSON line per run and integer arrived-GPU percent:
 {\"policy\":..,\"seed\":..,\"arrived\":P,\"allocated\":A,\"fragmented\":F}.
---summary adds, on stderr, each policy's median unallocated GPU percent at arrived = 100.
+--summary adds, on stderr, each policy's median unallocated GPU percent at arrived = 100;
+--html writes PAGE, the medians over the seeds as charts beside the paper's figures.
 The CSVs default to the crate's data/ folder (or $GPU_SHARING_DATA).";
 
 fn main() -> ExitCode {
@@ -51,6 +52,7 @@ fn experiment(args: &[String]) -> Result<(), String> {
     let mut seeds: Vec<u64> = (42..=51).collect();
     let mut tune = 1.3;
     let mut summary = false;
+    let mut html: Option<std::path::PathBuf> = None;
     let mut it = args.iter();
     while let Some(flag) = it.next() {
         let mut value = || {
@@ -90,6 +92,7 @@ fn experiment(args: &[String]) -> Result<(), String> {
                 tune = v.parse().map_err(|_| format!("--tune {v}: not a number"))?;
             }
             "--summary" => summary = true,
+            "--html" => html = Some(value()?.into()),
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return Ok(());
@@ -117,6 +120,10 @@ fn experiment(args: &[String]) -> Result<(), String> {
             use std::io::Write as _;
             writeln!(out, "{line}").map_err(|e| e.to_string())?;
         }
+    }
+    if let Some(path) = &html {
+        std::fs::write(path, gpu_sharing::html::page(&runs))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
     }
     if summary {
         eprintln!(

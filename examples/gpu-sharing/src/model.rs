@@ -546,3 +546,80 @@ impl ReservePlugin for GpuShare {
         self.state.unreserve(pod, node);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kubesched::framework::build::{NodeBuilder, PodBuilder};
+
+    fn gpu_node(name: &str, gpus: u32) -> Arc<kubesched::framework::NodeInfo> {
+        let mut node = (*NodeBuilder::new(name).cpu_millis(64_000).node()).clone();
+        node.metadata.annotations = Some([(GPU_COUNT.to_string(), gpus.to_string())].into());
+        node.metadata.labels = Some([(GPU_MODEL.to_string(), "V100M32".to_string())].into());
+        Arc::new(NodeInfo::new(Arc::new(node)).unwrap())
+    }
+
+    fn gpu_pod(name: &str, count: u32, milli: u32, node: Option<&str>) -> Arc<PodInfo> {
+        let mut b = PodBuilder::new("default", name).cpu_millis(1000);
+        if let Some(n) = node {
+            b = b.bound_to(n);
+        }
+        let mut pod = (*b.pod()).clone();
+        pod.metadata.annotations = Some(
+            [
+                (GPU_COUNT.to_string(), count.to_string()),
+                (GPU_MILLI.to_string(), milli.to_string()),
+            ]
+            .into(),
+        );
+        Arc::new(PodInfo::new(Arc::new(pod)).unwrap())
+    }
+
+    fn left(state: &GpuState) -> Vec<u32> {
+        state.read(|n| n[0].left.clone())
+    }
+
+    #[test]
+    fn a_share_goes_to_the_best_fit_gpu_and_unreserve_gives_it_back() {
+        let node = gpu_node("n1", 2);
+        let (mut snapshot, _) = Snapshot::new([node.node_arc().clone()], []).unwrap();
+        let state = Arc::new(GpuState::new());
+        let plugin = GpuShare::new(state.clone(), GpuSelection::BestFit, 0);
+        let mut cycle = CycleState::new();
+        let first = gpu_pod("a", 1, 600, Some("n1"));
+        plugin.pre_filter(&mut cycle, &first, &snapshot);
+        assert!(plugin.reserve(&mut cycle, &first, "n1").is_success());
+        assert_eq!(left(&state), [400, 1000]);
+        // 300 fits both GPUs; the one with 400 left is the best fit.
+        let second = gpu_pod("b", 1, 300, None);
+        assert!(plugin.reserve(&mut cycle, &second, "n1").is_success());
+        assert_eq!(left(&state), [100, 1000]);
+        // Two whole GPUs no longer fit; one does.
+        let whole = gpu_pod("c", 2, 1000, None);
+        assert!(
+            !plugin
+                .filter(&cycle, &whole, snapshot.node_at(0))
+                .is_success()
+        );
+        plugin.unreserve(&mut cycle, &second, "n1");
+        plugin.unreserve(&mut cycle, &second, "n1");
+        assert_eq!(left(&state), [400, 1000]);
+        // A pod the trace bound, and then a deletion, reach the state at PreFilter.
+        snapshot.add_pod(gpu_pod("d", 1, 1000, Some("n1")));
+        snapshot.add_pod(first.clone());
+        plugin.pre_filter(&mut cycle, &whole, &snapshot);
+        assert_eq!(left(&state), [400, 0]);
+        snapshot.remove_pod("n1", "default/d");
+        plugin.pre_filter(&mut cycle, &whole, &snapshot);
+        assert_eq!(left(&state), [400, 1000]);
+    }
+
+    #[test]
+    fn a_node_without_the_pods_model_or_gpus_is_rejected() {
+        assert!(model_allows(None, None));
+        assert!(model_allows(Some("A|B"), Some("B")));
+        assert!(!model_allows(Some("A|B"), Some("C")));
+        assert!(!model_allows(Some("A"), None));
+        assert!(model_allows(Some("|"), Some("C")));
+    }
+}

@@ -80,4 +80,16 @@ fn every_policy_keeps_the_gpu_state_in_step_and_fgd_leaves_the_fewest_gpus_unall
         }
     }
     assert!(of(Policy::Fgd) < of(Policy::BestFit) && of(Policy::BestFit) < of(Policy::DotProduct));
+
+    // The page of `--html`: both charts, and a row per policy beside the paper's figure.
+    let page = gpu_sharing::html::page(&runs);
+    assert_eq!(page.matches("<svg ").count(), 2);
+    for (p, paper) in gpu_sharing::html::PAPER {
+        let u = of(p);
+        let row = format!(
+            "<tr><td>{}</td><td>1</td><td>{u:.2}</td><td>{paper:.2}</td></tr>",
+            p.name()
+        );
+        assert!(page.contains(&row), "{row}");
+    }
 }
