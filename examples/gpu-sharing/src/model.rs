@@ -10,6 +10,7 @@
 //! changed since (a deletion in a replay, a pod bound by the trace) the pods that left
 //! give back their GPUs and the pods it does not know take theirs (best fit).
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
 use kubesched::framework::signature::SignFragment;
@@ -244,6 +245,8 @@ pub enum GpuSelection {
 #[derive(Debug, Default)]
 pub struct GpuState {
     nodes: RwLock<Vec<NodeGpus>>,
+    /// Node name to index in `nodes` (Reserve is given a name).
+    index: RwLock<HashMap<String, usize>>,
     typical: RwLock<Option<Arc<TypicalPods>>>,
 }
 
@@ -269,6 +272,14 @@ impl GpuState {
     /// Sets the typical pods (the `FGDScore` factory does).
     pub fn set_typical_pods(&self, typical: Arc<TypicalPods>) {
         *self.typical.write().unwrap_or_else(|e| e.into_inner()) = Some(typical);
+    }
+
+    fn index_of(&self, node: &str) -> Option<usize> {
+        self.index
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(node)
+            .copied()
     }
 
     /// Brings the state up to date with `snapshot` (see the module doc).
@@ -302,6 +313,11 @@ impl GpuState {
                         None => NodeGpus::idle(info),
                     },
                 )
+                .collect();
+            *self.index.write().unwrap_or_else(|e| e.into_inner()) = nodes
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.name.clone(), i))
                 .collect();
         }
         for (i, state) in nodes.iter_mut().enumerate() {
@@ -355,8 +371,11 @@ impl GpuState {
             GpuSelection::Fgd => self.typical_pods(),
             _ => None,
         };
+        let Some(i) = self.index_of(node) else {
+            return false;
+        };
         let mut nodes = self.nodes.write().unwrap_or_else(|e| e.into_inner());
-        let Some(state) = nodes.iter_mut().find(|n| n.name == node) else {
+        let Some(state) = nodes.get_mut(i) else {
             return false;
         };
         if state.holders.iter().any(|(k, _, _)| k == pod.key()) {
@@ -407,8 +426,11 @@ impl GpuState {
     }
 
     fn unreserve(&self, pod: &PodInfo, node: &str) {
+        let Some(i) = self.index_of(node) else {
+            return;
+        };
         let mut nodes = self.nodes.write().unwrap_or_else(|e| e.into_inner());
-        if let Some(state) = nodes.iter_mut().find(|n| n.name == node) {
+        if let Some(state) = nodes.get_mut(i) {
             state.give_back(pod.key());
         }
     }
