@@ -236,7 +236,7 @@ pub struct Run {
     pub seed: u64,
     /// The points, by arrived percent.
     pub points: Vec<Point>,
-    /// Pods attempted, and scheduled.
+    /// Pods attempted (the shuffled and resampled arrivals).
     pub attempted: usize,
     /// Pods scheduled.
     pub scheduled: usize,
