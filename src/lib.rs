@@ -13,6 +13,7 @@
 //! | [`config`] (`kubesched-config`) | `KubeSchedulerConfiguration`: strict parsing, defaulting, validation |
 //! | [`plugins`] (`kubesched-plugins`) | the in-tree plugins and `in_tree_registry()` |
 //! | [`sim`] (`kubesched-sim`) | scenario loading, simulation, capacity and rollout what-ifs |
+//! | [`replay`] (`kubesched-replay`) | a cluster's life in simulated time from a trace, and importers of public traces (`openb`) |
 //! | `kube` (`kubesched-kube`, feature `runtime`) | the runtime: a real second scheduler against an API server |
 //! | `cli` (`kubesched-cli`, feature `cli`) | the whole `kubesched` command, for a main of your own with your plugins |
 //!
@@ -26,7 +27,7 @@
 //! - `runtime`: `kubesched::kube`, `kubesched run` and `--from-cluster`. Adds tokio,
 //!   kube, rustls, hyper and axum, most of a cold build.
 //!
-//! With `default-features = false` the framework, plugins and simulator build without
+//! With `default-features = false` the framework, plugins, simulator and replay build without
 //! either; `features = ["cli"]` gives the command for simulating files.
 //!
 //! ## Your plugin in the whole CLI
@@ -97,4 +98,5 @@ pub use kubesched_framework as framework;
 #[cfg(feature = "runtime")]
 pub use kubesched_kube as kube;
 pub use kubesched_plugins as plugins;
+pub use kubesched_replay as replay;
 pub use kubesched_sim as sim;

@@ -205,6 +205,11 @@ const SKIPS: &[(&str, &str, &str)] = &[
         "needs Chromium (crates/kubesched-report/tests/browser.rs takes screenshots)",
     ),
     (
+        "docs/research.md",
+        "cargo run --release --manifest-path examples/gpu-sharing/Cargo.toml",
+        "the GPU-sharing example's own binary, 60 release runs: examples/gpu-sharing/tests/experiment.rs runs one per policy, as .ci/run does",
+    ),
+    (
         "docs/writing-a-plugin.md",
         "my-scheduler ",
         "the out-of-tree example's own binary: examples/out-of-tree-plugin/tests/commands.rs runs these",
