@@ -343,6 +343,11 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
         };
         // Built once in both modes: a configuration that cannot run fails here.
         let mut prepared = prepare(scenario, &options.simulation, registry)?;
+        // Without per-node detail only each attempt's decision is read: incremental
+        // scheduling may then choose from kept totals without a score table.
+        if options.simulation.detail == kubesched_sim::simulate::Detail::None {
+            prepared.scheduler.set_decisions_only(true);
+        }
         engine
             .stats
             .arrived(engine.cluster.pods().filter(|e| e.node().is_none()).count());
