@@ -143,7 +143,10 @@ fn help_names_the_command_and_every_subcommand() {
         out.starts_with("kube-scheduler's decisions with ZoneAllowlist and PreferSsd\n"),
         "{out}"
     );
-    assert!(out.contains("Usage: my-scheduler <COMMAND>"), "{out}");
+    assert!(
+        out.contains("Usage: my-scheduler [OPTIONS] <COMMAND>"),
+        "{out}"
+    );
     for sub in ["simulate", "capacity", "rollout", "bench"] {
         assert!(out.contains(sub), "{sub} missing from {out}");
     }
