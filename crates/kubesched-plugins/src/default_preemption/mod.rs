@@ -323,7 +323,8 @@ pub fn pod_eligible_to_preempt_others(
 /// violations, lowest highest-victim priority, lowest sum of victim priorities, fewest
 /// victims, latest start time of the most important victims; among candidates still
 /// tied, the first in node order (FORMAT.md rule 8; kube-scheduler takes an arbitrary
-/// one). Returns the candidate's position in `candidates` and, in words, the criterion
+/// one), except when their victims have no start time: kube-scheduler compares those by
+/// the clock, read once per candidate in order, and the last read wins. Returns the candidate's position in `candidates` and, in words, the criterion
 /// that decided. `None` only for an empty slice.
 pub fn pick_one_node_for_preemption(candidates: &[Candidate]) -> Option<(usize, String)> {
     if candidates.is_empty() {
@@ -395,6 +396,25 @@ pub fn pick_one_node_for_preemption(candidates: &[Candidate]) -> Option<(usize, 
             return Some((tied[0], format!("{what} ({}) {context}", describe(winner))));
         }
         remaining = tied;
+    }
+    // Tied on a victim without a start time: kube-scheduler reads the clock afresh for
+    // each candidate in turn and keeps a later reading, so the last one read wins.
+    let by_clock = remaining
+        .first()
+        .is_some_and(|&i| candidates[i].earliest_start_of_most_important() == StartTime::Now);
+    if by_clock {
+        let last = remaining
+            .iter()
+            .copied()
+            .max_by_key(|&i| candidates[i].node_index)
+            .unwrap_or(0);
+        return Some((
+            last,
+            format!(
+                "last in node order of the {} candidates tied on every criterion, their victims not started: kube-scheduler takes each one's start time from the clock, read afresh in node order, so the last is the latest",
+                remaining.len()
+            ),
+        ));
     }
     let first = remaining
         .iter()

@@ -211,6 +211,30 @@ fn select_best_candidate_full_tie_is_first_in_node_order() {
     assert!(pick_one_node_for_preemption(&[]).is_none());
 }
 
+/// Victims that have not started are compared by the clock, which kube-scheduler reads
+/// once per candidate in order (`GetPodStartTime`): each reading is later than the one
+/// before and than any recorded start, so the last such candidate in node order wins
+/// (kube-scheduler v1.35.4's own code picks the later of two in a trace the
+/// differential test generated: seed 9100000107).
+#[test]
+fn select_best_candidate_victims_not_started_last_reading_wins() {
+    let not_started = |name: &str| pod(name, 10, 100, None, None, json!({}));
+    let cs = vec![
+        candidate(0, vec![not_started("a")], 0),
+        candidate(1, vec![v("b", 10, T1)], 0),
+        candidate(2, vec![not_started("c")], 0),
+    ];
+    let (i, why) = pick_one_node_for_preemption(&cs).unwrap();
+    assert_eq!(cs[i].node_index, 2);
+    assert!(why.starts_with("last in node order"), "{why}");
+    // A recorded start and a victim not started: "now" is later.
+    let cs = vec![
+        candidate(0, vec![v("b", 10, T1)], 0),
+        candidate(1, vec![not_started("a")], 0),
+    ];
+    assert_eq!(pick_one_node_for_preemption(&cs).unwrap().0, 1);
+}
+
 #[test]
 fn filter_pods_with_pdb_violation_uses_budgets_in_order() {
     let a = pod("kafka-1", 45, 100, None, None, json!({"app": "kafka"}));
