@@ -139,6 +139,21 @@ fn attribute<'a>(dom: &'a str, attribute: &str) -> Option<&'a str> {
     dom[start..].split('"').next()
 }
 
+/// Takes a screenshot of `page` as `name` under the output folder, checks that it holds
+/// a drawing (over 10 KB), and prints where it is.
+fn screenshot(bin: &Path, page: &Path, name: &str) {
+    let png = out_dir().join(name);
+    let _ = std::fs::remove_file(&png);
+    run_chromium(
+        bin,
+        &url(page, ""),
+        &format!("--screenshot={}", png.display()),
+    );
+    let size = std::fs::metadata(&png).map(|m| m.len()).unwrap_or(0);
+    assert!(size > 10_000, "{}: {size} bytes", png.display());
+    println!("screenshot: {}", png.display());
+}
+
 /// The `<figure>` of chart `id` in a dumped DOM.
 fn figure<'a>(dom: &'a str, id: &str) -> &'a str {
     let start = dom
@@ -376,16 +391,7 @@ fn the_rollout_page_draws_its_charts() {
     let lines = figure("rollout-utilisation");
     assert_eq!(lines.matches("<polyline").count(), 2, "cpu and memory");
     assert_eq!(lines.matches("<circle").count(), 2 * model.steps.len());
-    let png = out_dir().join("rollout.png");
-    let _ = std::fs::remove_file(&png);
-    run_chromium(
-        &bin,
-        &url(&page, ""),
-        &format!("--screenshot={}", png.display()),
-    );
-    let size = std::fs::metadata(&png).map(|m| m.len()).unwrap_or(0);
-    assert!(size > 10_000, "{}: {size} bytes", png.display());
-    println!("screenshot: {}", png.display());
+    screenshot(&bin, &page, "rollout.png");
 }
 
 #[test]
@@ -442,14 +448,5 @@ fn the_replay_page_draws_its_timeline() {
         figure("replay-occupancy-0").matches("<rect").count(),
         2 * nodes
     );
-    let png = out_dir().join("replay.png");
-    let _ = std::fs::remove_file(&png);
-    run_chromium(
-        &bin,
-        &url(&page, ""),
-        &format!("--screenshot={}", png.display()),
-    );
-    let size = std::fs::metadata(&png).map(|m| m.len()).unwrap_or(0);
-    assert!(size > 10_000, "{}: {size} bytes", png.display());
-    println!("screenshot: {}", png.display());
+    screenshot(&bin, &page, "replay.png");
 }
