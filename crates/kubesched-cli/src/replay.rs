@@ -313,21 +313,16 @@ fn variants(args: &ReplayArgs) -> Result<(Vec<Variant>, String), String> {
             };
             return Ok((vec![variant], note));
         };
-        let mut notes = Vec::new();
-        let mut variants = Vec::new();
-        for version in [old, new] {
-            let features = args.versions.with_version(version)?;
-            notes.push(features.describe());
-            variants.push(Variant {
-                name: format!("v{version}"),
+        let (behaviours, note) = args.versions.compared((old, new))?;
+        let variants = behaviours
+            .into_iter()
+            .map(|(name, features)| Variant {
+                name,
                 scenario: scenario.clone(),
                 features,
-            });
-        }
-        return Ok((
-            variants,
-            format!("{} (--compare-versions)", notes.join(" vs ")),
-        ));
+            })
+            .collect();
+        return Ok((variants, note));
     }
     // Two or more configurations: the cluster is read once, without them, then each
     // configuration replaces its configuration (and the schedulers beside it join).

@@ -107,17 +107,15 @@ fn write(args: &ReportArgs, registry: &Registry) -> Result<(), String> {
             let source = read_files(std::slice::from_ref(file))?.remove(0);
             replace_config(&mut scenario, &source).map_err(|e| format!("--config {e}"))?;
         }
-        let mut notes = Vec::new();
-        for version in [old, new] {
-            let features = args.versions.with_version(version)?;
-            notes.push(features.describe());
+        let (behaviours, note) = args.versions.compared((old, new))?;
+        for (name, features) in behaviours {
             variants.push(Variant {
-                name: format!("v{version}"),
+                name,
                 scenario: scenario.clone(),
                 features: Some(features),
             });
         }
-        version_note = format!("{} (--compare-versions)", notes.join(" vs "));
+        version_note = note;
     } else if args.configs.is_empty() {
         let name = match &scenario.config {
             Some(_) => "the scenario's configuration".to_string(),

@@ -51,6 +51,25 @@ impl VersionArgs {
         Ok((features, note))
     }
 
+    /// The two behaviours of `--compare-versions OLD,NEW`: each version's name (`v1.35`)
+    /// and features, and the note saying which behaviours are compared.
+    pub fn compared(
+        &self,
+        (old, new): (KubernetesVersion, KubernetesVersion),
+    ) -> Result<(Vec<(String, Features)>, String), String> {
+        let mut notes = Vec::new();
+        let mut behaviours = Vec::new();
+        for version in [old, new] {
+            let features = self.with_version(version)?;
+            notes.push(features.describe());
+            behaviours.push((format!("v{version}"), features));
+        }
+        Ok((
+            behaviours,
+            format!("{} (--compare-versions)", notes.join(" vs ")),
+        ))
+    }
+
     /// `version`'s defaults with `--feature-gates` applied, without a note.
     pub fn with_version(&self, version: KubernetesVersion) -> Result<Features, String> {
         Features::with_gates(version, self.feature_gates.iter().map(String::as_str))
