@@ -121,7 +121,7 @@ pub fn run(req: &Request, registry: &Registry) -> Result<(), String> {
         (Some(pod), _) => {
             let mut attempts: Vec<PodResult> = Vec::new();
             let n = prepared
-                .run_each_attempt(|r| {
+                .run_attempts(|r| {
                     if r.pod == pod {
                         attempts.push(r.to_result(Detail::All));
                     }
@@ -137,7 +137,7 @@ pub fn run(req: &Request, registry: &Registry) -> Result<(), String> {
         (None, Format::Jsonl) => {
             let stdout = std::io::stdout().lock();
             let mut out = BufWriter::with_capacity(1 << 16, stdout);
-            let result = prepared.run_each_attempt(|r| {
+            let result = prepared.run_attempts(|r| {
                 timed(&mut || output::write_jsonl_attempt(&mut out, &r, detail))?;
                 // Dropped here, before the next pod is attempted.
                 drop(r);
@@ -153,7 +153,7 @@ pub fn run(req: &Request, registry: &Registry) -> Result<(), String> {
         (None, Format::Table) => {
             let mut table = output::Table::default();
             let n = prepared
-                .run_each_attempt(|r| {
+                .run_attempts(|r| {
                     table.push_attempt(&r);
                     Ok::<(), std::convert::Infallible>(())
                 })
@@ -167,6 +167,20 @@ pub fn run(req: &Request, registry: &Registry) -> Result<(), String> {
             n
         }
     };
+    // What each PodGroup cycle wrote on its PodGroup (kube-scheduler's
+    // updatePodGroupCondition), with GenericWorkload on.
+    for (group, c) in &prepared.pod_groups {
+        let message = if c.message.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", c.message)
+        };
+        say_note!(
+            "PodGroup {group}: PodGroupScheduled {} ({}){message}",
+            if c.status { "True" } else { "False" },
+            c.reason
+        );
+    }
     if req.timing {
         let total = start.elapsed();
         say!(

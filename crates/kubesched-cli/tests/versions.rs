@@ -155,3 +155,38 @@ fn the_upgrade_comparison_shows_only_what_changes() {
         .collect();
     assert_eq!(named, changed);
 }
+
+#[test]
+fn gang_gates_follow_kube_schedulers_dependencies() {
+    let file = case("cases-gangs/gang-does-not-fit.yaml");
+    one_error(
+        &kubesched(&["simulate", &file, "--feature-gates", "GangScheduling=true"]),
+        "--feature-gates: GangScheduling is enabled, but depends on features that are disabled: [GenericWorkload]",
+    );
+    one_error(
+        &kubesched(&[
+            "run",
+            "--config",
+            &file,
+            "--feature-gates",
+            "GenericWorkload=true",
+        ]),
+        "--feature-gates GenericWorkload=true: run does not schedule PodGroups yet (no PodGroup cycle, no PodGroupScheduled condition); simulate does (docs/gangs-and-quotas.md)",
+    );
+    let o = kubesched(&[
+        "simulate",
+        &file,
+        "--format",
+        "jsonl",
+        "--feature-gates",
+        "GenericWorkload=true,GangScheduling=true",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(
+            "kubesched: note: PodGroup default/c: PodGroupScheduled False (Unschedulable): pod group is unschedulable\n"
+        ),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -10,6 +10,7 @@ pub(crate) const IN_TREE_PLUGIN_NAMES: &[&str] = &[
     "DefaultBinder",
     "DefaultPreemption",
     "DynamicResources",
+    "GangScheduling",
     "ImageLocality",
     "InterPodAffinity",
     "NodeAffinity",
@@ -40,6 +41,33 @@ pub fn default_plugins() -> Plugins {
 /// `NodeDeclaredFeatures` gate on (v1.36's default), NodeDeclaredFeatures is appended
 /// to multiPoint, after DefaultBinder.
 pub fn default_plugins_gated(node_declared_features: bool) -> Plugins {
+    default_plugins_for(DefaultPluginGates {
+        node_declared_features,
+        ..DefaultPluginGates::default()
+    })
+}
+
+/// The feature gates that change kube-scheduler's default plugins (`applyFeatureGates`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DefaultPluginGates {
+    /// `NodeDeclaredFeatures`: NodeDeclaredFeatures appended to multiPoint.
+    pub node_declared_features: bool,
+    /// `GangScheduling` (v1.36): GangScheduling appended to multiPoint, last.
+    pub gang_scheduling: bool,
+}
+
+impl DefaultPluginGates {
+    /// Whether every gate has its v1.35 default (off): the defaults of
+    /// [`default_plugins`].
+    pub fn all_off(self) -> bool {
+        self == DefaultPluginGates::default()
+    }
+}
+
+/// The v1 default plugins as kube-scheduler v1.36's `applyFeatureGates` makes them for
+/// `gates`: NodeDeclaredFeatures after DefaultBinder, then GangScheduling (the order
+/// kube-scheduler v1.36.1 prints with both gates on).
+pub fn default_plugins_for(gates: DefaultPluginGates) -> Plugins {
     let mut enabled = vec![
         PluginRef::new("SchedulingGates"),
         PluginRef::new("PrioritySort"),
@@ -64,8 +92,11 @@ pub fn default_plugins_gated(node_declared_features: bool) -> Plugins {
     if let Some(i) = enabled.iter().position(|p| p.name == "DefaultPreemption") {
         enabled.insert(i, PluginRef::weighted("DynamicResources", 2));
     }
-    if node_declared_features {
+    if gates.node_declared_features {
         enabled.push(PluginRef::new("NodeDeclaredFeatures"));
+    }
+    if gates.gang_scheduling {
+        enabled.push(PluginRef::new("GangScheduling"));
     }
     Plugins {
         multi_point: PluginSet {

@@ -50,7 +50,10 @@ pub mod k8s_names;
 mod load;
 mod types;
 
-pub use defaults::{default_plugins, default_plugins_gated, merge_plugin_set, merge_plugins};
+pub use defaults::{
+    DefaultPluginGates, default_plugins, default_plugins_for, default_plugins_gated,
+    merge_plugin_set, merge_plugins,
+};
 pub use duration::{format_go_duration, parse_go_duration};
 pub use error::{ConfigError, FieldError, FieldErrorKind, echo};
 pub use types::{

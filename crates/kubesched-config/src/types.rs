@@ -126,6 +126,21 @@ impl Profile {
         }
     }
 
+    /// The merged plugins for the gates that change kube-scheduler's default plugins
+    /// (see [`crate::DefaultPluginGates`]): [`Profile::plugins`] when every gate is
+    /// off, or when the profile was not built over the defaults.
+    pub fn plugins_for(&self, gates: crate::DefaultPluginGates) -> std::borrow::Cow<'_, Plugins> {
+        match &self.user_plugins {
+            Some(user) if !gates.all_off() => {
+                std::borrow::Cow::Owned(crate::defaults::merge_plugins(
+                    crate::defaults::default_plugins_for(gates),
+                    Some(user),
+                ))
+            }
+            _ => std::borrow::Cow::Borrowed(&self.plugins),
+        }
+    }
+
     /// Changes the profile's plugins from code, as editing its `plugins` in the YAML
     /// would: `edit` runs on the merged [`Profile::plugins`] and, when the profile was
     /// built over kube-scheduler's defaults, on the plugins as the user wrote them

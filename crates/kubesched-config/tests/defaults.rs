@@ -186,3 +186,36 @@ fn in_tree_names_cover_default_profile() {
     sorted.sort();
     assert_eq!(sorted, names);
 }
+
+#[test]
+fn gang_scheduling_joins_the_default_profile_last_when_its_gate_is_on() {
+    let gates = kubesched_config::DefaultPluginGates {
+        node_declared_features: true,
+        gang_scheduling: true,
+    };
+    let names: Vec<String> = kubesched_config::default_plugins_for(gates)
+        .multi_point
+        .enabled
+        .iter()
+        .map(|p| p.name.clone())
+        .collect();
+    // kube-scheduler v1.36.1 with both gates lists them in this order.
+    assert_eq!(
+        names[names.len() - 3..],
+        ["DefaultBinder", "NodeDeclaredFeatures", "GangScheduling"]
+    );
+    let off =
+        kubesched_config::default_plugins_for(kubesched_config::DefaultPluginGates::default());
+    assert!(
+        off.multi_point
+            .enabled
+            .iter()
+            .all(|p| p.name != "GangScheduling")
+    );
+    let config = KubeSchedulerConfiguration::default_config();
+    let plugins = config.profiles[0].plugins_for(gates);
+    assert_eq!(
+        plugins.multi_point.enabled.last().map(|p| p.name.as_str()),
+        Some("GangScheduling")
+    );
+}

@@ -207,6 +207,18 @@ pub const GATES: &[Gate] = &[
         what: "the DynamicResources plugin in the default profile",
     },
     Gate {
+        name: "GangScheduling",
+        defaults: [false, false],
+        support: Support::Both,
+        what: "v1.36: the GangScheduling plugin in the default profile (needs GenericWorkload)",
+    },
+    Gate {
+        name: "GenericWorkload",
+        defaults: [false, false],
+        support: Support::Both,
+        what: "v1.36: pods of a scheduling.k8s.io/v1alpha2 PodGroup are scheduled together, in one PodGroup cycle",
+    },
+    Gate {
         name: "ImageVolume",
         defaults: [true, true],
         support: Support::Both,
@@ -262,6 +274,10 @@ pub const GATES: &[Gate] = &[
     },
 ];
 
+/// Gates that need others on (component-base's `Dependencies` of kube's feature list):
+/// each gate with the gates it depends on.
+pub const GATE_DEPENDENCIES: &[(&str, &[&str])] = &[("GangScheduling", &["GenericWorkload"])];
+
 /// The gate of this name, if kubesched knows it.
 pub fn gate(name: &str) -> Option<&'static Gate> {
     GATES.iter().find(|g| g.name == name)
@@ -310,7 +326,33 @@ impl Features {
                 features.set(&name, value)?;
             }
         }
+        features.check_dependencies()?;
         Ok(features)
+    }
+
+    /// Refuses a gate that is on while a gate it depends on is off, with
+    /// component-base's words (`GangScheduling is enabled, but depends on features
+    /// that are disabled: [GenericWorkload]`), as kube-scheduler refuses to start.
+    pub fn check_dependencies(&self) -> Result<(), String> {
+        for (gate, needs) in GATE_DEPENDENCIES {
+            if !self.enabled(gate) {
+                continue;
+            }
+            let off: Vec<&str> = needs.iter().copied().filter(|n| !self.enabled(n)).collect();
+            if !off.is_empty() {
+                return Err(format!(
+                    "{gate} is enabled, but depends on features that are disabled: [{}]",
+                    off.join(" ")
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether pods that name a PodGroup (`spec.schedulingGroup.podGroupName`) are
+    /// scheduled in PodGroup cycles (kube-scheduler v1.36's `genericWorkloadEnabled`).
+    pub fn generic_workload(&self) -> bool {
+        self.enabled("GenericWorkload")
     }
 
     /// Sets one gate. Unknown names and values kubesched does not implement are errors.
@@ -318,6 +360,14 @@ impl Features {
         let Some(g) = gate(name) else {
             return Err(unknown_gate(name));
         };
+        if value
+            && self.version < KubernetesVersion::V1_36
+            && matches!(g.name, "GenericWorkload" | "GangScheduling")
+        {
+            return Err(format!(
+                "feature gate {name}=true: kubesched implements gang scheduling as kube-scheduler v1.36 does (scheduling.k8s.io/v1alpha2), not v1.35's v1alpha1 Workload yet; use --kubernetes-version 1.36"
+            ));
+        }
         if let Support::Only(only) = g.support
             && value != only
         {
@@ -523,5 +573,23 @@ mod tests {
         );
         let f = Features::with_gates(KubernetesVersion::V1_35, ["NodeDeclaredFeatures=true"]);
         assert!(f.unwrap().enabled("NodeDeclaredFeatures"));
+    }
+
+    #[test]
+    fn a_gate_whose_dependency_is_off_is_refused() {
+        let e = Features::with_gates(KubernetesVersion::V1_36, ["GangScheduling=true"]);
+        assert_eq!(
+            e.unwrap_err(),
+            "GangScheduling is enabled, but depends on features that are disabled: [GenericWorkload]"
+        );
+        let f = Features::with_gates(
+            KubernetesVersion::V1_36,
+            ["GangScheduling=true", "GenericWorkload=true"],
+        )
+        .unwrap();
+        assert!(f.generic_workload() && f.enabled("GangScheduling"));
+        assert!(!Features::new(KubernetesVersion::V1_36).generic_workload());
+        let e = Features::with_gates(KubernetesVersion::V1_35, ["GenericWorkload=true"]);
+        assert!(e.unwrap_err().contains("v1alpha1"));
     }
 }

@@ -86,8 +86,8 @@ pub use queue::{
 };
 pub use registry::{Handle, PluginError, PluginFactory, PodBinder, Registry};
 pub use schedule::{
-    Diagnosis, FitError, HostSelection, NodeSearch, Outcome, ScheduleError, ScheduleResult,
-    Scheduler, SchedulerError, SchedulerOptions,
+    Diagnosis, FitError, HostSelection, NodeSearch, Outcome, PodGroupCondition, PodGroupCycle,
+    ScheduleError, ScheduleResult, Scheduler, SchedulerError, SchedulerOptions,
 };
 pub use snapshot::{ChangeMark, ClusterObjects, CustomObject, Snapshot, SnapshotError};
 pub use status::{Code, Reason, Status};

@@ -899,8 +899,24 @@ pub enum Normalization {
         /// Whether the scaled score is taken from [`MAX_NODE_SCORE`] (lower is better).
         reverse: bool,
     },
+    /// The lowest raw score over the feasible nodes to [`MIN_NODE_SCORE`], the
+    /// highest to [`MAX_NODE_SCORE`], linearly in integers ([`min_max_score`]): the
+    /// normalisation of the GPU-sharing simulators' policies (open-simulator's, the
+    /// FGD paper's).
+    MinMax,
     /// Anything else: NormalizeScore runs over every feasible node in every cycle.
     Opaque,
+}
+
+/// One score normalised min–max ([`Normalization::MinMax`]), given the lowest and the
+/// highest raw score over the feasible nodes: `(raw - lowest) * MaxNodeScore /
+/// (highest - lowest)` in integers, [`MIN_NODE_SCORE`] for every node when they are
+/// equal.
+pub fn min_max_score(raw: i64, lowest: i64, highest: i64) -> i64 {
+    if highest == lowest {
+        return MIN_NODE_SCORE;
+    }
+    (raw - lowest) * MAX_NODE_SCORE / (highest - lowest)
 }
 
 /// One score of kube-scheduler's `DefaultNormalizeScore(MaxNodeScore, reverse)`, given

@@ -21,8 +21,12 @@ use crate::snapshot::Snapshot;
 use crate::status::{Code, Status};
 
 mod filtering;
+mod pod_group;
+mod selection;
 
-use filtering::with_rejections;
+pub use pod_group::{PodGroupCondition, PodGroupCycle};
+
+use selection::sorted_other_nodes;
 
 /// kube-scheduler never searches fewer nodes than this (unless the cluster is smaller).
 pub const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
@@ -97,8 +101,11 @@ pub struct Diagnosis {
 
 impl Diagnosis {
     fn add_plugin_status(&mut self, status: &Status) {
+        // Looked up before it is inserted: a diagnosis meets the same plugin on most
+        // of the rejected nodes, and only the first needs its name copied.
         if status.is_rejected()
             && let Some(p) = status.plugin()
+            && !self.unschedulable_plugins.contains(p)
         {
             self.unschedulable_plugins.insert(p.to_string());
         }
@@ -366,6 +373,8 @@ struct Parked {
     assumed: Arc<PodInfo>,
     node: String,
     result: ScheduleResult,
+    /// Permit's Wait status.
+    wait: Status,
 }
 
 /// The nodes that passed Filter.
@@ -373,6 +382,10 @@ enum Passed {
     /// Their indices: in node order for an exhaustive search, in search order
     /// otherwise.
     Listed(Vec<usize>),
+    /// Their indices in node order, from the verdicts incremental scheduling kept:
+    /// every node was evaluated, and the rejected ones are not listed, since only the
+    /// decision is read ([`Scheduler::set_decisions_only`]) and some node passed.
+    Unlisted(Vec<usize>),
     /// Kept by incremental scheduling under the cycle's `key`, which may rank them
     /// ([`IncrementalCache::may_rank`]); `changed` are the nodes that changed since
     /// the key's last cycle.
@@ -674,6 +687,7 @@ impl Scheduler {
                 assumed,
                 node: node.clone(),
                 result: result.clone(),
+                wait: s,
             });
             return Outcome::Waiting { node, result };
         }
@@ -806,6 +820,7 @@ impl Scheduler {
                 assumed,
                 node,
                 result,
+                ..
             } = self.parked.remove(i);
             let outcome = if status.is_success() {
                 self.bind_after_permit(profile, state, &pod, &assumed, node, result)
@@ -848,11 +863,12 @@ impl Scheduler {
             return Err(ScheduleError::NoNodesAvailable);
         }
         let key = self.incremental_key(profile, state, pod);
-        let (passed, mut diagnosis, hint) =
+        let (passed, diagnosis, hint) =
             self.find_nodes_that_fit(profile, state, pod, key.as_ref())?;
         let fwk = self.profiles[profile].clone();
-        let feasible = match passed {
-            Passed::Listed(feasible) => feasible,
+        let (feasible, unlisted) = match passed {
+            Passed::Listed(feasible) => (feasible, false),
+            Passed::Unlisted(feasible) => (feasible, true),
             Passed::Kept { key, changed } => {
                 if let Some(result) = self.schedule_ranked(profile, state, pod, &key, &changed) {
                     return Ok(ScheduleResult {
@@ -860,13 +876,12 @@ impl Scheduler {
                         ..result
                     });
                 }
-                // The full pass over what was kept.
+                // The full pass over what was kept (some node passed, none failed:
+                // `may_rank`), whose rejections are not read.
                 let cache = self.incremental.as_ref().ok_or_else(|| {
                     ScheduleError::Internal(Status::error("incremental scheduling is off"))
                 })?;
-                let (feasible, rejected) = cache.verdicts(&key);
-                diagnosis = with_rejections(diagnosis, rejected)?;
-                feasible
+                (cache.feasible(&key), true)
             }
         };
         if feasible.is_empty() {
@@ -875,7 +890,12 @@ impl Scheduler {
                 diagnosis,
             })));
         }
-        let evaluated = feasible.len() + diagnosis.node_to_status.len();
+        // Every node was evaluated when the rejected ones are not listed.
+        let evaluated = if unlisted {
+            num_nodes
+        } else {
+            feasible.len() + diagnosis.node_to_status.len()
+        };
         if feasible.len() == 1 {
             if let Some(hint) = hint {
                 let chosen = self.snapshot.node_at(feasible[0]).name().to_string();
@@ -892,7 +912,7 @@ impl Scheduler {
             }
             return Ok(ScheduleResult {
                 suggested_host: feasible[0],
-                evaluated_nodes: 1 + diagnosis.node_to_status.len(),
+                evaluated_nodes: evaluated,
                 feasible_nodes: 1,
                 scores: ScoreTable::default(),
                 diagnosis,
@@ -931,6 +951,10 @@ impl Scheduler {
             match scored {
                 Ok(scores) => scores,
                 Err(status) => {
+                    let diagnosis = match (unlisted, &key) {
+                        (true, Some(key)) => self.with_kept_rejections(key, diagnosis)?,
+                        _ => diagnosis,
+                    };
                     return Err(ScheduleError::FailedAfterFilter {
                         status,
                         diagnosis: Box::new(diagnosis),
@@ -965,28 +989,6 @@ impl Scheduler {
         })
     }
 
-    fn select_host(&mut self, scores: &ScoreTable) -> usize {
-        let rows = scores.totals.iter().zip(&scores.node_indices);
-        match self.options.host_selection {
-            // One pass: the highest total, the lowest node index among equals.
-            HostSelection::FirstInNodeOrder => rows
-                .map(|(&total, &index)| (total, std::cmp::Reverse(index)))
-                .max()
-                .map_or(0, |(_, std::cmp::Reverse(index))| index),
-            HostSelection::Random { .. } => {
-                let best = scores.totals.iter().copied().max().unwrap_or(0);
-                let ties = rows.filter(|(t, _)| **t == best).map(|(_, i)| *i);
-                let mut chosen = 0;
-                for (seen, index) in ties.enumerate() {
-                    if self.rng.next().is_multiple_of(seen as u64 + 1) {
-                        chosen = index;
-                    }
-                }
-                chosen
-            }
-        }
-    }
-
     /// The number of feasible nodes after which the adaptive search stops
     /// (kube-scheduler's `numFeasibleNodesToFind`).
     pub fn num_feasible_nodes_to_find(percentage: Option<i32>, num_all_nodes: usize) -> usize {
@@ -1001,21 +1003,4 @@ impl Scheduler {
         let n = (num_all_nodes as i64 * percentage / 100) as usize;
         n.max(MIN_FEASIBLE_NODES_TO_FIND)
     }
-}
-
-/// The scored nodes other than `chosen`, best total first, for batching. Equal totals
-/// keep the order of the score table (node order for an exhaustive search, search
-/// order otherwise).
-fn sorted_other_nodes(scores: &ScoreTable, chosen: usize, snapshot: &Snapshot) -> VecDeque<String> {
-    let mut rows: Vec<(i64, usize)> = scores
-        .totals
-        .iter()
-        .zip(&scores.node_indices)
-        .filter(|(_, i)| **i != chosen)
-        .map(|(&t, &i)| (t, i))
-        .collect();
-    rows.sort_by_key(|&(t, _)| std::cmp::Reverse(t));
-    rows.into_iter()
-        .map(|(_, i)| snapshot.node_at(i).name().to_string())
-        .collect()
 }

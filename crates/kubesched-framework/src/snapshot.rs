@@ -87,46 +87,70 @@ pub struct ChangeMark {
     len: usize,
 }
 
-/// The nodes whose generation changed, in the order they changed, so that what was
-/// computed per node finds the changed ones without comparing every generation. A
-/// clone starts a log of its own (its history diverges from the original's).
+/// A log of what happened to the snapshot's nodes, in order, so that what was computed
+/// per node finds what happened since without comparing every node: which nodes'
+/// generations changed ([`Snapshot::nodes_changed_since`]), how positions moved
+/// ([`Snapshot::moves_since`]). A clone starts logs of its own (its history diverges
+/// from the original's).
 #[derive(Debug)]
-struct ChangeLog {
+struct History<T> {
     /// Unique among logs, so that a mark from another log is not read here.
     id: u64,
-    nodes: Vec<usize>,
+    items: Vec<T>,
 }
 
-impl ChangeLog {
-    fn new() -> ChangeLog {
+impl<T> History<T> {
+    fn new() -> History<T> {
         static NEXT: AtomicU64 = AtomicU64::new(1);
-        ChangeLog {
+        History {
             id: NEXT.fetch_add(1, Ordering::Relaxed),
-            nodes: Vec::new(),
+            items: Vec::new(),
         }
     }
 
-    /// Records a change of node `node`; a log grown far beyond the number of nodes
-    /// starts again (older marks then read nothing, and their holders compare
-    /// generations once).
-    fn record(&mut self, node: usize, nodes: usize) {
-        if self.nodes.len() >= 4 * nodes + 1024 {
-            *self = ChangeLog::new();
+    /// Records `item`; a log grown far beyond the number of nodes starts again (older
+    /// marks then read nothing, and their holders compare generations once).
+    fn record(&mut self, item: T, nodes: usize) {
+        if self.items.len() >= 4 * nodes + 1024 {
+            *self = History::new();
         }
-        self.nodes.push(node);
+        self.items.push(item);
+    }
+
+    fn mark(&self) -> ChangeMark {
+        ChangeMark {
+            log: self.id,
+            len: self.items.len(),
+        }
+    }
+
+    /// What was recorded since `mark`, when it is a mark of this log still kept.
+    fn since(&self, mark: ChangeMark) -> Option<&[T]> {
+        (mark.log == self.id)
+            .then(|| self.items.get(mark.len..))
+            .flatten()
     }
 }
 
-impl Default for ChangeLog {
+impl<T> Default for History<T> {
     fn default() -> Self {
-        ChangeLog::new()
+        History::new()
     }
 }
 
-impl Clone for ChangeLog {
+impl<T> Clone for History<T> {
     fn clone(&self) -> Self {
-        ChangeLog::new()
+        History::new()
     }
+}
+
+/// How a node's position moved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Move {
+    /// A node was added at the end of the node order.
+    Appended,
+    /// The node at this position was removed; the ones after it moved up one place.
+    Removed(usize),
 }
 
 /// The nodes of the cluster with their pods.
@@ -139,7 +163,9 @@ pub struct Snapshot {
     /// Each node's object generation ([`NodeInfo::object_generation`]), in node order.
     object_generations: Vec<u64>,
     /// Which nodes' generations changed, in order.
-    changes: ChangeLog,
+    changes: History<usize>,
+    /// How positions moved (nodes added and removed), in order.
+    moves: History<Move>,
     /// How many pods on the nodes have pod affinity or anti-affinity terms.
     affinity_pods: usize,
     index: HashMap<String, usize>,
@@ -330,10 +356,7 @@ impl Snapshot {
     /// The point in this snapshot's history that [`Snapshot::nodes_changed_since`]
     /// reads from.
     pub fn change_mark(&self) -> ChangeMark {
-        ChangeMark {
-            log: self.changes.id,
-            len: self.changes.nodes.len(),
-        }
+        self.changes.mark()
     }
 
     /// The positions of the nodes whose generation changed since `mark` was taken
@@ -341,9 +364,20 @@ impl Snapshot {
     /// snapshot cannot say: the mark is from another snapshot (a clone included) or
     /// from history it no longer keeps. Then compare every node's generation.
     pub fn nodes_changed_since(&self, mark: ChangeMark) -> Option<&[usize]> {
-        (mark.log == self.changes.id)
-            .then(|| self.changes.nodes.get(mark.len..))
-            .flatten()
+        self.changes.since(mark)
+    }
+
+    /// The point in this snapshot's history of moves that [`Snapshot::moves_since`]
+    /// reads from.
+    pub(crate) fn moves_mark(&self) -> ChangeMark {
+        self.moves.mark()
+    }
+
+    /// How node positions moved since `mark` was taken from this snapshot, in order;
+    /// `None` when the snapshot cannot say (the mark is from another snapshot or from
+    /// history it no longer keeps).
+    pub(crate) fn moves_since(&self, mark: ChangeMark) -> Option<&[Move]> {
+        self.moves.since(mark)
     }
 
     /// Adds a node at the end of the node order, without pods (kube-scheduler's cache
@@ -362,6 +396,7 @@ impl Snapshot {
         self.object_generations.push(info.object_generation());
         self.nodes.push(info);
         self.changes.record(i, self.nodes.len());
+        self.moves.record(Move::Appended, self.nodes.len());
         if has_images {
             self.images_changed();
         }
@@ -399,7 +434,8 @@ impl Snapshot {
     ///
     /// The moved nodes keep their generations, and a generation is never given twice,
     /// so what was computed per position is found stale where a different node now
-    /// stands. The change log starts again: its positions are of the old order.
+    /// stands, unless it follows the move (the snapshot logs it). The change log
+    /// starts again: its positions are of the old order.
     pub fn remove_node(&mut self, name: &str) -> Option<NodeInfo> {
         let i = self.index.remove(name)?;
         let removed = self.nodes.remove(i);
@@ -407,12 +443,14 @@ impl Snapshot {
         self.object_generations.remove(i);
         for (j, info) in self.nodes.iter_mut().enumerate().skip(i) {
             info.set_index(j);
-            if let Some(at) = self.index.get_mut(info.name()) {
-                *at = j;
-            }
+        }
+        // Every position after `i` moves up one: no name needs hashing to find it.
+        for at in self.index.values_mut().filter(|at| **at > i) {
+            *at -= 1;
         }
         self.affinity_pods -= removed.pods().iter().filter(|p| p.has_affinity()).count();
-        self.changes = ChangeLog::new();
+        self.changes = History::new();
+        self.moves.record(Move::Removed(i), self.nodes.len());
         // The image holders are positions: every image with a holder after `i` moved.
         if has_images(removed.node()) || !self.images.is_empty() {
             self.images_changed();
@@ -427,7 +465,7 @@ impl Snapshot {
         self.refresh_image_states();
         self.generations = self.nodes.iter().map(NodeInfo::generation).collect();
         self.object_generations = self.nodes.iter().map(NodeInfo::object_generation).collect();
-        self.changes = ChangeLog::new();
+        self.changes = History::new();
     }
 
     /// Removes a pod (by `namespace/name`) from a node.

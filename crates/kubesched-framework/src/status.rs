@@ -66,8 +66,10 @@ pub type Reason = Cow<'static, str>;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Status {
     // `None` is a plain success: the per-node hot loop returns and drops one null
-    // pointer per plugin call, and only statuses that say something are boxed.
-    detail: Option<Box<Detail>>,
+    // pointer per plugin call, and only statuses that say something are allocated.
+    // Shared, so that a rejection kept for many nodes (incremental scheduling's
+    // columns, a diagnosis) is copied with a count, not with its reasons.
+    detail: Option<Arc<Detail>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -111,7 +113,7 @@ impl Status {
             return Status::success();
         }
         Status {
-            detail: Some(Box::new(Detail {
+            detail: Some(Arc::new(Detail {
                 code,
                 reasons,
                 plugin: None,
@@ -121,14 +123,24 @@ impl Status {
     }
 
     fn detail_mut(&mut self) -> &mut Detail {
-        self.detail.get_or_insert_with(|| {
-            Box::new(Detail {
+        Arc::make_mut(self.detail.get_or_insert_with(|| {
+            Arc::new(Detail {
                 code: Code::Success,
                 reasons: SmallVec::new(),
                 plugin: None,
                 notes: Vec::new(),
             })
-        })
+        }))
+    }
+
+    /// Whether `other` is a copy of this status (a clone shares its detail): then
+    /// they are equal, without comparing their reasons.
+    pub(crate) fn is_copy_of(&self, other: &Status) -> bool {
+        match (&self.detail, &other.detail) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        }
     }
 
     /// An `Error` status carrying an error message.
@@ -305,6 +317,19 @@ mod tests {
         s.push_reason("note");
         assert!(s.is_success());
         assert_eq!(s.message(), "note");
+    }
+
+    #[test]
+    fn a_clone_is_a_copy_and_an_equal_status_is_not() {
+        let s = Status::new(Code::Unschedulable, "x");
+        assert!(s.is_copy_of(&s.clone()));
+        assert!(!s.is_copy_of(&Status::new(Code::Unschedulable, "x")));
+        assert!(Status::success().is_copy_of(&Status::success()));
+        // Changing a copy leaves the original alone.
+        let mut copy = s.clone();
+        copy.push_reason("y");
+        assert_eq!(s.message(), "x");
+        assert!(!s.is_copy_of(&copy));
     }
 
     #[test]

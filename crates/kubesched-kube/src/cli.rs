@@ -107,11 +107,16 @@ async fn run_async(args: RunArgs, plugins: Registry) -> Result<(), Failure> {
     use Failure::{Runtime as Fail, Usage};
     // Gate names and the values kubesched implements do not depend on the version:
     // a bad flag is a usage error before anything is contacted.
-    kubesched_framework::Features::with_gates(
+    let gates = kubesched_framework::Features::with_gates(
         kubesched_framework::KubernetesVersion::LATEST,
         args.feature_gates.iter().map(String::as_str),
     )
     .map_err(|e| Usage(format!("--feature-gates: {e}")))?;
+    if gates.generic_workload() {
+        return Err(Usage(
+            "--feature-gates GenericWorkload=true: run does not schedule PodGroups yet (no PodGroup cycle, no PodGroupScheduled condition); simulate does (docs/gangs-and-quotas.md)".into(),
+        ));
+    }
     let source = args.config.display().to_string();
     let text = std::fs::read_to_string(&args.config)
         .map_err(|e| Usage(format!("{source}: cannot read: {e}")))?;

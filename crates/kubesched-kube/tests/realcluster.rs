@@ -13,6 +13,8 @@
 mod cache_scenarios;
 #[path = "realcluster_scenarios/extended.rs"]
 mod extended_scenarios;
+#[path = "realcluster_scenarios/gang.rs"]
+mod gang_scenarios;
 #[path = "realcluster_scenarios/lesson.rs"]
 mod lesson_scenario;
 #[path = "realcluster_scenarios/load.rs"]
@@ -46,6 +48,7 @@ use support::realcluster::Cluster;
 const NEED_KUBE_SCHEDULER: &[&str] = &[
     "the lesson end to end",
     "extended resources backed by DRA, as the real kube-scheduler",
+    "gang scheduling (PodGroups), as the real kube-scheduler",
 ];
 
 type Scenario = for<'a> fn(&'a mut Cluster) -> Pin<Box<dyn Future<Output = ()> + 'a>>;
@@ -113,6 +116,10 @@ fn against_a_real_api_server() {
         (
             "extended resources backed by DRA, as the real kube-scheduler",
             |c| Box::pin(extended_scenarios::extended_resources(c)),
+        ),
+        (
+            "gang scheduling (PodGroups), as the real kube-scheduler",
+            |c| Box::pin(gang_scenarios::gangs(c)),
         ),
     ];
     // KUBESCHED_REALCLUSTER_ONLY=text runs only the scenarios whose name contains it.
@@ -320,6 +327,22 @@ impl Drop for KubeScheduler {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// `kubectl ARGS` as the admin; what it printed on standard output. A failure fails
+/// the test with kubectl's standard error.
+fn kubectl(cluster: &Cluster, args: &[&str]) -> String {
+    let out = Command::new(cluster.kubectl())
+        .arg(format!("--kubeconfig={}", cluster.kubeconfig.display()))
+        .args(args)
+        .output()
+        .expect("kubectl");
+    assert!(
+        out.status.success(),
+        "kubectl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// `kubectl apply` of a file of the repository.

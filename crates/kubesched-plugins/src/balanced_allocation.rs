@@ -142,10 +142,14 @@ impl Plugin for BalancedAllocation {
         NAME
     }
     // kube-scheduler v1.36.1: the requests with overheads, DRAExtendedResource or not.
-    /// The score reads the pod's requests and the node's; extended resources that
-    /// DeviceClasses may back are left to a full pass.
+    /// The score reads the pod's requests and the node's; a scored extended resource
+    /// that DeviceClasses may back is left to a full pass.
     fn node_scoped(&self, pod: &PodInfo, _snapshot: &kubesched_framework::Snapshot) -> bool {
-        !crate::helper::requests_extended_resources(pod)
+        let scores_extended = self.kinds.iter().any(|kind| {
+            matches!(kind, ResourceKind::Other { name, .. }
+                if kubesched_framework::resource::is_extended_resource_name(name))
+        });
+        !scores_extended || !crate::helper::requests_extended_resources(pod)
     }
     fn sign_pod(
         &self,

@@ -66,6 +66,27 @@ pub fn requests_extended_resources(pod: &kubesched_framework::PodInfo) -> bool {
         .any(|name| kubesched_framework::resource::is_extended_resource_name(name))
 }
 
+/// Whether a DeviceClass of `dra`'s catalog backs an extended resource the pod
+/// requests (DRAExtendedResource): the request may then be met from devices, which
+/// other nodes' pods share, rather than from the node's allocatable.
+pub fn dra_backs_requested_extended_resources(
+    pod: &kubesched_framework::PodInfo,
+    dra: &kubesched_framework::DraState,
+) -> bool {
+    let mut extended = pod
+        .resources()
+        .requests
+        .scalar_resources
+        .keys()
+        .filter(|name| kubesched_framework::resource::is_extended_resource_name(name))
+        .peekable();
+    if extended.peek().is_none() {
+        return false;
+    }
+    let catalog = dra.catalog();
+    extended.any(|name| catalog.class_for_extended_resource(name).is_some())
+}
+
 /// Whether every volume of the pod is a ConfigMap, Secret, downward API, projected or
 /// emptyDir volume (none that the volume plugins look up beside the node).
 pub fn only_synthetic_volumes(pod: &kubesched_framework::PodInfo) -> bool {

@@ -46,6 +46,7 @@ pub mod default_preemption;
 mod divisor;
 pub mod dynamic_resources;
 pub mod events;
+pub mod gang_scheduling;
 pub mod helper;
 pub mod image_locality;
 pub mod inter_pod_affinity;
@@ -126,6 +127,7 @@ pub fn in_tree_registry() -> Registry {
             .expect("in-tree plugin names are unique");
     };
     add(priority_sort::NAME, stateless::<PrioritySort>);
+    add(gang_scheduling::NAME, gang_scheduling::new);
     add(scheduling_gates::NAME, stateless::<SchedulingGates>);
     add(node_unschedulable::NAME, stateless::<NodeUnschedulable>);
     add(node_name::NAME, stateless::<NodeName>);

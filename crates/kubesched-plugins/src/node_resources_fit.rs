@@ -7,8 +7,10 @@
 //! (allocatable 0 or absent) is left to DynamicResources when a DeviceClass backs it
 //! (kube-scheduler's `shouldDelegateResourceToDRA`).
 
-use std::collections::BTreeSet;
-use std::sync::Arc;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, OnceLock, RwLock};
+
+use smallvec::SmallVec;
 
 use kubesched_config::args::{
     NodeResourcesFitArgs, ResourceSpec, ScoringStrategyType, UtilizationShapePoint,
@@ -16,7 +18,7 @@ use kubesched_config::args::{
 use kubesched_framework::resource::is_extended_resource_name;
 use kubesched_framework::{
     Code, CycleState, FilterPlugin, MAX_NODE_SCORE, NodeInfo, Plugin, PodInfo, PreScorePlugin,
-    ScorePlugin, Snapshot, Status, filter_where,
+    Reason, ScorePlugin, Snapshot, Status, filter_where,
 };
 
 use crate::divisor::RecentDivisor;
@@ -54,17 +56,43 @@ impl InsufficientResource {
     /// request, and the node's allocatable ("Insufficient cpu: the pod requests 1500m;
     /// 3200m of the node's 4 allocatable is requested, 800m free").
     pub fn explain(&self) -> String {
-        let show = |v: i64| show_amount(&self.resource_name, v);
+        Shortfall {
+            resource_name: &self.resource_name,
+            reason: Reason::Owned(self.reason.clone()),
+            requested: self.requested,
+            used: self.used,
+            capacity: self.capacity,
+            unresolvable: self.unresolvable,
+        }
+        .explain()
+    }
+}
+
+/// A resource a node is short of, as the per-node filter meets it: the name borrowed
+/// and the reason built without allocating for the resources every cluster has.
+struct Shortfall<'a> {
+    resource_name: &'a str,
+    reason: Reason,
+    requested: i64,
+    used: i64,
+    capacity: i64,
+    unresolvable: bool,
+}
+
+impl Shortfall<'_> {
+    /// [`InsufficientResource::explain`].
+    fn explain(&self) -> String {
+        let reason = &self.reason;
+        let show = |v: i64| show_amount(self.resource_name, v);
         if self.resource_name == "pods" {
             return format!(
-                "{}: {} pod(s) on the node, which allows {}",
-                self.reason, self.used, self.capacity
+                "{reason}: {} pod(s) on the node, which allows {}",
+                self.used, self.capacity
             );
         }
         let free = self.capacity.saturating_sub(self.used).max(0);
         let mut line = format!(
-            "{}: the pod requests {}; {} of the node's {} allocatable is requested, {} free",
-            self.reason,
+            "{reason}: the pod requests {}; {} of the node's {} allocatable is requested, {} free",
             show(self.requested),
             show(self.used),
             show(self.capacity),
@@ -76,6 +104,36 @@ impl InsufficientResource {
         line
     }
 }
+
+/// "Insufficient {name}", built once per resource name for the life of the program:
+/// a filter rejecting thousands of nodes for a scalar resource (an extended resource,
+/// hugepages) would otherwise format the same reason on each. The names a cluster
+/// uses are few; past [`INTERNED_REASONS`] of them, a reason is formatted each time.
+fn insufficient(name: &str) -> Reason {
+    match name {
+        "cpu" => return Reason::Borrowed("Insufficient cpu"),
+        "memory" => return Reason::Borrowed("Insufficient memory"),
+        "ephemeral-storage" => return Reason::Borrowed("Insufficient ephemeral-storage"),
+        _ => {}
+    }
+    static KEPT: OnceLock<RwLock<HashMap<Box<str>, &'static str>>> = OnceLock::new();
+    let kept = KEPT.get_or_init(Default::default);
+    if let Some(reason) = kept.read().unwrap_or_else(|e| e.into_inner()).get(name) {
+        return Reason::Borrowed(reason);
+    }
+    let reason = format!("Insufficient {name}");
+    let mut kept = kept.write().unwrap_or_else(|e| e.into_inner());
+    if kept.len() >= INTERNED_REASONS {
+        return Reason::Owned(reason);
+    }
+    let reason: &'static str = kept
+        .entry(name.into())
+        .or_insert_with(|| Box::leak(reason.into_boxed_str()));
+    Reason::Borrowed(reason)
+}
+
+/// How many scalar resources' reasons [`insufficient`] keeps.
+const INTERNED_REASONS: usize = 256;
 
 /// An amount of `resource` as a quantity people read: cpu in cores or millicores,
 /// byte resources with the largest binary suffix that divides them exactly, anything
@@ -172,8 +230,9 @@ impl NodeResourcesFit {
     }
 
     /// `true` when `insufficient_resources` is sure to be empty, `false` when it might
-    /// not be: the per-node fast path, with plain comparisons and no allocation. A pod
-    /// requesting scalar resources always takes the full check.
+    /// not be: the per-node fast path, with plain comparisons and no allocation. A
+    /// scalar resource that fits needs no more thought: ignoring it or leaving it to
+    /// DRA only ever excuses a shortfall.
     fn surely_fits(pod: &PodInfo, node: &NodeInfo) -> bool {
         let req = pod.requests();
         let counts = node.counts();
@@ -186,7 +245,10 @@ impl NodeResourcesFit {
                 alloc.ephemeral_storage,
                 used.ephemeral_storage,
             )
-            && req.scalar_resources.is_empty()
+            && req.scalar_resources.iter().all(|(name, &want)| {
+                let (alloc, used) = (node.allocatable(), node.requested());
+                !is_short(want, alloc.scalar(name), used.scalar(name))
+            })
     }
 
     /// Every resource `node` is short of for `pod`, in kube-scheduler's order.
@@ -195,33 +257,47 @@ impl NodeResourcesFit {
         pod: &PodInfo,
         node: &NodeInfo,
     ) -> Vec<InsufficientResource> {
+        let mut out = Vec::new();
+        self.for_each_shortfall(pod, node, |s| {
+            out.push(InsufficientResource {
+                resource_name: s.resource_name.to_string(),
+                reason: s.reason.into_owned(),
+                requested: s.requested,
+                used: s.used,
+                capacity: s.capacity,
+                unresolvable: s.unresolvable,
+            });
+        });
+        out
+    }
+
+    /// Visits every resource `node` is short of for `pod`, in kube-scheduler's order
+    /// (`fitsRequest`).
+    fn for_each_shortfall(
+        &self,
+        pod: &PodInfo,
+        node: &NodeInfo,
+        mut visit: impl FnMut(Shortfall<'_>),
+    ) {
         let req = pod.requests();
         let alloc = node.allocatable();
         let used = node.requested();
-        let mut out = Vec::new();
         let pods = node.pods().len() as i64;
         if pods + 1 > alloc.allowed_pod_number {
-            out.push(InsufficientResource {
-                resource_name: "pods".into(),
-                reason: "Too many pods".into(),
+            visit(Shortfall {
+                resource_name: "pods",
+                reason: Reason::Borrowed("Too many pods"),
                 requested: 1,
                 used: pods,
                 capacity: alloc.allowed_pod_number,
                 unresolvable: false,
             });
         }
-        if req.milli_cpu == 0
-            && req.memory == 0
-            && req.ephemeral_storage == 0
-            && req.scalar_resources.is_empty()
-        {
-            return out;
-        }
         let mut check = |name: &str, want: i64, have: i64, used: i64| {
             if is_short(want, have, used) {
-                out.push(InsufficientResource {
-                    resource_name: name.to_string(),
-                    reason: format!("Insufficient {name}"),
+                visit(Shortfall {
+                    resource_name: name,
+                    reason: insufficient(name),
                     requested: want,
                     used,
                     capacity: have,
@@ -237,14 +313,14 @@ impl NodeResourcesFit {
             alloc.ephemeral_storage,
             used.ephemeral_storage,
         );
+        // Only ignored resources make a name's kind matter (and checking it builds a
+        // string: not per node when nothing is ignored).
+        let ignoring =
+            !(self.ignored_resources.is_empty() && self.ignored_resource_groups.is_empty());
         for (name, &want) in &req.scalar_resources {
             if want == 0 {
                 continue;
             }
-            // Only ignored resources make the name's kind matter (and checking it
-            // builds a string: not per node when nothing is ignored).
-            let ignoring =
-                !(self.ignored_resources.is_empty() && self.ignored_resource_groups.is_empty());
             if ignoring && is_extended_resource_name(name) {
                 let group = name.split('/').next().unwrap_or("");
                 if self.ignored_resources.contains(name)
@@ -253,21 +329,11 @@ impl NodeResourcesFit {
                     continue;
                 }
             }
-            if self.delegates_to_dra(name, alloc.scalar(name)) {
-                continue;
-            }
-            if want > alloc.scalar(name) - used.scalar(name) {
-                out.push(InsufficientResource {
-                    resource_name: name.clone(),
-                    reason: format!("Insufficient {name}"),
-                    requested: want,
-                    used: used.scalar(name),
-                    capacity: alloc.scalar(name),
-                    unresolvable: want > alloc.scalar(name),
-                });
+            let (have, in_use) = (alloc.scalar(name), used.scalar(name));
+            if want > have - in_use && !self.delegates_to_dra(name, have) {
+                check(name, want, have, in_use);
             }
         }
-        out
     }
 
     /// The scores of `nodes` for a pod requesting `pod_requests` (one per scored
@@ -422,8 +488,13 @@ impl Plugin for NodeResourcesFit {
     fn node_local(&self, pod: &PodInfo) -> bool {
         !self.extended_resource_gate || !crate::helper::requests_extended_resources(pod)
     }
+    /// Also node by node when no DeviceClass backs the pod's extended resources now.
     fn node_scoped(&self, pod: &PodInfo, _snapshot: &kubesched_framework::Snapshot) -> bool {
         self.node_local(pod)
+            || self
+                .extended_resources
+                .as_ref()
+                .is_some_and(|dra| !crate::helper::dra_backs_requested_extended_resources(pod, dra))
     }
     fn sign_pod(
         &self,
@@ -468,21 +539,25 @@ impl FilterPlugin for NodeResourcesFit {
         if Self::surely_fits(pod, node) {
             return Status::success();
         }
-        let short = self.insufficient_resources(pod, node);
-        if short.is_empty() {
+        let mut reasons: SmallVec<[Reason; 2]> = SmallVec::new();
+        let mut notes = Vec::new();
+        let mut unresolvable = false;
+        self.for_each_shortfall(pod, node, |s| {
+            if state.explain() {
+                notes.push(s.explain());
+            }
+            unresolvable |= s.unresolvable;
+            reasons.push(s.reason);
+        });
+        if reasons.is_empty() {
             return Status::success();
         }
-        let code = if short.iter().any(|r| r.unresolvable) {
+        let code = if unresolvable {
             Code::UnschedulableAndUnresolvable
         } else {
             Code::Unschedulable
         };
-        let notes: Vec<String> = if state.explain() {
-            short.iter().map(InsufficientResource::explain).collect()
-        } else {
-            Vec::new()
-        };
-        Status::with_reasons(code, short.into_iter().map(|r| r.reason)).with_notes(notes)
+        Status::with_reasons(code, reasons).with_notes(notes)
     }
 
     fn filter_nodes(

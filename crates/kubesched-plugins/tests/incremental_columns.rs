@@ -4,7 +4,8 @@
 //! (`Plugin::reads_node_pods` is false) is asked about each node once for all pods,
 //! whatever their shape; one that reads the pods on the node is asked again only about
 //! the node a placement changed, and once per node for each new part. The decisions
-//! are those of the full pass.
+//! are those of the full pass, and so are the rejections a failed Score reports when
+//! only decisions are read.
 
 mod support;
 
@@ -17,7 +18,7 @@ use kubesched_config::KubeSchedulerConfiguration;
 use kubesched_framework::signature::SignFragment;
 use kubesched_framework::{
     Code, CycleState, FilterPlugin, Framework, Handle, NodeInfo, NodeSearch, Outcome, Plugin,
-    PodInfo, Scheduler, SchedulerOptions, ScorePlugin, Snapshot, Status,
+    PodInfo, ScheduleError, Scheduler, SchedulerOptions, ScorePlugin, Snapshot, Status,
 };
 use support::{number, numbered_nodes};
 
@@ -64,7 +65,8 @@ impl ScorePlugin for NodeObject {
 }
 
 /// Takes at most `size` pods per node (the pod's `size` label, its part of the
-/// signature) and prefers emptier nodes: reads the pods on the node.
+/// signature with its `fail` label) and prefers emptier nodes: reads the pods on the
+/// node. Its Score fails for a pod labelled `fail`.
 struct PodsOnNode(Arc<AtomicUsize>);
 
 fn size(pod: &PodInfo) -> usize {
@@ -79,7 +81,8 @@ impl Plugin for PodsOnNode {
         true
     }
     fn sign_pod(&self, pod: &PodInfo) -> Result<Vec<SignFragment>, Status> {
-        Ok(vec![SignFragment::json("test/size", &size(pod))])
+        let fails = pod.label("fail").is_some();
+        Ok(vec![SignFragment::json("test/size", &(size(pod), fails))])
     }
     fn as_filter(self: Arc<Self>) -> Option<Arc<dyn FilterPlugin>> {
         Some(self)
@@ -101,8 +104,11 @@ impl FilterPlugin for PodsOnNode {
 }
 
 impl ScorePlugin for PodsOnNode {
-    fn score(&self, _: &CycleState, _: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+    fn score(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
         self.0.fetch_add(1, Ordering::Relaxed);
+        if pod.label("fail").is_some() {
+            return Err(Status::error("score failed"));
+        }
         Ok(100 - 10 * node.pods().len().min(10) as i64)
     }
 }
@@ -238,4 +244,40 @@ fn a_plugin_that_reads_the_node_object_is_asked_once_per_node_and_part() {
         );
     }
     assert_eq!(placed, 26);
+}
+
+/// The rejections and the plugins behind them that a Score failure reports, as text.
+fn failure(outcome: Outcome) -> String {
+    match outcome {
+        Outcome::Unschedulable {
+            error: ScheduleError::FailedAfterFilter { status, diagnosis },
+            ..
+        } => format!(
+            "{status:?} {:?} {:?}",
+            diagnosis.node_to_status.statuses, diagnosis.unschedulable_plugins
+        ),
+        other => panic!("not a failure after Filter: {other:?}"),
+    }
+}
+
+#[test]
+fn a_score_failure_reports_the_rejections_of_the_full_pass_when_only_decisions_are_read() {
+    let (mut decisions, _, _) = scheduler(true);
+    decisions.set_decisions_only(true);
+    let (mut full, _, _) = scheduler(false);
+    for i in 0..6 {
+        let p = pod(&format!("a-{i}"), 1);
+        assert_eq!(place(&mut decisions, &p), place(&mut full, &p));
+    }
+    // The first pod of the shape takes the full pass, the second the kept verdicts.
+    for i in 0..2 {
+        let mut p = (*pod(&format!("f-{i}"), 1).pod()).clone();
+        p.metadata
+            .labels
+            .get_or_insert_default()
+            .insert("fail".into(), "yes".into());
+        let p = Arc::new(PodInfo::new(Arc::new(p)).expect("pod"));
+        let (kept, passed) = (decisions.schedule_one(&p), full.schedule_one(&p));
+        assert_eq!(failure(kept), failure(passed), "f-{i}");
+    }
 }

@@ -279,13 +279,13 @@ struct Timed {
     prepared: Prepared,
     /// The cluster's nodes or objects changed since the snapshot was built.
     dirty: bool,
-    /// Nodes were added, changed or removed in the snapshot in place since `load` and
-    /// `names` were computed: both are computed again once, before the next attempt
-    /// or sample (not once per node, which made a cluster's nodes at time 0 cost n²).
-    views_stale: bool,
+    /// Nodes were added or removed in the snapshot in place while an attempt still
+    /// held `names`: they are listed again once, before the next attempt.
+    names_stale: bool,
     /// What the snapshot's nodes offer and their pods request, kept in step with each
-    /// binding and removal (so a sample costs no pass over the nodes).
+    /// binding, removal and node change (so a sample costs no pass over the nodes).
     load: crate::summary::Load,
+    /// The snapshot's node names, kept in step with each node added and removed.
     names: Arc<NodeNames>,
     queue: SchedulingQueue,
     clock: Arc<FakeClock>,
@@ -390,7 +390,7 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
                 load: load(prepared.scheduler.snapshot()),
                 prepared,
                 dirty: false,
-                views_stale: false,
+                names_stale: false,
                 names,
                 queue,
                 clock,
@@ -810,15 +810,26 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
         let orphans = old.is_none() && !self.cluster.pods_on(node_name(&node)).is_empty();
         match self.timed.as_mut() {
             Some(timed) if !timed.dirty && !orphans => {
+                let name = node_name(&node).to_string();
                 let snapshot = timed.prepared.scheduler.snapshot_mut();
+                if let Some(i) = snapshot.index_of(&name) {
+                    add_node_load(&mut timed.load, snapshot.node_at(i), -1);
+                }
                 let done = match old {
                     None => snapshot.add_node(node).is_ok(),
                     Some(_) => snapshot.update_node(node).unwrap_or(false),
                 };
-                if done {
-                    timed.views_stale = true;
-                } else {
-                    timed.dirty = true;
+                match snapshot.index_of(&name) {
+                    Some(i) if done => {
+                        add_node_load(&mut timed.load, snapshot.node_at(i), 1);
+                        if old.is_none() {
+                            match Arc::get_mut(&mut timed.names) {
+                                Some(names) => names.push(name),
+                                None => timed.names_stale = true,
+                            }
+                        }
+                    }
+                    _ => timed.dirty = true,
                 }
             }
             _ => self.mark_dirty(),
@@ -837,16 +848,17 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
         // Out of the snapshot as it stands: the nodes after it move up one place.
         match self.timed.as_mut() {
             Some(timed) if !timed.dirty => {
-                if timed
-                    .prepared
-                    .scheduler
-                    .snapshot_mut()
-                    .remove_node(name)
-                    .is_some()
-                {
-                    timed.views_stale = true;
-                } else {
-                    timed.dirty = true;
+                let snapshot = timed.prepared.scheduler.snapshot_mut();
+                let at = snapshot.index_of(name);
+                match (at, snapshot.remove_node(name)) {
+                    (Some(at), Some(removed)) => {
+                        add_node_load(&mut timed.load, &removed, -1);
+                        match Arc::get_mut(&mut timed.names) {
+                            Some(names) => names.remove(at),
+                            None => timed.names_stale = true,
+                        }
+                    }
+                    _ => timed.dirty = true,
                 }
             }
             _ => self.mark_dirty(),
@@ -963,15 +975,14 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
             return;
         };
         if !timed.dirty {
-            if timed.views_stale {
-                timed.views_stale = false;
-                timed.load = load(timed.prepared.scheduler.snapshot());
+            if timed.names_stale {
+                timed.names_stale = false;
                 timed.names = Arc::new(NodeNames::new(timed.prepared.node_order()));
             }
             return;
         }
         timed.dirty = false;
-        timed.views_stale = false;
+        timed.names_stale = false;
         let old = timed.prepared.scheduler.snapshot();
         let mut had: HashMap<&str, &Arc<PodInfo>> = HashMap::new();
         for p in old.nodes().iter().flat_map(|n| n.pods()) {
@@ -1058,7 +1069,7 @@ fn node_loads(snapshot: &Snapshot) -> Vec<NodeLoad> {
         .iter()
         .map(|n| {
             let mut load = crate::summary::Load::default();
-            add_node_load(&mut load, n);
+            add_node_load(&mut load, n, 1);
             NodeLoad {
                 node: n.name().to_string(),
                 pods: n.pods().len(),
@@ -1068,16 +1079,13 @@ fn node_loads(snapshot: &Snapshot) -> Vec<NodeLoad> {
         .collect()
 }
 
-fn add_node_load(load: &mut crate::summary::Load, n: &kubesched_framework::NodeInfo) {
+/// Adds (`sign` 1) or takes away (`sign` -1) what node `n` offers and its pods request.
+fn add_node_load(load: &mut crate::summary::Load, n: &kubesched_framework::NodeInfo, sign: i64) {
     let (a, r) = (n.allocatable(), n.requested());
-    load.add("cpu", a.milli_cpu, r.milli_cpu);
-    load.add("memory", a.memory, r.memory);
+    load.add("cpu", sign * a.milli_cpu, sign * r.milli_cpu);
+    load.add("memory", sign * a.memory, sign * r.memory);
     for (name, value) in &a.scalar_resources {
-        load.add(
-            name,
-            *value,
-            r.scalar_resources.get(name).copied().unwrap_or(0),
-        );
+        load.add(name, sign * value, sign * r.scalar(name));
     }
 }
 
@@ -1085,7 +1093,7 @@ fn add_node_load(load: &mut crate::summary::Load, n: &kubesched_framework::NodeI
 fn load(snapshot: &Snapshot) -> crate::summary::Load {
     let mut load = crate::summary::Load::default();
     for n in snapshot.nodes() {
-        add_node_load(&mut load, n);
+        add_node_load(&mut load, n, 1);
     }
     load
 }

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kubesched_sim::scenario::{self, ConfigDocument, OtherObject, Scenario, Source};
+use kubesched_sim::scenario::{self, ConfigDocument, OtherObject, Scenario};
 use serde_json::Value;
 
 /// A pod of the replay and what the replay knows about it.
@@ -356,11 +356,7 @@ pub fn parse_duration(text: &str) -> Result<f64, String> {
 /// Decodes one object of a trace line through the scenario loader (strictly, with the
 /// loader's defaults), named `source` in messages.
 pub(crate) fn decode(object: &Value, source: &str) -> Result<Decoded, String> {
-    let loaded = scenario::load(&[Source {
-        name: source.to_string(),
-        text: object.to_string(),
-    }])
-    .map_err(|e| e.to_string())?;
+    let loaded = scenario::load_value(source, object.clone()).map_err(|e| e.to_string())?;
     if let Some(node) = loaded.nodes.into_iter().next() {
         return Ok(Decoded::Node(node));
     }

@@ -400,3 +400,60 @@ fn a_recorded_binding_is_another_schedulers_decision_and_is_ignored() {
         "{seen:?}"
     );
 }
+
+/// Nodes deleted, added and cordoned between pods of a few shapes: what exact
+/// incremental scheduling kept follows the nodes as their places move, and every
+/// attempt is what the full pass gives, with per-node detail and with decisions only.
+#[test]
+fn kept_verdicts_follow_nodes_deleted_and_added() {
+    let nodes: Vec<Value> = (0..24)
+        .map(|i| node(&format!("n{i:02}"), ["2", "4", "8"][i % 3]))
+        .collect();
+    let mut events = Vec::new();
+    let mut next_node = 24;
+    let mut live: Vec<String> = (0..24).map(|i| format!("n{i:02}")).collect();
+    let mut seed: u64 = 7;
+    let mut draw = |n: u64| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) % n
+    };
+    for i in 0..300 {
+        let time = f64::from(i);
+        let cpu = ["250m", "500m", "1"][draw(3) as usize];
+        events.push(json!({"time": time, "apply": pod(&format!("p{i:03}"), cpu),
+            "duration": 5 + draw(40)}));
+        match draw(6) {
+            0 if live.len() > 8 => {
+                let gone = live.remove(draw(live.len() as u64) as usize);
+                events.push(json!({"time": time + 0.5, "delete": {"kind": "Node", "name": gone}}));
+            }
+            1 => {
+                let name = format!("n{next_node:02}");
+                next_node += 1;
+                events.push(json!({"time": time + 0.5, "apply": node(&name, "4")}));
+                live.push(name);
+            }
+            2 => {
+                let name = &live[draw(live.len() as u64) as usize];
+                events.push(json!({"time": time + 0.5, "cordon": name}));
+            }
+            _ => {}
+        }
+    }
+    for detail in [kubesched_sim::Detail::All, kubesched_sim::Detail::None] {
+        let options = |incremental: bool| ReplayOptions {
+            simulation: kubesched_sim::SimulationOptions {
+                incremental,
+                detail,
+                ..Default::default()
+            },
+            ..ReplayOptions::default()
+        };
+        let (kept, summary) = run(&nodes, &events, &options(true));
+        let (full, _) = run(&nodes, &events, &options(false));
+        assert_eq!(kept, full, "{detail:?}");
+        assert!(summary.scheduled > 250, "{summary:?}");
+    }
+}

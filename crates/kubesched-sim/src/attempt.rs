@@ -33,6 +33,20 @@ impl NodeNames {
         }
     }
 
+    /// A node added at the end of the node order (as
+    /// [`Snapshot::add_node`](kubesched_framework::Snapshot::add_node) adds it).
+    pub fn push(&mut self, name: String) {
+        Arc::make_mut(&mut self.order).push(name);
+        self.by_name = OnceLock::new();
+    }
+
+    /// The node at `index` removed, the ones after it moved up (as
+    /// [`Snapshot::remove_node`](kubesched_framework::Snapshot::remove_node) does).
+    pub fn remove(&mut self, index: usize) {
+        Arc::make_mut(&mut self.order).remove(index);
+        self.by_name = OnceLock::new();
+    }
+
     /// The names in node order.
     pub fn order(&self) -> &Arc<Vec<String>> {
         &self.order

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use kubesched_config::KubeSchedulerConfiguration;
 use kubesched_framework::{
     ClusterObjects, CustomObject, DraState, Features, Framework, Handle, HostSelection, NodeSearch,
-    NominationCandidate, Outcome, PodInfo, QueuedPodInfo, Registry, ScheduleError, Scheduler,
-    SchedulerOptions, ScoreTable, Snapshot,
+    NominationCandidate, Outcome, PodGroupCondition, PodInfo, QueuedPodInfo, Registry,
+    ScheduleError, Scheduler, SchedulerOptions, ScoreTable, Snapshot,
 };
 
 use crate::attempt::{Attempt, NodeNames};
@@ -369,6 +369,12 @@ pub struct Prepared {
     pub config_source: String,
     /// How much per-node detail each result records.
     pub detail: Detail,
+    /// Whether the `GenericWorkload` gate is on: the pods that name a PodGroup are
+    /// attempted together, in one PodGroup cycle (kube-scheduler v1.36).
+    pub generic_workload: bool,
+    /// The `PodGroupScheduled` condition each PodGroup cycle wrote, by the group's
+    /// `namespace/name`, in the order the cycles ran.
+    pub pod_groups: Vec<(String, PodGroupCondition)>,
 }
 
 /// What happened to one pod, without the per-node details (for benchmarks).
@@ -463,6 +469,8 @@ pub fn prepare(
         warnings,
         config_source,
         detail: options.detail,
+        generic_workload: options.features.generic_workload(),
+        pod_groups: Vec::new(),
     })
 }
 
@@ -520,7 +528,18 @@ impl Prepared {
         // Attempts in attempt order; a pod waiting at Permit holds its line (and every
         // line after it) until it is allowed or rejected.
         let mut held: VecDeque<(Attempt, Option<String>)> = VecDeque::new();
+        let mut in_groups = std::collections::HashSet::new();
         for queued in &queue {
+            if in_groups.contains(queued.pod_info.uid()) {
+                continue;
+            }
+            if self.generic_workload
+                && kubesched_plugins::gang_scheduling::pod_group_name(&queued.pod_info).is_some()
+            {
+                count += self.attempt_pod_group(&queue, queued, &names, &mut in_groups, &mut held);
+                flush(&mut held, &mut sink)?;
+                continue;
+            }
             loop {
                 let (attempt, waiting) = self.attempt_inner(&queued.pod_info, &names);
                 let evicted = match &attempt.outcome {
@@ -685,7 +704,7 @@ impl Prepared {
 }
 
 /// Writes a scheduler outcome into an attempt.
-fn apply(attempt: &mut Attempt, outcome: Outcome) {
+pub(crate) fn apply(attempt: &mut Attempt, outcome: Outcome) {
     match outcome {
         Outcome::NotOurs => {}
         Outcome::Gated(_) => attempt.outcome = PodOutcome::Gated(Vec::new()),
@@ -726,7 +745,10 @@ fn apply(attempt: &mut Attempt, outcome: Outcome) {
 }
 
 /// Gives each held attempt whose pod was decided at Permit its final outcome.
-fn settle(held: &mut VecDeque<(Attempt, Option<String>)>, resolved: Vec<(Arc<PodInfo>, Outcome)>) {
+pub(crate) fn settle(
+    held: &mut VecDeque<(Attempt, Option<String>)>,
+    resolved: Vec<(Arc<PodInfo>, Outcome)>,
+) {
     for (pod, outcome) in resolved {
         if let Some((attempt, waiting)) = held
             .iter_mut()

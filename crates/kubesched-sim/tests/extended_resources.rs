@@ -100,3 +100,64 @@ fn gate_off_in_v1_36_places_pods_as_v1_35() {
         .expect("gates");
     assert_eq!(outcomes(&run(features)), outcomes(&oracle_v1_35()));
 }
+
+/// Pods requesting `resource` (cpu 1, memory 1Gi and one of it), named `prefix-N`.
+fn pods_requesting(prefix: &str, resource: &str, count: usize) -> String {
+    (1..=count)
+        .map(|i| {
+            format!(
+                "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: {prefix}-{i}\n  namespace: default\n  uid: uid-{prefix}-{i}\nspec:\n  containers:\n  - name: c\n    image: x\n    resources:\n      requests:\n        cpu: '1'\n        memory: 1Gi\n        {resource}: '1'\n      limits:\n        {resource}: '1'\n"
+            )
+        })
+        .collect()
+}
+
+/// Exact incremental scheduling keeps a pod's verdicts and scores node by node when
+/// no DeviceClass backs the extended resources it requests (here `example.com/fpga`,
+/// beside the class that backs `example.com/gpu`), and leaves the backed ones to a full
+/// pass: every line is the same with the cache on and off, in both versions.
+#[test]
+fn kept_verdicts_change_nothing_beside_a_class_backing_another_resource() {
+    let mut text = std::fs::read_to_string(dir().join("three-nodes.yaml")).expect("scenario");
+    text.push_str(
+        "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: n4\n  labels:\n    kubernetes.io/hostname: n4\nstatus:\n  allocatable:\n    cpu: '8'\n    memory: 16Gi\n    pods: '110'\n    example.com/fpga: '3'\n  conditions:\n  - type: Ready\n    status: 'True'\n",
+    );
+    text.push_str(&pods_requesting("fpga", "example.com/fpga", 5));
+    text.push_str(&pods_requesting("gpu", "example.com/gpu", 3));
+    let scenario = scenario::load(&[Source {
+        name: "fpga.yaml".into(),
+        text,
+    }])
+    .expect("load");
+    for version in [KubernetesVersion::V1_35, KubernetesVersion::V1_36] {
+        let lines = |incremental: bool| -> Vec<Value> {
+            let options = SimulationOptions {
+                features: Features::new(version),
+                preemption: true,
+                incremental,
+                ..Default::default()
+            };
+            let sim = simulate(&scenario, &options).expect("simulate");
+            sim.results.iter().map(output::to_json).collect()
+        };
+        let (kept, full) = (lines(true), lines(false));
+        assert_eq!(kept.len(), 13);
+        assert_eq!(kept, full, "{version:?}");
+        // n4 takes three fpga pods; the last two find no room.
+        let on_n4 = kept.iter().filter(|l| l["node"] == "n4").count();
+        assert_eq!(on_n4, 3, "{version:?}");
+        // And the fpga pods did reuse kept verdicts.
+        let options = SimulationOptions {
+            features: Features::new(version),
+            ..Default::default()
+        };
+        let registry = kubesched_plugins::in_tree_registry();
+        let mut prepared = kubesched_sim::prepare(&scenario, &options, &registry).expect("prepare");
+        prepared.run_decisions();
+        let stats = prepared
+            .scheduler
+            .incremental_stats()
+            .expect("incremental on");
+        assert!(stats.nodes_reused > 0, "{version:?}: {stats:?}");
+    }
+}

@@ -3,6 +3,9 @@
 //! function each line follows) as `kubesched simulate --plugins sigs --preemption
 //! --format jsonl` runs it, and compares each line field by field.
 
+#[path = "common/lines.rs"]
+mod lines;
+
 use std::path::{Path, PathBuf};
 
 use kubesched_sim::scenario::{self, Source};
@@ -33,25 +36,7 @@ fn run_case(path: &Path) -> Result<(), String> {
     let sim =
         simulate_with(&scenario, &options, &registry).map_err(|e| format!("simulate: {e}"))?;
     let actual: Vec<Value> = sim.results.iter().map(output::to_json).collect();
-    let expected: Vec<Value> = expected_text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).map_err(|e| e.to_string()))
-        .collect::<Result<_, _>>()?;
-    if actual != expected {
-        let show = |v: &[Value]| {
-            v.iter()
-                .map(Value::to_string)
-                .collect::<Vec<_>>()
-                .join("\n")
-        };
-        return Err(format!(
-            "expected:\n{}\nactual:\n{}",
-            show(&expected),
-            show(&actual)
-        ));
-    }
-    Ok(())
+    lines::compare(&expected_text, &actual)
 }
 
 #[test]

@@ -31,7 +31,9 @@ use kubesched::framework::{
 use kubesched::replay::import::{OpenbOptions, openb};
 use kubesched::sim::scenario::{self, Scenario, Source};
 use rayon::prelude::*;
+use serde::Deserialize;
 use serde_json::json;
+use serde_json::value::RawValue;
 
 use crate::frag::TypicalPods;
 use crate::model::{GpuDemand, GpuState, MILLI, NodeGpus, pod_cpu, pod_models};
@@ -150,20 +152,9 @@ impl Trace {
         };
         let text = openb(nodes_csv, nodes_name, pods_csv, pods_name, &options)
             .map_err(|e| ExperimentError::Import(e.to_string()))?;
-        // The trace's objects (nodes, then pods) as one multi-document scenario; its
-        // times do not matter here, nothing departs.
-        let mut docs = String::with_capacity(text.len());
-        for line in text.lines() {
-            let event: serde_json::Value =
-                serde_json::from_str(line).map_err(|e| ExperimentError::Import(e.to_string()))?;
-            if let Some(object) = event.get("apply") {
-                docs.push_str(&object.to_string());
-                docs.push_str("\n---\n");
-            }
-        }
         let mut scenario = scenario::load(&[Source {
             name: format!("openb: {nodes_name} and {pods_name}"),
-            text: docs,
+            text: objects_list(&text)?,
         }])
         .map_err(|e| ExperimentError::Scenario(e.to_string()))?;
         // In name order: among nodes of equal score the first wins (see `run`).
@@ -213,6 +204,35 @@ impl Trace {
     pub fn nodes(&self) -> usize {
         self.scenario.nodes.len()
     }
+}
+
+/// One line of the importer's trace: only the object it applies is read, as its text.
+#[derive(Deserialize)]
+struct TraceLine<'a> {
+    #[serde(borrow)]
+    apply: Option<&'a RawValue>,
+}
+
+/// The objects the trace applies (nodes, then pods) as one scenario document, a List
+/// in JSON, which the loader parses several times faster than YAML documents; their
+/// times do not matter here, nothing departs.
+fn objects_list(trace: &str) -> Result<String, ExperimentError> {
+    let mut list = String::with_capacity(trace.len());
+    list.push_str(r#"{"apiVersion":"v1","kind":"List","items":["#);
+    let mut first = true;
+    for line in trace.lines() {
+        let line: TraceLine =
+            serde_json::from_str(line).map_err(|e| ExperimentError::Import(e.to_string()))?;
+        if let Some(object) = line.apply {
+            if !first {
+                list.push(',');
+            }
+            list.push_str(object.get());
+            first = false;
+        }
+    }
+    list.push_str("]}");
+    Ok(list)
 }
 
 /// One point of a run: at `arrived` percent of the cluster's GPU milli arrived, the
@@ -279,14 +299,12 @@ pub fn config(policy: Policy, seed: u64, typical: &TypicalPods) -> serde_json::V
         "name": "GpuShare",
         "args": {"gpuSelection": policy.gpu_selection(), "seed": seed},
     })];
-    let mut pre_score = json!({"disabled": [{"name": "*"}]});
     match policy {
         Policy::Fgd => plugin_config.push(json!({
             "name": "FGDScore",
             "args": {"typicalPods": typical.pods},
         })),
         Policy::Random => {
-            pre_score["enabled"] = json!([{"name": "RandomScore"}]);
             plugin_config.push(json!({"name": "RandomScore", "args": {"seed": seed}}));
         }
         _ => {}
@@ -301,7 +319,7 @@ pub fn config(policy: Policy, seed: u64, typical: &TypicalPods) -> serde_json::V
                 "preFilter": {"enabled": [{"name": "GpuShare"}]},
                 "filter": {"enabled": [{"name": "GpuShare"}]},
                 "reserve": {"enabled": [{"name": "GpuShare"}]},
-                "preScore": pre_score,
+                "preScore": {"disabled": [{"name": "*"}]},
                 "score": {"disabled": [{"name": "*"}], "enabled": [{"name": policy.plugin(), "weight": 1}]},
             },
             "pluginConfig": plugin_config,

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{GpuDemand, model_allows};
+use crate::model::{GpuDemand, MAX_GPUS, model_allows};
 
 /// One typical pod shape and its weight.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -89,31 +89,39 @@ impl TypicalPods {
         TypicalPods { pods }
     }
 
-    /// The fragment of a node with `cpu_left` cpu milli, `left` free milli per GPU and
-    /// GPU model `model`, in GPU milli.
+    /// The fragment of a node with `cpu_left` cpu milli, `left` free milli per GPU (at
+    /// most [`MAX_GPUS`], as the model has) and GPU model `model`, in GPU milli.
     pub fn frag(&self, cpu_left: i64, left: &[u32], model: Option<&str>) -> f64 {
-        let total: u32 = left.iter().sum();
-        if total == 0 {
+        self.frag_allowed(&self.allowed(model), cpu_left, left)
+    }
+
+    /// Which typical pods a node of GPU model `model` allows, in order: what
+    /// [`TypicalPods::frag_allowed`] reads, for the several fragments of one node.
+    pub fn allowed(&self, model: Option<&str>) -> Vec<bool> {
+        self.pods
+            .iter()
+            .map(|t| model_allows(t.gpu_models.as_deref(), model))
+            .collect()
+    }
+
+    /// [`TypicalPods::frag`] of a node whose model allows the typical pods `allowed`
+    /// says ([`TypicalPods::allowed`]).
+    pub fn frag_allowed(&self, allowed: &[bool], cpu_left: i64, left: &[u32]) -> f64 {
+        let gpus = FreeGpus::new(left);
+        if gpus.total() == 0 {
             return 0.0;
         }
         let mut frag = 0.0;
-        for t in &self.pods {
-            let unusable = if t.gpu_milli == 0
-                || !model_allows(t.gpu_models.as_deref(), model)
-                || cpu_left < t.cpu_milli
-            {
-                total
+        for (t, allowed) in self.pods.iter().zip(allowed) {
+            let unusable = if t.gpu_milli == 0 || !allowed || cpu_left < t.cpu_milli {
+                gpus.total()
             } else {
-                let mut fitting = 0;
-                let mut short = 0;
-                for l in left {
-                    if *l >= t.gpu_milli {
-                        fitting += 1;
-                    } else {
-                        short += *l;
-                    }
+                let (fitting, short) = gpus.split(t.gpu_milli);
+                if fitting >= t.gpu_count {
+                    short
+                } else {
+                    gpus.total()
                 }
-                if fitting >= t.gpu_count { short } else { total }
             };
             frag += t.weight * f64::from(unusable);
         }
@@ -126,6 +134,40 @@ impl TypicalPods {
             count: t.gpu_count,
             milli: t.gpu_milli,
         })
+    }
+}
+
+/// A node's free milli per GPU, sorted once, so that each typical pod finds the GPUs
+/// it fits and the milli of the others without a pass over them.
+struct FreeGpus {
+    /// Free milli, ascending (the first `len`).
+    sorted: [u32; MAX_GPUS],
+    /// `below[k]`: the free milli of the `k` GPUs with the least.
+    below: [u32; MAX_GPUS + 1],
+    len: usize,
+}
+
+impl FreeGpus {
+    fn new(left: &[u32]) -> FreeGpus {
+        let len = left.len().min(MAX_GPUS);
+        let mut sorted = [0; MAX_GPUS];
+        sorted[..len].copy_from_slice(&left[..len]);
+        sorted[..len].sort_unstable();
+        let mut below = [0; MAX_GPUS + 1];
+        for k in 0..len {
+            below[k + 1] = below[k] + sorted[k];
+        }
+        FreeGpus { sorted, below, len }
+    }
+
+    fn total(&self) -> u32 {
+        self.below[self.len]
+    }
+
+    /// How many GPUs have `milli` free or more, and the free milli of the others.
+    fn split(&self, milli: u32) -> (u32, u32) {
+        let short = self.sorted[..self.len].partition_point(|l| *l < milli);
+        ((self.len - short) as u32, self.below[short])
     }
 }
 
@@ -156,6 +198,22 @@ mod tests {
         assert_eq!(t.frag(8000, &[300, 1000], None), 0.5 * 300.0 + 0.5 * 300.0);
         // No cpu left: nothing fits, all 1300 is fragment.
         assert_eq!(t.frag(0, &[300, 1000], None), 1300.0);
+    }
+
+    #[test]
+    fn the_sorted_gpus_split_as_a_pass_over_them_does() {
+        let mut rng = crate::rng::SplitMix64::new(7);
+        for _ in 0..200 {
+            let left: Vec<u32> = (0..rng.below(MAX_GPUS + 1))
+                .map(|_| rng.below(1001) as u32)
+                .collect();
+            let gpus = FreeGpus::new(&left);
+            let milli = rng.below(1001) as u32;
+            let fitting = left.iter().filter(|l| **l >= milli).count() as u32;
+            let short: u32 = left.iter().filter(|l| **l < milli).sum();
+            assert_eq!(gpus.split(milli), (fitting, short), "{left:?} {milli}");
+            assert_eq!(gpus.total(), left.iter().sum::<u32>());
+        }
     }
 
     #[test]

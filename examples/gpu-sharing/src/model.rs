@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use kubesched::framework::signature::SignFragment;
 use kubesched::framework::{
-    Code, CycleState, FilterPlugin, NodeInfo, Plugin, PodInfo, PreFilterPlugin, PreFilterResult,
-    ReservePlugin, Snapshot, Status, extension_points,
+    ChangeMark, Code, CycleState, FilterPlugin, NodeInfo, Plugin, PodInfo, PreFilterPlugin,
+    PreFilterResult, ReservePlugin, Snapshot, Status, extension_points,
 };
 use kubesched::replay::import::{GPU_COUNT, GPU_MILLI, GPU_MODEL};
 
@@ -202,6 +202,42 @@ impl NodeGpus {
         }
         true
     }
+
+    /// Brings the node's GPUs up to date with `info`, the same node in the snapshot,
+    /// when its pods changed since: the pods that left give back their GPUs, and the
+    /// pods it does not know take theirs (best fit).
+    fn follow(&mut self, info: &NodeInfo) {
+        if self.generation == info.generation() {
+            return;
+        }
+        let pods = info.pods();
+        let gone: Vec<String> = self
+            .holders
+            .iter()
+            .filter(|(k, _, _)| !pods.iter().any(|p| p.key() == k))
+            .map(|(k, _, _)| k.clone())
+            .collect();
+        for k in gone {
+            self.give_back(&k);
+        }
+        for pod in pods {
+            let demand = GpuDemand::of(pod);
+            if demand.is_none() || self.holders.iter().any(|(k, _, _)| k == pod.key()) {
+                continue;
+            }
+            let gpus = if demand.is_share() {
+                best_fit_gpu(&self.left, demand.milli).map(|g| vec![g])
+            } else {
+                first_idle_gpus(&self.left, demand.count)
+            };
+            if let Some(gpus) = gpus {
+                self.take(pod.key(), gpus, demand.milli);
+            }
+        }
+        self.cpu_left = info.allocatable().milli_cpu - info.requested().milli_cpu;
+        self.cpu_capacity = info.allocatable().milli_cpu;
+        self.generation = info.generation();
+    }
 }
 
 /// The fitting GPU with the least free milli (the first such in index order): the
@@ -247,6 +283,9 @@ pub struct GpuState {
     nodes: RwLock<Vec<NodeGpus>>,
     /// Node name to index in `nodes` (Reserve is given a name).
     index: RwLock<HashMap<String, usize>>,
+    /// Where the snapshot's history of node changes stood at the last
+    /// [`GpuState::sync`], so that the next one visits only the nodes changed since.
+    synced: Mutex<Option<ChangeMark>>,
     typical: RwLock<Option<Arc<TypicalPods>>>,
 }
 
@@ -282,28 +321,37 @@ impl GpuState {
             .copied()
     }
 
-    /// Brings the state up to date with `snapshot` (see the module doc).
+    /// Brings the state up to date with `snapshot` (see the module doc): the nodes
+    /// changed since the last call, from the snapshot's log of changes when it has
+    /// them (pods placed and removed, node objects replaced), else every node.
     pub fn sync(&self, snapshot: &Snapshot) {
-        let generations = snapshot.generations();
-        {
-            let nodes = self.nodes.read().unwrap_or_else(|e| e.into_inner());
-            if nodes.len() == generations.len()
-                && nodes
-                    .iter()
-                    .zip(generations)
-                    .all(|(n, g)| n.generation == *g)
-            {
-                return;
-            }
-        }
+        let mut synced = self.synced.lock().unwrap_or_else(|e| e.into_inner());
         let mut nodes = self.nodes.write().unwrap_or_else(|e| e.into_inner());
+        // A node added or removed changes the count, or starts the log afresh.
+        let changed = synced
+            .and_then(|mark| snapshot.nodes_changed_since(mark))
+            .filter(|_| nodes.len() == snapshot.num_nodes());
+        match changed {
+            Some(changed) => {
+                for &i in changed {
+                    nodes[i].follow(snapshot.node_at(i));
+                }
+            }
+            None => self.sync_all(&mut nodes, snapshot),
+        }
+        *synced = Some(snapshot.change_mark());
+    }
+
+    /// Brings every node up to date, taking the snapshot's nodes in its order (a node
+    /// new to the state with idle GPUs).
+    fn sync_all(&self, nodes: &mut Vec<NodeGpus>, snapshot: &Snapshot) {
         let same_nodes = nodes.len() == snapshot.num_nodes()
             && nodes
                 .iter()
                 .enumerate()
                 .all(|(i, n)| n.name == snapshot.node_at(i).name());
         if !same_nodes {
-            let mut old: Vec<NodeGpus> = std::mem::take(&mut *nodes);
+            let mut old: Vec<NodeGpus> = std::mem::take(nodes);
             *nodes = snapshot
                 .nodes()
                 .iter()
@@ -321,37 +369,7 @@ impl GpuState {
                 .collect();
         }
         for (i, state) in nodes.iter_mut().enumerate() {
-            let info = snapshot.node_at(i);
-            if state.generation == info.generation() {
-                continue;
-            }
-            let pods = info.pods();
-            let gone: Vec<String> = state
-                .holders
-                .iter()
-                .filter(|(k, _, _)| !pods.iter().any(|p| p.key() == k))
-                .map(|(k, _, _)| k.clone())
-                .collect();
-            for k in gone {
-                state.give_back(&k);
-            }
-            for pod in pods {
-                let demand = GpuDemand::of(pod);
-                if demand.is_none() || state.holders.iter().any(|(k, _, _)| k == pod.key()) {
-                    continue;
-                }
-                let gpus = if demand.is_share() {
-                    best_fit_gpu(&state.left, demand.milli).map(|g| vec![g])
-                } else {
-                    first_idle_gpus(&state.left, demand.count)
-                };
-                if let Some(gpus) = gpus {
-                    state.take(pod.key(), gpus, demand.milli);
-                }
-            }
-            state.cpu_left = info.allocatable().milli_cpu - info.requested().milli_cpu;
-            state.cpu_capacity = info.allocatable().milli_cpu;
-            state.generation = info.generation();
+            state.follow(snapshot.node_at(i));
         }
     }
 

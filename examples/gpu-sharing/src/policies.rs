@@ -9,14 +9,14 @@
 //! | `DotProductScore` | the smallest dot product of the free (cpu, GPU) and the pod's demand, each over the largest node's |
 //! | `GpuPackingScore` | partly used GPUs first, then nodes with partly used GPUs, then idle nodes |
 //! | `GpuClusteringScore` | nodes already running pods of the same GPU shape, then the fullest |
-//! | `RandomScore` | one feasible node drawn at PreScore (seeded): 100 there, 0 elsewhere |
+//! | `RandomScore` | one feasible node drawn at NormalizeScore (seeded): 100 there, 0 elsewhere |
 
 use std::sync::{Arc, Mutex};
 
 use kubesched::framework::signature::SignFragment;
 use kubesched::framework::{
-    CycleState, NodeInfo, NodeScore, Plugin, PodInfo, PreScorePlugin, ScoreExtensions, ScorePlugin,
-    Snapshot, Status, extension_points,
+    CycleState, NodeInfo, NodeScore, Normalization, Plugin, PodInfo, ScoreExtensions, ScorePlugin,
+    Snapshot, Status, extension_points, min_max_score,
 };
 
 use crate::frag::TypicalPods;
@@ -70,7 +70,8 @@ pub fn fgd_share_choice(
     cpu: i64,
     milli: u32,
 ) -> Option<(i64, usize)> {
-    let before = typical.frag(cpu_left, left, model);
+    let allowed = typical.allowed(model);
+    let before = typical.frag_allowed(&allowed, cpu_left, left);
     let mut after = [0u32; MAX_GPUS];
     let after = &mut after[..left.len()];
     after.copy_from_slice(left);
@@ -81,7 +82,7 @@ pub fn fgd_share_choice(
             continue;
         }
         after[i] -= milli;
-        let score = sigmoid_score(before - typical.frag(cpu_left - cpu, after, model));
+        let score = sigmoid_score(before - typical.frag_allowed(&allowed, cpu_left - cpu, after));
         after[i] += milli;
         if best.is_none_or(|(b, _)| score > b) {
             best = Some((score, i));
@@ -99,7 +100,8 @@ pub fn fgd_score(typical: &TypicalPods, node: &NodeGpus, cpu_left: i64, pod: &Po
         return fgd_share_choice(typical, cpu_left, &node.left, model, cpu, demand.milli)
             .map_or(0, |(s, _)| s);
     }
-    let before = typical.frag(cpu_left, &node.left, model);
+    let allowed = typical.allowed(model);
+    let before = typical.frag_allowed(&allowed, cpu_left, &node.left);
     let mut after = [0u32; MAX_GPUS];
     let after = &mut after[..node.left.len()];
     after.copy_from_slice(&node.left);
@@ -116,7 +118,7 @@ pub fn fgd_score(typical: &TypicalPods, node: &NodeGpus, cpu_left: i64, pod: &Po
             wanted -= 1;
         }
     }
-    sigmoid_score(before - typical.frag(cpu_left - cpu, after, model))
+    sigmoid_score(before - typical.frag_allowed(&allowed, cpu_left - cpu, after))
 }
 
 /// Scores each node with `f` under one read of the GPU state.
@@ -227,13 +229,14 @@ impl ScoreExtensions for BestFitScore {
         let lo = scores.iter().map(|s| s.score).min().unwrap_or(0);
         let hi = scores.iter().map(|s| s.score).max().unwrap_or(0);
         for s in scores.iter_mut() {
-            s.score = if hi == lo {
-                0
-            } else {
-                (s.score - lo) * MAX / (hi - lo)
-            };
+            s.score = min_max_score(s.score, lo, hi);
         }
         Status::success()
+    }
+
+    // Declared, so that incremental scheduling keeps the totals from cycle to cycle.
+    fn normalization(&self, _: &CycleState) -> Normalization {
+        Normalization::MinMax
     }
 }
 
@@ -394,7 +397,9 @@ impl ScorePlugin for GpuClusteringScore {
     }
 }
 
-/// `RandomScore`: one feasible node at random (seeded), drawn at PreScore.
+/// `RandomScore`: one feasible node at random (seeded). Its NormalizeScore, which sees
+/// every feasible node in node order, draws one; Score is 0 everywhere, so that a node's
+/// raw score reads nothing and incremental scheduling may keep it.
 pub struct RandomScore {
     rng: Mutex<SplitMix64>,
 }
@@ -408,49 +413,45 @@ impl RandomScore {
     }
 }
 
-/// The node RandomScore drew for this cycle (its index in node order).
-#[derive(Clone, Copy, Debug)]
-struct Drawn(usize);
-
 impl Plugin for RandomScore {
     fn name(&self) -> &str {
         "RandomScore"
     }
-    extension_points!(PreScore, Score);
+    extension_points!(Score);
+    // Its raw score is the same for every pod.
     fn sign_pod(&self, _: &PodInfo) -> Result<Vec<SignFragment>, Status> {
-        Err(kubesched::framework::signature::unsignable(
-            "RandomScore draws a node per cycle",
-        ))
+        Ok(Vec::new())
     }
-}
-
-impl PreScorePlugin for RandomScore {
-    fn pre_score(
-        &self,
-        state: &mut CycleState,
-        _: &PodInfo,
-        nodes: &[&NodeInfo],
-        _: &Snapshot,
-    ) -> Status {
-        if nodes.is_empty() {
-            return Status::skip();
-        }
-        let i = self
-            .rng
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .below(nodes.len());
-        state.write(Drawn(nodes[i].index()));
-        Status::success()
+    fn node_scoped(&self, _: &PodInfo, _: &Snapshot) -> bool {
+        true
     }
 }
 
 impl ScorePlugin for RandomScore {
-    fn score(&self, state: &CycleState, _: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        let drawn = state
-            .read::<Drawn>()
-            .ok_or_else(|| Status::error("RandomScore: PreScore did not run"))?;
-        Ok(if drawn.0 == node.index() { MAX } else { 0 })
+    fn score(&self, _: &CycleState, _: &PodInfo, _: &NodeInfo) -> Result<i64, Status> {
+        Ok(0)
+    }
+    fn score_extensions(&self) -> Option<&dyn ScoreExtensions> {
+        Some(self)
+    }
+}
+
+impl ScoreExtensions for RandomScore {
+    /// The draw: 100 on one feasible node, 0 elsewhere. Its rule stays opaque (the
+    /// default): it draws in every cycle.
+    fn normalize_score(&self, _: &CycleState, _: &PodInfo, scores: &mut [NodeScore]) -> Status {
+        if scores.is_empty() {
+            return Status::success();
+        }
+        let drawn = self
+            .rng
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .below(scores.len());
+        for (i, s) in scores.iter_mut().enumerate() {
+            s.score = if i == drawn { MAX } else { 0 };
+        }
+        Status::success()
     }
 }
 

@@ -95,6 +95,9 @@ impl Framework {
         node: &str,
     ) -> (Status, BTreeMap<String, Duration>) {
         let mut waits = BTreeMap::new();
+        // The first waiting plugin's reasons lead the Wait status (v1.36 reports them
+        // with the framework's own, as `waitStatus` does).
+        let mut wait_reasons = Vec::new();
         let obs = sampled(&self.observer, state);
         for w in &self.permit {
             let (s, timeout) = timed(
@@ -108,6 +111,9 @@ impl Framework {
                 continue;
             }
             if s.is_wait() {
+                if waits.is_empty() {
+                    wait_reasons = s.reasons().to_vec();
+                }
                 waits.insert(w.name.to_string(), timeout.min(MAX_PERMIT_WAIT));
                 continue;
             }
@@ -121,7 +127,8 @@ impl Framework {
                 "one or more plugins asked to wait and no plugin rejected pod {:?}",
                 pod.name()
             );
-            (Status::new(Code::Wait, message), waits)
+            wait_reasons.push(message.into());
+            (Status::with_reasons(Code::Wait, wait_reasons), waits)
         }
     }
 

@@ -186,7 +186,10 @@ impl Framework {
         handle: &Handle,
     ) -> Result<Framework, FrameworkError> {
         let name = profile.scheduler_name.clone();
-        let gated = profile.plugins_gated(handle.features.enabled("NodeDeclaredFeatures"));
+        let gated = profile.plugins_for(kubesched_config::DefaultPluginGates {
+            node_declared_features: handle.features.enabled("NodeDeclaredFeatures"),
+            gang_scheduling: handle.features.enabled("GangScheduling"),
+        });
         let p: &Plugins = &gated;
         let mut handle = handle.clone();
         handle.profile_name = name.clone();

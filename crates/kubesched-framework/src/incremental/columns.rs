@@ -13,7 +13,7 @@ use crate::framework::Framework;
 use crate::node_info::NodeInfo;
 use crate::pod_info::PodInfo;
 use crate::signature::PodSignature;
-use crate::snapshot::{ChangeMark, Snapshot};
+use crate::snapshot::{ChangeMark, Move, Snapshot};
 use crate::status::Status;
 
 /// What a cycle computes a column's answers with: the profile, the cycle's state
@@ -71,8 +71,12 @@ pub(super) struct ColumnKey {
 
 /// One plugin's answers for one part, per node (in node order).
 pub(super) struct Column {
+    point: Point,
     /// The plugin reads the pods on the node ([`crate::Plugin::reads_node_pods`]).
     reads_pods: bool,
+    /// Where the snapshot's history of moves stood when the answers were last put in
+    /// its node order ([`Column::follow`]).
+    layout: Option<ChangeMark>,
     /// The generation each node's answer was computed at; 0 for never.
     at: Vec<u64>,
     /// A Filter column's verdict on each node, and the rejections of the nodes that did
@@ -95,7 +99,9 @@ pub(super) struct Column {
 impl Column {
     fn new(point: Point, reads_pods: bool, nodes: usize) -> Column {
         Column {
+            point,
             reads_pods,
+            layout: None,
             at: vec![0; nodes],
             verdicts: match point {
                 Point::Filter => vec![Verdict::Unknown; nodes],
@@ -119,6 +125,71 @@ impl Column {
             + self.verdicts.len()
             + self.rejected.capacity() * rejection
             + self.raw.len() * 8
+    }
+
+    /// Puts the answers in the snapshot's node order: when nodes were added or removed
+    /// since the column was last in it, each answer moves with its node. Where the
+    /// moves are not known (another snapshot, or history it no longer keeps), answers
+    /// stay where they are: each records its node's generation, and a generation is
+    /// never given twice, so one at the wrong place is only found stale. A column of
+    /// another number of nodes then starts empty.
+    fn follow(&mut self, snapshot: &Snapshot) {
+        let now = snapshot.moves_mark();
+        if self.layout == Some(now) {
+            return;
+        }
+        if let Some(moves) = self.layout.and_then(|mark| snapshot.moves_since(mark)) {
+            self.current_everywhere = None;
+            for &one in moves {
+                if !self.apply(one) {
+                    break;
+                }
+            }
+        }
+        if self.at.len() != snapshot.num_nodes() {
+            *self = Column {
+                users: self.users,
+                last_used: self.last_used,
+                ..Column::new(self.point, self.reads_pods, snapshot.num_nodes())
+            };
+        }
+        self.layout = Some(now);
+    }
+
+    /// Moves the answers as `one` moved the nodes; `false` (the column emptied) when it
+    /// names a position the column does not have.
+    fn apply(&mut self, one: Move) -> bool {
+        match one {
+            Move::Appended => {
+                self.at.push(0);
+                match self.point {
+                    Point::Filter => self.verdicts.push(Verdict::Unknown),
+                    Point::Score => self.raw.push(0),
+                }
+            }
+            Move::Removed(i) if i < self.at.len() => {
+                self.at.remove(i);
+                match self.point {
+                    Point::Filter => {
+                        self.verdicts.remove(i);
+                        let gone = i as u32;
+                        self.rejected = std::mem::take(&mut self.rejected)
+                            .into_iter()
+                            .filter(|(node, _)| *node != gone)
+                            .map(|(node, status)| (node - u32::from(node > gone), status))
+                            .collect();
+                    }
+                    Point::Score => {
+                        self.raw.remove(i);
+                    }
+                }
+            }
+            Move::Removed(_) => {
+                self.at.clear();
+                return false;
+            }
+        }
+        true
     }
 
     /// How many nodes the column is of.
@@ -246,7 +317,14 @@ impl Column {
             self.verdicts[i] = Verdict::Passed;
             self.at[i] = now[i];
         }
-        for (k, status) in rejected {
+        // A plugin rejects most nodes alike: equal rejections share one status, so that
+        // a diagnosis copies and drops them without touching one allocation per node.
+        let mut last: Option<Status> = None;
+        for (k, mut status) in rejected {
+            match &last {
+                Some(same) if *same == status => status = same.clone(),
+                _ => last = Some(status.clone()),
+            }
             let node = stale[k];
             self.verdicts[node] = if status.is_rejected() {
                 Verdict::Rejected
@@ -331,22 +409,19 @@ pub(super) struct Columns {
 }
 
 impl Columns {
-    /// The column kept under `key`, for one more user: the one kept (emptied first if
-    /// it is of another number of nodes), or a new one of `nodes` nodes. Returns its
-    /// id.
-    pub(super) fn acquire(&mut self, key: ColumnKey, nodes: usize) -> usize {
+    /// The column kept under `key`, for one more user: the one kept, in the
+    /// snapshot's node order ([`Columns::follow`]), or a new one of the snapshot's
+    /// nodes. Returns its id.
+    pub(super) fn acquire(&mut self, key: ColumnKey, snapshot: &Snapshot) -> usize {
         self.clock += 1;
         let reads_pods = key.reads_pods;
         if let Some(&id) = self.index.get(&key)
-            && let Some((_, column)) = &mut self.slots[id]
+            && self.slots[id].is_some()
         {
-            if column.len() != nodes {
-                self.bytes -= column.bytes();
-                let users = column.users;
-                *column = Column::new(key.point, reads_pods, nodes);
-                column.users = users;
-                self.bytes += column.bytes();
-            }
+            self.follow(id, snapshot);
+            let Some((_, column)) = &mut self.slots[id] else {
+                unreachable!("column {id} was just found");
+            };
             if column.users == 0 {
                 self.idle_bytes -= column.bytes();
             }
@@ -354,7 +429,8 @@ impl Columns {
             column.last_used = self.clock;
             return id;
         }
-        let mut column = Column::new(key.point, reads_pods, nodes);
+        let mut column = Column::new(key.point, reads_pods, snapshot.num_nodes());
+        column.follow(snapshot);
         column.users = 1;
         column.last_used = self.clock;
         self.bytes += column.bytes();
@@ -433,6 +509,21 @@ impl Columns {
     /// The bytes the kept columns take.
     pub(super) fn bytes(&self) -> usize {
         self.bytes
+    }
+
+    /// Puts column `id`'s answers in the snapshot's node order ([`Column::follow`]),
+    /// counting the bytes they take now.
+    pub(super) fn follow(&mut self, id: usize, snapshot: &Snapshot) {
+        let Some(Some((_, column))) = self.slots.get_mut(id) else {
+            return;
+        };
+        let before = column.bytes();
+        column.follow(snapshot);
+        let after = column.bytes();
+        self.bytes = self.bytes - before + after;
+        if column.users == 0 {
+            self.idle_bytes = self.idle_bytes - before + after;
+        }
     }
 
     /// Filters `stale` again in column `id` (a kept signature uses it) with the Filter

@@ -34,9 +34,9 @@
 //! does not even visit the nodes that did not change: the entry keeps each feasible
 //! node's weighted total and a tournament tree over the totals (`ranking.rs`: the best
 //! total, the first in node order among equals, in O(log n) per changed node), and per
-//! [`Normalization::ScaledToMax`] column a count of each raw score, so that the highest
-//! raw score, which scales every node's score, is known at once; when it moves, every
-//! total is computed again.
+//! [`Normalization::ScaledToMax`] or [`Normalization::MinMax`] column a count of each raw
+//! score, so that the highest raw score (and the lowest, for min–max), which scales
+//! every node's score, is known at once; when it moves, every total is computed again.
 //!
 //! A signature is kept from its second pod, wherever it comes
 //! (`IncrementalCache::admit`): pods whose signature was not seen before cost what they
@@ -267,7 +267,6 @@ impl Entry {
         }
         self.plugins.clear();
         self.ranking = None;
-        let nodes = self.verdicts.len();
         for p in positions {
             let name = fwk.score_plugins()[p].wired.name.clone();
             let (part, reads_pods) = fwk.plugin_part(&name, pod)?;
@@ -278,7 +277,7 @@ impl Entry {
                 part,
                 reads_pods,
             };
-            self.scores.push((p, columns.acquire(key, nodes)));
+            self.scores.push((p, columns.acquire(key, cycle.snapshot)));
             self.plugins.push(name);
         }
         Some(())
@@ -352,6 +351,9 @@ impl Entry {
         cycle: Cycle,
         scratch: &mut Scratch,
     ) -> Result<Option<Ranking>, Status> {
+        for &(_, c) in sibling_scores {
+            columns.follow(c, cycle.snapshot);
+        }
         let alike = ranking.rules == rules
             && sibling_scores.len() == self.scores.len()
             && (sibling_scores.iter().zip(&self.scores)).all(|(s, e)| {
@@ -578,7 +580,7 @@ impl IncrementalCache {
             self.make_room(nodes);
             let filters: Vec<(usize, usize)> = parts
                 .into_iter()
-                .map(|column| (column.position, self.columns.acquire(column, nodes)))
+                .map(|column| (column.position, self.columns.acquire(column, snapshot)))
                 .collect();
             // A signature whose Filter columns are another's (pods alike but for what
             // only Score reads, such as their images) has its verdicts: they are taken
@@ -620,6 +622,7 @@ impl IncrementalCache {
         // last current everywhere.
         let mut asked = Vec::with_capacity(entry.filters.len());
         for &(position, c) in &entry.filters {
+            self.columns.follow(c, snapshot);
             let column = self.columns.get(c);
             let stale = match &changed {
                 Changed::Every => column.stale_everywhere(snapshot, &mut self.sorter),
@@ -680,6 +683,17 @@ impl IncrementalCache {
             }
         }
         (feasible, rejected)
+    }
+
+    /// `key`'s feasible nodes in node order ([`IncrementalCache::filter`] has run in
+    /// this cycle), without the rejections of [`IncrementalCache::verdicts`].
+    pub(crate) fn feasible(&self, key: &Key) -> Vec<usize> {
+        let Some(entry) = self.entries.get(key) else {
+            return Vec::new();
+        };
+        let mut feasible = Vec::with_capacity(entry.feasible);
+        feasible.extend((0..entry.verdicts.len()).filter(|&i| entry.passed(i)));
+        feasible
     }
 
     /// Whether a filter failed (rather than rejected) on some node in `key`'s last
@@ -749,6 +763,9 @@ impl IncrementalCache {
         {
             return Ok(None);
         }
+        for &(_, c) in &entry.scores {
+            columns.follow(c, cycle.snapshot);
+        }
         let kept = (entry.ranking.take()).filter(|r| entry.rankable && r.rules == rules);
         // Only the nodes that changed in this cycle are scored and totalled again when
         // the ranking was kept, or taken from a sibling; else every node is, in a new
@@ -780,7 +797,7 @@ impl IncrementalCache {
                         ranking.add(i, &scores);
                     }
                 }
-                let ok = if ranking.maxima_moved() {
+                let ok = if ranking.extremes_moved() {
                     ranking.retotal(&scores)
                 } else {
                     ranking.settle(changed, &scores)

@@ -1,12 +1,14 @@
 //! One signature's feasible nodes ranked by weighted total, with the best at hand: the
 //! tournament tree that finds it again in O(log n) per changed node, and per scaled
 //! column the count of each raw score, which says at once when the highest one (that
-//! scales every node's score) moved.
+//! scales every node's score) or, for a min–max column, the lowest one moved.
 
 use std::cmp::Reverse;
 
 use super::columns::Column;
-use crate::plugin::{MAX_NODE_SCORE, MIN_NODE_SCORE, Normalization, scale_to_max_score};
+use crate::plugin::{
+    MAX_NODE_SCORE, MIN_NODE_SCORE, Normalization, min_max_score, scale_to_max_score,
+};
 
 /// A node's weighted total. Sixteen bits hold the totals of every profile whose weights
 /// sum to at most 327 (the default profile's sum to 15): half the memory of 32
@@ -18,8 +20,8 @@ type Total = i16;
 pub(super) struct Ranking {
     /// Each column's weight and NormalizeScore rule (none opaque).
     pub(super) rules: Vec<(i64, Normalization)>,
-    /// Per [`Normalization::ScaledToMax`] column, how many ranked nodes have each raw
-    /// score (empty for the other columns).
+    /// Per scaled column ([`Normalization::ScaledToMax`] or [`Normalization::MinMax`]),
+    /// how many ranked nodes have each raw score (empty for the other columns).
     counts: Vec<Counts>,
     /// Per scaled column whose plugin reads the pods on a node, the raw score each
     /// ranked node was counted with (empty for the other columns): the score kept for
@@ -28,9 +30,9 @@ pub(super) struct Ranking {
     /// object keeps its score while the snapshot's history does (a ranking is started
     /// afresh when every node changed), so its node's score now is the one counted.
     counted: Vec<Vec<i64>>,
-    /// The highest raw score (at least 0) of each scaled column, as the totals were
-    /// computed with.
-    maxima: Vec<i64>,
+    /// The raw scores each scaled column's scores are normalised against, as the
+    /// totals were computed with ([`Counts::extremes`]).
+    extremes: Vec<Extremes>,
     /// Each ranked node's total (a node is ranked when it passed the filters; the
     /// others are [`Tournament::OUT`]), with the best of them at hand.
     best: Tournament,
@@ -58,7 +60,7 @@ impl Ranking {
         let mut ranking = Ranking {
             counts: rules.iter().map(|_| Counts::default()).collect(),
             counted: vec![Vec::new(); rules.len()],
-            maxima: vec![0; rules.len()],
+            extremes: vec![Extremes::default(); rules.len()],
             best: Tournament::default(),
             rules,
         };
@@ -128,22 +130,30 @@ impl Ranking {
         self.best.set_total(node, None);
     }
 
-    /// Whether a scaled column's highest raw score differs from the one the totals
+    /// Whether a scaled column's extreme raw scores differ from the ones the totals
     /// were computed with.
-    pub(super) fn maxima_moved(&self) -> bool {
-        (0..self.rules.len()).any(|c| self.counts[c].maximum() != self.maxima[c])
+    pub(super) fn extremes_moved(&self) -> bool {
+        (0..self.rules.len()).any(|c| self.current_extremes(c) != self.extremes[c])
     }
 
-    /// Whether column `c` is scaled ([`Normalization::ScaledToMax`]): its raw scores
-    /// are counted.
+    /// Column `c`'s extreme raw scores as counted now.
+    fn current_extremes(&self, c: usize) -> Extremes {
+        self.counts[c].extremes(self.rules[c].1)
+    }
+
+    /// Whether column `c` is scaled ([`Normalization::ScaledToMax`] or
+    /// [`Normalization::MinMax`]): its raw scores are counted.
     fn scaled(&self, c: usize) -> bool {
-        matches!(self.rules[c].1, Normalization::ScaledToMax { .. })
+        matches!(
+            self.rules[c].1,
+            Normalization::ScaledToMax { .. } | Normalization::MinMax
+        )
     }
 
     /// Column `c`'s score of a raw score, normalised as its rule says (before the
     /// weight).
     fn normalized(&self, c: usize, raw: i64) -> i64 {
-        normalize(self.rules[c].1, raw, self.maxima[c])
+        normalize(self.rules[c].1, raw, self.extremes[c])
     }
 
     /// Replaces the columns at `differing` (`old`, the columns the ranking was made
@@ -162,13 +172,13 @@ impl Ranking {
         let mut totals = std::mem::take(&mut self.best).into_totals();
         for &c in differing {
             let (weight, rule) = self.rules[c];
-            let old_maximum = self.maxima[c];
+            let old_extremes = self.extremes[c];
             let new_raws = new[c].raws();
             if self.scaled(c) {
                 self.counts[c] = Counts::default();
                 let ranked = totals.iter().map(|&t| t != Tournament::OUT);
                 self.counts[c].add_ranked(new_raws, ranked);
-                self.maxima[c] = self.counts[c].maximum();
+                self.extremes[c] = self.current_extremes(c);
             }
             // The raw scores the totals were made with: as counted, for a column whose
             // plugin reads pods, else the old column's, unchanged on a ranked node.
@@ -180,11 +190,11 @@ impl Ranking {
                 if *total == Tournament::OUT {
                     continue;
                 }
-                let after = normalize(rule, after, self.maxima[c]);
+                let after = normalize(rule, after, self.extremes[c]);
                 if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&after) {
                     return false;
                 }
-                let before = normalize(rule, before, old_maximum);
+                let before = normalize(rule, before, old_extremes);
                 *total = match Total::try_from(i64::from(*total) + (after - before) * weight) {
                     Ok(total) => total,
                     Err(_) => return false,
@@ -230,7 +240,7 @@ impl Ranking {
     }
 
     /// Every ranked node's total again (raw scores in `scores`), with the scaled
-    /// columns' current maxima; `false` when a score is out of range.
+    /// columns' current extremes; `false` when a score is out of range.
     pub(super) fn retotal(&mut self, scores: &[&Column]) -> bool {
         let mut totals = std::mem::take(&mut self.best).into_totals();
         let ok = self.retotal_into(scores, &mut totals);
@@ -238,12 +248,12 @@ impl Ranking {
         ok
     }
 
-    /// Sets the scaled columns' maxima from their counts, and each ranked node's total
+    /// Sets the scaled columns' extremes from their counts, and each ranked node's total
     /// in `totals` (the others are [`Tournament::OUT`]) from its raw scores in
     /// `scores`, column by column; `false` when a score is out of range.
     fn retotal_into(&mut self, scores: &[&Column], totals: &mut [Total]) -> bool {
-        for c in 0..self.maxima.len() {
-            self.maxima[c] = self.counts[c].maximum();
+        for c in 0..self.extremes.len() {
+            self.extremes[c] = self.current_extremes(c);
         }
         for total in totals.iter_mut().filter(|t| **t != Tournament::OUT) {
             *total = 0;
@@ -301,10 +311,22 @@ impl Ranking {
     }
 }
 
-/// A raw score normalised as `rule` says, given the column's highest raw score.
-fn normalize(rule: Normalization, raw: i64, maximum: i64) -> i64 {
+/// The raw scores a scaled column's scores are normalised against: the lowest and the
+/// highest over the ranked nodes for [`Normalization::MinMax`]; for
+/// [`Normalization::ScaledToMax`], the highest (at least 0) alone, the lowest left at 0.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Extremes {
+    lowest: i64,
+    highest: i64,
+}
+
+/// A raw score normalised as `rule` says, given the column's extreme raw scores.
+fn normalize(rule: Normalization, raw: i64, extremes: Extremes) -> i64 {
     match rule {
-        Normalization::ScaledToMax { reverse } => scale_to_max_score(raw, maximum, reverse),
+        Normalization::ScaledToMax { reverse } => {
+            scale_to_max_score(raw, extremes.highest, reverse)
+        }
+        Normalization::MinMax => min_max_score(raw, extremes.lowest, extremes.highest),
         _ => raw,
     }
 }
@@ -360,6 +382,21 @@ impl Counts {
     /// `DefaultNormalizeScore` scales with).
     fn maximum(&self) -> i64 {
         self.0.last().map_or(0, |&(raw, _)| raw).max(0)
+    }
+
+    /// What a column of `rule` normalises against ([`Extremes`]); both 0 when nothing
+    /// is counted.
+    fn extremes(&self, rule: Normalization) -> Extremes {
+        match rule {
+            Normalization::MinMax => Extremes {
+                lowest: self.0.first().map_or(0, |&(raw, _)| raw),
+                highest: self.0.last().map_or(0, |&(raw, _)| raw),
+            },
+            _ => Extremes {
+                lowest: 0,
+                highest: self.maximum(),
+            },
+        }
     }
 }
 
@@ -506,7 +543,7 @@ impl Tournament {
 
 #[cfg(test)]
 mod tests {
-    use super::{Counts, Ranking, Total, Tournament};
+    use super::{Counts, Extremes, Ranking, Total, Tournament, normalize};
     use crate::plugin::Normalization;
 
     #[test]
@@ -580,5 +617,27 @@ mod tests {
         assert_eq!(counts.maximum(), 0);
         counts.remove(-2);
         assert!(counts.0.is_empty());
+    }
+
+    #[test]
+    fn min_max_columns_normalise_against_the_lowest_and_the_highest_score() {
+        let mut counts = Counts::default();
+        let rule = Normalization::MinMax;
+        assert_eq!(counts.extremes(rule), Extremes::default());
+        for raw in [40, -10, 90] {
+            counts.add(raw);
+        }
+        let extremes = counts.extremes(rule);
+        assert_eq!((extremes.lowest, extremes.highest), (-10, 90));
+        assert_eq!(normalize(rule, -10, extremes), 0);
+        assert_eq!(normalize(rule, 40, extremes), 50);
+        assert_eq!(normalize(rule, 90, extremes), 100);
+        // A scaled-to-max column leaves the lowest alone.
+        let scaled = counts.extremes(Normalization::ScaledToMax { reverse: false });
+        assert_eq!((scaled.lowest, scaled.highest), (0, 90));
+        // Every node alike: all score the lowest.
+        counts.remove(-10);
+        counts.remove(90);
+        assert_eq!(normalize(rule, 40, counts.extremes(rule)), 0);
     }
 }

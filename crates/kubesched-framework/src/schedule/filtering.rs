@@ -159,6 +159,15 @@ impl Scheduler {
                 let key = key.clone();
                 return Ok((Passed::Kept { key, changed }, diagnosis, None));
             }
+            // A decision needs the rejections only when no node passed or a filter
+            // failed: then the error reports them.
+            if self.decisions_only
+                && hint_rejection.is_none()
+                && !cache.failed(key)
+                && cache.feasible_count(key) > 0
+            {
+                return Ok((Passed::Unlisted(cache.feasible(key)), diagnosis, None));
+            }
             cache.verdicts(key)
         } else {
             let every_node: Vec<usize>;
@@ -249,10 +258,27 @@ impl Scheduler {
     }
 }
 
+impl Scheduler {
+    /// Completes a diagnosis with the rejections incremental scheduling kept for `key`
+    /// in this cycle: what a cycle that did not list them ([`Passed::Unlisted`]) reports
+    /// when it fails after Filter, as the full pass does.
+    pub(super) fn with_kept_rejections(
+        &self,
+        key: &Key,
+        diagnosis: Diagnosis,
+    ) -> Result<Diagnosis, ScheduleError> {
+        let rejected = match &self.incremental {
+            Some(cache) => cache.verdicts(key).1,
+            None => Vec::new(),
+        };
+        with_rejections(diagnosis, rejected)
+    }
+}
+
 /// Completes a diagnosis with the nodes a Filter pass rejected, as kube-scheduler's
 /// findNodesThatPassFilters does: a filter that failed (rather than rejected) aborts
 /// the attempt with its error; the rejections are kept in node order.
-pub(super) fn with_rejections(
+fn with_rejections(
     mut diagnosis: Diagnosis,
     mut rejected: Vec<(usize, Status)>,
 ) -> Result<Diagnosis, ScheduleError> {
@@ -261,8 +287,14 @@ pub(super) fn with_rejections(
         .position(|(_, s)| !s.is_rejected())
         .map(|pos| rejected.swap_remove(pos).1);
     rejected.retain(|(_, s)| s.is_rejected());
+    // Kept rejections are mostly copies of one another (the columns share equal
+    // ones): a copy of the last status names the same plugin.
+    let mut last: Option<&Status> = None;
     for (_, status) in &rejected {
-        diagnosis.add_plugin_status(status);
+        if !last.is_some_and(|l| l.is_copy_of(status)) {
+            diagnosis.add_plugin_status(status);
+            last = Some(status);
+        }
     }
     rejected.sort_by_key(|(i, _)| *i);
     diagnosis.node_to_status.statuses = rejected;

@@ -9,22 +9,9 @@ use kubesched_kube::Runtime;
 
 use super::support::realcluster::Cluster;
 use super::{
-    LOG, config_with_token, create_nodes, create_pods, kubectl_apply, limited_config, pods,
-    ready_node, repo_file, service_account_token,
+    LOG, config_with_token, create_nodes, create_pods, kubectl, kubectl_apply, limited_config,
+    pods, ready_node, repo_file, service_account_token,
 };
-
-fn kubectl(cluster: &Cluster, args: &[&str]) {
-    let out = Command::new(cluster.kubectl())
-        .arg(format!("--kubeconfig={}", cluster.kubeconfig.display()))
-        .args(args)
-        .output()
-        .expect("kubectl");
-    assert!(
-        out.status.success(),
-        "kubectl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 /// `/metrics` behind delegated authentication and authorization, with deploy/'s
 /// RBAC: no token 403 (system:anonymous), a bad token 401, a token without RBAC 403,

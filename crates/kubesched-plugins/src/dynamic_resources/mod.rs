@@ -215,26 +215,23 @@ impl Plugin for DynamicResources {
     /// Node by node only for a pod without ResourceClaims or extended resources (which
     /// DeviceClasses may back): devices are allocated from a cluster-wide pool.
     fn node_local(&self, pod: &PodInfo) -> bool {
-        let claims = pod
-            .spec()
-            .resource_claims
-            .as_ref()
-            .is_some_and(|c| !c.is_empty());
-        !claims && (!self.extended_resource || !crate::helper::requests_extended_resources(pod))
+        !has_claims(pod)
+            && (!self.extended_resource || !crate::helper::requests_extended_resources(pod))
     }
+    /// Also node by node for a pod without claims when no DeviceClass backs its
+    /// extended resources now: the plugin then has nothing to allocate.
     fn node_scoped(&self, pod: &PodInfo, _snapshot: &kubesched_framework::Snapshot) -> bool {
         self.node_local(pod)
+            || (!has_claims(pod)
+                && self.dra.as_ref().is_some_and(|dra| {
+                    !crate::helper::dra_backs_requested_extended_resources(pod, dra)
+                }))
     }
     fn sign_pod(
         &self,
         pod: &PodInfo,
     ) -> Result<Vec<kubesched_framework::signature::SignFragment>, Status> {
-        if pod
-            .spec()
-            .resource_claims
-            .as_ref()
-            .is_some_and(|c| !c.is_empty())
-        {
+        if has_claims(pod) {
             return Err(kubesched_framework::signature::unsignable(
                 "pods with dra resource claims are not signable",
             ));
@@ -245,6 +242,14 @@ impl Plugin for DynamicResources {
         crate::events::dynamic_resources()
     }
     kubesched_framework::extension_points!(PreFilter, Filter, PostFilter, Score, Reserve, PreBind);
+}
+
+/// Whether the pod lists ResourceClaims.
+fn has_claims(pod: &PodInfo) -> bool {
+    pod.spec()
+        .resource_claims
+        .as_ref()
+        .is_some_and(|c| !c.is_empty())
 }
 
 impl ScorePlugin for DynamicResources {
@@ -275,6 +280,28 @@ impl ScorePlugin for DynamicResources {
             return Err(Status::error(error));
         }
         Ok(score)
+    }
+
+    /// A pod without claims scores 0 everywhere: the cycle state is read once for the
+    /// run, not once per node.
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        out: &mut [i64],
+    ) -> Result<(), Status> {
+        if let Some(missing) = pre_filter_state_missing(state) {
+            return Err(missing);
+        }
+        if state.read::<CycleData>().is_none() {
+            out.fill(0);
+            return Ok(());
+        }
+        for (node, out) in nodes.iter().zip(out) {
+            *out = self.score(state, pod, node)?;
+        }
+        Ok(())
     }
 
     fn score_extensions(&self) -> Option<&dyn ScoreExtensions> {

@@ -57,6 +57,7 @@ mod defaults;
 mod dra;
 mod error;
 mod parse;
+mod pod_groups;
 mod storage;
 mod validate;
 
@@ -229,6 +230,40 @@ pub fn load(sources: &[Source]) -> Result<Scenario, ScenarioError> {
     Ok(builder.finish())
 }
 
+/// Reads one object already parsed from JSON (a trace line's, say) into a scenario,
+/// exactly as [`load`] reads a source `name` whose text is that object, without
+/// writing and parsing the text again.
+pub fn load_value(name: &str, value: Value) -> Result<Scenario, ScenarioError> {
+    // A JSON number that is not an integer may read otherwise in YAML (`-0`, an
+    // integer past 64 bits that JSON made a float): such an object takes the text's
+    // way, so that nothing differs from `load`.
+    if has_float(&value) {
+        return load(&[Source {
+            name: name.to_string(),
+            text: value.to_string(),
+        }]);
+    }
+    let mut builder = Builder::default();
+    let origin = Origin {
+        file: name,
+        document: 1,
+        single: true,
+        items: Vec::new(),
+    };
+    builder.add(&origin, value, None)?;
+    Ok(builder.finish())
+}
+
+/// Whether any number in `value` is not an integer.
+fn has_float(value: &Value) -> bool {
+    match value {
+        Value::Number(n) => n.is_f64(),
+        Value::Array(items) => items.iter().any(has_float),
+        Value::Object(fields) => fields.values().any(has_float),
+        _ => false,
+    }
+}
+
 /// Where a document comes from.
 struct Origin<'a> {
     file: &'a str,
@@ -358,6 +393,9 @@ impl Builder {
                     return Ok(());
                 }
                 self.add_other(origin, value, api_version, kind.to_owned())
+            }
+            (pod_groups::API_VERSION, "PodGroup" | "Workload") => {
+                self.add_workload_object(origin, value, api_version, kind)
             }
             (group_version, "PodGroup") if group_version.starts_with("scheduling.x-k8s.io/") => {
                 self.add_pod_group(origin, value, api_version)
@@ -563,14 +601,7 @@ impl Builder {
         }
         let (file, object) = object_label(origin, &kind, &labelled);
         let group: kubesched_plugins_sigs::api::PodGroup = decode(&value, &file, &object)?;
-        if let Some((field, message)) = group.problem() {
-            return Err(ScenarioError::Decode {
-                file,
-                object,
-                field: field.into(),
-                message,
-            });
-        }
+        refuse_problem(file, object, group.problem())?;
         self.add_other(origin, value, api_version, kind)
     }
 
@@ -676,4 +707,22 @@ fn object_label(origin: &Origin<'_>, kind: &str, value: &Value) -> (String, Stri
         None => format!("{kind} {}", echo(name)),
     };
     (origin.file.to_owned(), object)
+}
+
+/// The API server's validation problem of an object, `(field, message)`, as the error
+/// naming the file, the object and the field.
+fn refuse_problem(
+    file: String,
+    object: String,
+    problem: Option<(impl Into<String>, String)>,
+) -> Result<(), ScenarioError> {
+    match problem {
+        None => Ok(()),
+        Some((field, message)) => Err(ScenarioError::Decode {
+            file,
+            object,
+            field: field.into(),
+            message,
+        }),
+    }
 }

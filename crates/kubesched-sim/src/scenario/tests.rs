@@ -1113,3 +1113,40 @@ fn pod_groups_are_decoded_strictly_with_their_crd_checks() {
         error("apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroups\nmetadata: {name: pg}\n");
     assert!(err.contains("did you mean PodGroup?"), "{err}");
 }
+
+/// `load_value` reads an object as `load` reads its JSON text: the same objects, and the
+/// same message for a field that is not there, a bad quantity or a float.
+#[test]
+fn load_value_reads_an_object_as_its_text() {
+    let objects = [
+        serde_json::json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": 110}}}),
+        serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "image": "x",
+                "resources": {"requests": {"cpu": "250m"}}}]}}),
+        serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"schdulerName": "x", "containers": [{"name": "c", "image": "x"}]}}),
+        serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "image": "x",
+                "resources": {"requests": {"cpu": "lots"}}}]}}),
+        serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"priority": 1.5, "containers": [{"name": "c", "image": "x"}]}}),
+    ];
+    let mut refused = 0;
+    for object in objects {
+        let text = load(&[src("t.jsonl line 3", &object.to_string())]);
+        let value = load_value("t.jsonl line 3", object);
+        match (text, value) {
+            (Ok(t), Ok(v)) => {
+                assert_eq!(t.nodes, v.nodes);
+                assert_eq!(t.pods, v.pods);
+            }
+            (Err(t), Err(v)) => {
+                assert_eq!(t.to_string(), v.to_string());
+                refused += 1;
+            }
+            (t, v) => panic!("text: {t:?}\nvalue: {v:?}"),
+        }
+    }
+    assert_eq!(refused, 3);
+}

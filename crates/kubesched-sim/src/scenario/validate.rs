@@ -32,6 +32,8 @@ const KNOWN_KINDS: &[(&str, &str)] = &[
     ("resource.k8s.io", "ResourceClaimTemplate"),
     ("kubescheduler.config.k8s.io", "KubeSchedulerConfiguration"),
     ("scheduling.x-k8s.io", "PodGroup"),
+    ("scheduling.k8s.io", "PodGroup"),
+    ("scheduling.k8s.io", "Workload"),
 ];
 
 /// Whether kube-scheduler or kubesched reads objects of this kind (the others are

@@ -1,0 +1,216 @@
+//! The PodGroup scheduling cycle of kube-scheduler v1.36 (`scheduleOnePodGroup` in
+//! pkg/scheduler/schedule_one_podgroup.go), run when the `GenericWorkload` gate is on
+//! for the pods that name a PodGroup: the group's pending pods are attempted one after
+//! the other on one cluster state, each later pod seeing the earlier ones assumed, and
+//! the group is placed only if some pod's Permit succeeds
+//! (`podGroupSchedulingDefaultAlgorithm`). Otherwise every pod that found a node goes
+//! back unschedulable with `pod group is unschedulable, ` and its Permit message, and
+//! nothing of the group stays assumed (`submitPodGroupAlgorithmResult`). The cycle
+//! reports the PodGroup's `PodGroupScheduled` condition as kube-scheduler writes it.
+//!
+//! kube-scheduler evaluates the group, reverts it, and then assumes the feasible pods
+//! again for their binding cycles on the nodes found; here a pod that waits at Permit
+//! stays assumed, and the Permit that reaches the quorum allows the waiting ones,
+//! which places the same pods on the same nodes. Not modelled: preemption inside the
+//! cycle (a pod that would preempt is reported with its nomination, and nothing is
+//! evicted), workload-aware preemption, and TopologyAwareWorkloadScheduling's
+//! placements.
+
+use std::sync::Arc;
+
+use super::{Outcome, Parked, ScheduleError, Scheduler};
+use crate::pod_info::PodInfo;
+use crate::status::{Code, Status};
+
+/// `errPodGroupUnschedulable`.
+const POD_GROUP_UNSCHEDULABLE: &str = "pod group is unschedulable";
+
+/// v1.36's RunPermitPlugins' own Wait reason (v1.35's names the pod).
+const WAIT_REASON: &str = "one or more plugins asked to wait and no plugin rejected pod";
+
+/// The `PodGroupScheduled` condition a cycle writes on its PodGroup.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PodGroupCondition {
+    /// `True` (placed) or `False`.
+    pub status: bool,
+    /// `Scheduled`, `Unschedulable` or `SchedulerError`.
+    pub reason: String,
+    /// Empty when placed; `pod group is unschedulable` otherwise.
+    pub message: String,
+}
+
+/// What one PodGroup scheduling cycle did.
+#[derive(Debug, Default)]
+pub struct PodGroupCycle {
+    /// Every pod decided during the cycle, with its outcome, in the order decided
+    /// (pods held by PreEnqueue included, as [`Outcome::Gated`]).
+    pub outcomes: Vec<(Arc<PodInfo>, Outcome)>,
+    /// The pods that still wait at Permit after the cycle (a group placed while some
+    /// pod waits for another plugin); [`Scheduler::resolve_waiting`] and
+    /// [`Scheduler::time_out_waiting`] decide them later.
+    pub waiting: Vec<Arc<PodInfo>>,
+    /// The condition written on the PodGroup; `None` when no pod entered the cycle
+    /// (all held by PreEnqueue, or not this scheduler's) or the pods name different
+    /// schedulers.
+    pub condition: Option<PodGroupCondition>,
+}
+
+impl PodGroupCycle {
+    fn decide(&mut self, pod: Arc<PodInfo>, outcome: Outcome) {
+        self.waiting.retain(|p| p.uid() != pod.uid());
+        self.outcomes.push((pod, outcome));
+    }
+}
+
+impl Scheduler {
+    /// Runs one PodGroup scheduling cycle over `pods`, the group's pending pods in
+    /// the order kube-scheduler attempts them (the popped pod first, then by priority
+    /// and queue time).
+    pub fn schedule_pod_group(&mut self, pods: &[Arc<PodInfo>]) -> PodGroupCycle {
+        let mut cycle = PodGroupCycle::default();
+        // frameworkForPodGroup: one scheduler name for the group's queued pods.
+        let mut queued = Vec::new();
+        for pod in pods {
+            let Some(index) = self
+                .profiles
+                .iter()
+                .position(|p| p.profile_name() == pod.scheduler_name())
+            else {
+                cycle.decide(pod.clone(), Outcome::NotOurs);
+                continue;
+            };
+            let gate = self.profiles[index].run_pre_enqueue_plugins(pod);
+            if !gate.is_success() {
+                cycle.decide(pod.clone(), Outcome::Gated(gate));
+                continue;
+            }
+            queued.push(pod.clone());
+        }
+        if let Some(other) = queued
+            .iter()
+            .find(|p| p.scheduler_name() != queued[0].scheduler_name())
+        {
+            let message = format!(
+                "all pods in a single pod group should have the same .spec.schedulerName set, got: {:?} and {:?}",
+                other.scheduler_name(),
+                queued[0].scheduler_name()
+            );
+            for pod in queued {
+                let error = ScheduleError::Internal(Status::error(message.clone()));
+                cycle.decide(
+                    pod,
+                    Outcome::Unschedulable {
+                        error,
+                        nominated: None,
+                    },
+                );
+            }
+            return cycle;
+        }
+        let mut placed = false;
+        for (i, pod) in queued.iter().enumerate() {
+            let outcome = self.schedule_one(pod);
+            if let Outcome::Unschedulable { error, .. } = &outcome
+                && matches!(
+                    error,
+                    ScheduleError::Internal(_) | ScheduleError::FailedAfterFilter { .. }
+                )
+            {
+                let message = format!("failed to schedule other pod from a pod group: {}", error);
+                cycle.decide(pod.clone(), outcome);
+                self.fail_group(&mut cycle, &queued[i + 1..], &message);
+                return cycle;
+            }
+            match outcome {
+                Outcome::Waiting { .. } => cycle.waiting.push(pod.clone()),
+                outcome => {
+                    placed |= matches!(outcome, Outcome::Scheduled { .. });
+                    cycle.decide(pod.clone(), outcome);
+                }
+            }
+            for (p, outcome) in self.resolve_waiting() {
+                placed |= matches!(outcome, Outcome::Scheduled { .. });
+                cycle.decide(p, outcome);
+            }
+        }
+        if queued.is_empty() {
+            return cycle;
+        }
+        if !placed {
+            self.reject_waiting(&mut cycle, group_message);
+        }
+        cycle.condition = Some(if placed {
+            PodGroupCondition {
+                status: true,
+                reason: "Scheduled".into(),
+                message: String::new(),
+            }
+        } else {
+            PodGroupCondition {
+                status: false,
+                reason: "Unschedulable".into(),
+                message: POD_GROUP_UNSCHEDULABLE.into(),
+            }
+        });
+        cycle
+    }
+
+    /// A pod of the group failed with an error (not a rejection): the cycle stops
+    /// there, and every other pod of the group, waiting or not attempted yet, fails
+    /// with `failed to schedule other pod from a pod group: ` and that error; the
+    /// condition is False, `SchedulerError` (podGroupSchedulingDefaultAlgorithm,
+    /// submitPodGroupAlgorithmResult).
+    fn fail_group(&mut self, cycle: &mut PodGroupCycle, rest: &[Arc<PodInfo>], message: &str) {
+        self.reject_waiting(cycle, |_| message.to_string());
+        for pod in rest {
+            let error = ScheduleError::Internal(Status::error(message.to_string()));
+            cycle.decide(
+                pod.clone(),
+                Outcome::Unschedulable {
+                    error,
+                    nominated: None,
+                },
+            );
+        }
+        cycle.condition = Some(PodGroupCondition {
+            status: false,
+            reason: "SchedulerError".into(),
+            message: message.to_string(),
+        });
+    }
+
+    /// The group is not placed: each of its pods still waiting at Permit is
+    /// unreserved and forgotten, unschedulable with `message` (by default `pod group
+    /// is unschedulable, ` and its Permit status' message).
+    fn reject_waiting(&mut self, cycle: &mut PodGroupCycle, message: impl Fn(&Parked) -> String) {
+        for pod in std::mem::take(&mut cycle.waiting) {
+            let Some(parked) = self.parked.iter().find(|p| p.pod.uid() == pod.uid()) else {
+                continue;
+            };
+            let message = message(parked);
+            let profile = parked.profile;
+            let uid = parked.assumed.uid().to_string();
+            self.profiles[profile]
+                .waiting_pods()
+                .get(&uid, |w| w.reject("", &message));
+            for (p, outcome) in self.resolve_waiting() {
+                cycle.decide(p, outcome);
+            }
+        }
+    }
+}
+
+/// `pod group is unschedulable, <Permit's Wait message>`, the Wait message as v1.36's
+/// RunPermitPlugins words it.
+fn group_message(parked: &Parked) -> String {
+    let reasons = parked.wait.reasons();
+    let mut parts = vec![POD_GROUP_UNSCHEDULABLE.to_string()];
+    parts.extend(
+        reasons[..reasons.len().saturating_sub(1)]
+            .iter()
+            .map(|r| r.to_string()),
+    );
+    parts.push(WAIT_REASON.into());
+    let status = Status::with_reasons(Code::Unschedulable, parts);
+    status.message()
+}

@@ -1,0 +1,291 @@
+//! kube-scheduler v1.36's gang scheduling against kubesched's: the cases of
+//! `conformance/cases-gangs/` (a gang that fits, one with more pods than minCount, one a
+//! pod short, one that does not fit, two gangs competing for one pool, a gang among
+//! single pods, pods naming a PodGroup that does not exist). For each case the real
+//! kube-scheduler, started with `--feature-gates=GenericWorkload=true,GangScheduling=true`
+//! on an API server that serves scheduling.k8s.io/v1alpha2, places the case's objects
+//! (created in order with `kubectl apply`); `kubesched simulate` with the same gates runs
+//! the same file. Compared, per PodGroup (and per pod outside any group): the nodes the
+//! pods went to, their PodScheduled messages, which pods were never attempted (held by
+//! GangScheduling's PreEnqueue: no condition at all), and the PodGroupScheduled
+//! condition (status, reason, message). A group's pods are compared as a sorted list:
+//! kube-scheduler attempts the pod whose arrival met the quorum first, and breaks score
+//! ties at random, so only the multiset is the same.
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::path::{Path, PathBuf};
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::{Api, DeleteParams, ListParams};
+use kubesched_framework::{Features, KubernetesVersion};
+use kubesched_sim::simulate::PodOutcome;
+use kubesched_sim::{SimulationOptions, prepare, scenario};
+
+use super::support::realcluster::Cluster;
+use super::{KubeScheduler, kubectl, kubectl_apply, repo_file, until};
+
+const GATES: &str = "GenericWorkload=true,GangScheduling=true";
+
+/// What one scheduler did with a case: per group (`group/NAME`, or `pod/NAME` for a pod
+/// outside any group) the sorted outcomes of its pods, and per PodGroup its
+/// PodGroupScheduled condition (`-` when none was written).
+#[derive(Debug, Default, PartialEq)]
+struct Placement {
+    pods: BTreeMap<String, Vec<String>>,
+    conditions: BTreeMap<String, String>,
+}
+
+/// The group a pod of the case belongs to, by pod name.
+fn groups_of(path: &Path) -> BTreeMap<String, String> {
+    let text = std::fs::read_to_string(path).expect("case");
+    let scenario = scenario::load(&[scenario::Source {
+        name: path.display().to_string(),
+        text,
+    }])
+    .expect("case loads");
+    scenario
+        .pods
+        .iter()
+        .map(|p| {
+            let name = p.metadata.name.clone().unwrap_or_default();
+            let group = p
+                .spec
+                .as_ref()
+                .and_then(|s| s.scheduling_group.as_ref())
+                .and_then(|g| g.pod_group_name.clone())
+                .map_or_else(|| format!("pod/{name}"), |g| format!("group/{g}"));
+            (name, group)
+        })
+        .collect()
+}
+
+/// kubesched's placement of the case (`simulate --preemption` with the gates).
+fn simulated(path: &Path) -> Placement {
+    let text = std::fs::read_to_string(path).expect("case");
+    let scenario = scenario::load(&[scenario::Source {
+        name: path.display().to_string(),
+        text,
+    }])
+    .expect("case loads");
+    let options = SimulationOptions {
+        preemption: true,
+        features: Features::with_gates(KubernetesVersion::V1_36, [GATES]).expect("gates"),
+        ..Default::default()
+    };
+    let mut prepared =
+        prepare(&scenario, &options, &kubesched_plugins::in_tree_registry()).expect("prepare");
+    let mut results = Vec::new();
+    let detail = prepared.detail;
+    prepared
+        .run_attempts(|a| {
+            results.push(a.to_result(detail));
+            Ok::<_, Infallible>(())
+        })
+        .expect("run");
+    let groups = groups_of(path);
+    let mut placement = Placement::default();
+    for r in results {
+        let name = r.pod.rsplit('/').next().unwrap_or_default().to_string();
+        let outcome = match r.outcome {
+            PodOutcome::Scheduled(node) => node,
+            PodOutcome::Gated(_) => "not attempted".into(),
+            PodOutcome::Unschedulable(m) | PodOutcome::Nominated { message: m, .. } => {
+                format!("pending: {m}")
+            }
+            PodOutcome::Ignored => "ignored".into(),
+        };
+        placement
+            .pods
+            .entry(groups[&name].clone())
+            .or_default()
+            .push(outcome);
+    }
+    for (key, c) in &prepared.pod_groups {
+        let name = key.rsplit('/').next().unwrap_or_default();
+        placement.conditions.insert(
+            name.to_string(),
+            format!(
+                "{}/{}/{}",
+                if c.status { "True" } else { "False" },
+                c.reason,
+                c.message
+            ),
+        );
+    }
+    placement.pods.values_mut().for_each(|v| v.sort());
+    placement
+}
+
+/// The PodGroups' PodGroupScheduled conditions, by name (`-` when none).
+fn conditions(cluster: &Cluster) -> BTreeMap<String, String> {
+    let out = kubectl(cluster, &["get", "podgroups", "-o", "json"]);
+    let list: serde_json::Value = serde_json::from_str(&out).expect("podgroups json");
+    let mut map = BTreeMap::new();
+    for item in list["items"].as_array().into_iter().flatten() {
+        let name = item["metadata"]["name"].as_str().unwrap_or_default();
+        let condition = item["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] == "PodGroupScheduled")
+            .map_or("-".to_string(), |c| {
+                format!(
+                    "{}/{}/{}",
+                    c["status"].as_str().unwrap_or_default(),
+                    c["reason"].as_str().unwrap_or_default(),
+                    c["message"].as_str().unwrap_or_default()
+                )
+            });
+        map.insert(name.to_string(), condition);
+    }
+    map
+}
+
+/// A pod's outcome in the cluster: its node, `pending: MESSAGE` once PodScheduled is
+/// False, `not attempted` while it has no PodScheduled condition; `None` while it is
+/// being decided (scheduled but not yet bound).
+fn outcome_of(p: &Pod) -> String {
+    if let Some(node) = p.spec.as_ref().and_then(|s| s.node_name.clone()) {
+        return node;
+    }
+    let condition = p
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == "PodScheduled"));
+    match condition {
+        Some(c) if c.status == "False" => {
+            format!("pending: {}", c.message.clone().unwrap_or_default())
+        }
+        _ => "not attempted".into(),
+    }
+}
+
+/// kube-scheduler's placement of the case, once every pod that kubesched attempted has
+/// a node or a message (the others are given a second to show they stay unattempted).
+async fn real(
+    cluster: &Cluster,
+    client: &kube::Client,
+    path: &Path,
+    want: &Placement,
+) -> Placement {
+    kubectl_apply(cluster, path);
+    let groups = groups_of(path);
+    let decided = want
+        .pods
+        .values()
+        .flatten()
+        .filter(|o| o.as_str() != "not attempted")
+        .count();
+    let api: Api<Pod> = Api::namespaced(client.clone(), "default");
+    until(30, &format!("{}: pods decided", path.display()), || {
+        let api = api.clone();
+        async move {
+            let pods = api.list(&ListParams::default()).await.ok()?;
+            let n = pods
+                .items
+                .iter()
+                .filter(|p| outcome_of(p) != "not attempted")
+                .count();
+            (n >= decided).then_some(())
+        }
+    })
+    .await;
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    let mut placement = Placement::default();
+    for p in api.list(&ListParams::default()).await.expect("pods").items {
+        let name = p.metadata.name.clone().unwrap_or_default();
+        let group = groups
+            .get(&name)
+            .cloned()
+            .unwrap_or_else(|| format!("pod/{name}"));
+        placement
+            .pods
+            .entry(group)
+            .or_default()
+            .push(outcome_of(&p));
+    }
+    placement.pods.values_mut().for_each(|v| v.sort());
+    placement.conditions = conditions(cluster)
+        .into_iter()
+        .filter(|(_, c)| c != "-")
+        .collect();
+    placement
+}
+
+/// Deletes the case's pods, PodGroups (their protection finalizer taken off: no
+/// controller runs here) and nodes, and waits until they are gone.
+async fn clear(cluster: &Cluster, client: &kube::Client) {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let force = DeleteParams {
+        grace_period_seconds: Some(0),
+        ..Default::default()
+    };
+    let _ = pods.delete_collection(&force, &ListParams::default()).await;
+    for name in conditions(cluster).keys() {
+        kubectl(
+            cluster,
+            &[
+                "patch",
+                "podgroup",
+                name,
+                "--type=merge",
+                "-p",
+                r#"{"metadata":{"finalizers":null}}"#,
+            ],
+        );
+        kubectl(cluster, &["delete", "podgroup", name, "--wait=false"]);
+    }
+    let nodes: Api<Node> = Api::all(client.clone());
+    let _ = nodes
+        .delete_collection(&DeleteParams::default(), &ListParams::default())
+        .await;
+    until(30, "pods, PodGroups and nodes gone", || {
+        let (pods, nodes) = (pods.clone(), nodes.clone());
+        async move {
+            let p = pods.list(&ListParams::default()).await.ok()?.items.len();
+            let n = nodes.list(&ListParams::default()).await.ok()?.items.len();
+            (p == 0 && n == 0).then_some(())
+        }
+    })
+    .await;
+    until(30, "PodGroups gone", || async {
+        conditions(cluster).is_empty().then_some(())
+    })
+    .await;
+}
+
+/// The cases, in name order.
+fn cases() -> Vec<PathBuf> {
+    let dir = repo_file("conformance/cases-gangs");
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("conformance/cases-gangs")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    cases.sort();
+    cases
+}
+
+/// Every case, kube-scheduler against kubesched; all disagreements reported together.
+pub async fn gangs(cluster: &mut Cluster) {
+    let client = cluster.admin().await;
+    let gates = format!("--feature-gates={GATES}");
+    let _kube_scheduler = KubeScheduler::start(cluster, &[gates.as_str()]);
+    let cases = cases();
+    assert_eq!(cases.len(), 7, "cases in conformance/cases-gangs");
+    let mut disagreements = Vec::new();
+    for case in &cases {
+        let want = simulated(case);
+        let got = real(cluster, &client, case, &want).await;
+        if got != want {
+            disagreements.push(format!(
+                "{}:\n  kube-scheduler: {got:?}\n  kubesched:      {want:?}",
+                case.display()
+            ));
+        }
+        clear(cluster, &client).await;
+    }
+    assert!(disagreements.is_empty(), "{}", disagreements.join("\n"));
+}

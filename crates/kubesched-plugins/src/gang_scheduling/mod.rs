@@ -1,0 +1,213 @@
+//! GangScheduling: kube-scheduler v1.36's all-or-nothing scheduling of the pods of a
+//! `scheduling.k8s.io/v1alpha2` PodGroup with a `gang` policy
+//! (pkg/scheduler/framework/plugins/gangscheduling/gangscheduling.go). Pods join a
+//! group with `spec.schedulingGroup.podGroupName`. The plugin is in the default
+//! profile when the `GangScheduling` gate is on (which needs `GenericWorkload`).
+//!
+//! - **PreEnqueue** keeps a pod out of the queue until its PodGroup exists and, for a
+//!   gang, until the scheduler knows `minCount` pods of the group.
+//! - **Permit** makes a pod wait (5 minutes, `permitTimeoutDuration`) until
+//!   `minCount` pods of the group are scheduled (bound or assumed), then allows the
+//!   group's waiting pods.
+//!
+//! v1.36's plugin has no Reserve: the pods a group has scheduled are the cache's
+//! (`PodGroupState.ScheduledPodsCount`). Here they are the group's pods bound when the
+//! plugin was built, those this plugin allowed, and those waiting at Permit (the
+//! assumed ones). The PodGroup scheduling cycle that runs these pods together is the
+//! scheduler's (`Scheduler::schedule_pod_group` in kubesched-framework).
+//!
+//! Floor: `kubesched-framework`; PodGroups and the pod list come from
+//! [`Handle::objects`].
+
+pub mod api;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use kubesched_framework::waiting::WaitingPods;
+use kubesched_framework::{
+    Code, CycleState, Handle, PermitPlugin, Plugin, PluginError, PodInfo, PreEnqueuePlugin, Status,
+    extension_points,
+};
+
+use api::PodGroup;
+
+/// The plugin's name.
+pub const NAME: &str = "GangScheduling";
+
+/// `permitTimeoutDuration`: how long a gang's pods wait at Permit for the quorum.
+pub const PERMIT_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+
+/// Permit's Wait reason.
+pub const WAIT_MESSAGE: &str = "waiting for minCount pods from a gang to be scheduled";
+
+/// PreEnqueue's reason while the gang has fewer than `minCount` pods.
+pub const QUORUM_MESSAGE: &str =
+    "waiting for minCount pods from a gang to appear in scheduling queue";
+
+/// The PodGroup a pod names (`spec.schedulingGroup.podGroupName`), when it names one.
+pub fn pod_group_name(pod: &PodInfo) -> Option<&str> {
+    pod.spec()
+        .scheduling_group
+        .as_ref()
+        .and_then(|g| g.pod_group_name.as_deref())
+}
+
+/// The PodGroups of `handle.objects`, by `namespace/name`; an object that does not
+/// decode is an error naming it.
+pub fn pod_groups(handle: &Handle) -> Result<HashMap<String, Arc<PodGroup>>, PluginError> {
+    let mut groups = HashMap::new();
+    if let Some(objects) = &handle.objects {
+        for o in objects.custom_of(api::GROUP, "PodGroup") {
+            if o.api_version != api::API_VERSION {
+                continue;
+            }
+            let mut group: PodGroup = serde_json::from_value(o.value.clone())
+                .map_err(|e| PluginError::new(format!("PodGroup {}: {e}", o.name)))?;
+            group.metadata.namespace = o.namespace.clone();
+            groups.insert(group.full_name(), Arc::new(group));
+        }
+    }
+    Ok(groups)
+}
+
+/// The plugin.
+pub struct GangScheduling {
+    waiting: Arc<WaitingPods>,
+    /// PodGroups by `namespace/name`.
+    groups: HashMap<String, Arc<PodGroup>>,
+    /// How many pods name each group (`PodGroupState.AllPodsCount`).
+    all_pods: HashMap<String, usize>,
+    /// The pods of each group bound, or allowed at Permit, by uid.
+    scheduled: Mutex<HashMap<String, HashSet<String>>>,
+}
+
+impl std::fmt::Debug for GangScheduling {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GangScheduling")
+            .field("groups", &self.groups.len())
+            .finish()
+    }
+}
+
+/// The factory: reads the PodGroups and pods of `handle.objects`.
+pub fn new(_: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
+    GangScheduling::new(handle).map(|p| Arc::new(p) as Arc<dyn Plugin>)
+}
+
+/// `namespace/name` of the group `pod` names.
+fn group_key(pod: &PodInfo) -> Option<String> {
+    pod_group_name(pod).map(|g| format!("{}/{g}", pod.namespace()))
+}
+
+impl GangScheduling {
+    /// The plugin over `handle`'s objects.
+    pub fn new(handle: &Handle) -> Result<GangScheduling, PluginError> {
+        let groups = pod_groups(handle)?;
+        let mut all_pods: HashMap<String, usize> = HashMap::new();
+        let mut scheduled: HashMap<String, HashSet<String>> = HashMap::new();
+        if let Some(objects) = &handle.objects {
+            for pod in &objects.pods {
+                let Some(key) = group_key(pod) else { continue };
+                *all_pods.entry(key.clone()).or_default() += 1;
+                if pod.node_name().is_some() {
+                    scheduled
+                        .entry(key)
+                        .or_default()
+                        .insert(pod.uid().to_string());
+                }
+            }
+        }
+        Ok(GangScheduling {
+            waiting: handle.waiting_pods.clone(),
+            groups,
+            all_pods,
+            scheduled: Mutex::new(scheduled),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, HashSet<String>>> {
+        self.scheduled.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Plugin for GangScheduling {
+    fn name(&self) -> &str {
+        NAME
+    }
+    extension_points!(PreEnqueue, Permit);
+}
+
+impl PreEnqueuePlugin for GangScheduling {
+    /// `PreEnqueue`.
+    fn pre_enqueue(&self, pod: &PodInfo) -> Status {
+        let (Some(name), Some(key)) = (pod_group_name(pod), group_key(pod)) else {
+            return Status::success();
+        };
+        let Some(group) = self.groups.get(&key) else {
+            return Status::new(
+                Code::UnschedulableAndUnresolvable,
+                format!("waiting for pods's pod group {name:?} to appear in scheduling queue"),
+            );
+        };
+        let Some(min_count) = group.spec.scheduling_policy.gang_min_count() else {
+            return Status::success();
+        };
+        let all = self.all_pods.get(&key).copied().unwrap_or(0);
+        if (all as i64) < i64::from(min_count) {
+            return Status::new(Code::UnschedulableAndUnresolvable, QUORUM_MESSAGE);
+        }
+        Status::success()
+    }
+}
+
+impl PermitPlugin for GangScheduling {
+    /// `Permit`: waits until `minCount` pods of the gang are scheduled, then allows
+    /// every waiting pod of the gang.
+    fn permit(&self, _: &mut CycleState, pod: &PodInfo, _: &str) -> (Status, Duration) {
+        let (Some(name), Some(key)) = (pod_group_name(pod), group_key(pod)) else {
+            return (Status::success(), Duration::ZERO);
+        };
+        let Some(group) = self.groups.get(&key) else {
+            return (
+                Status::error(format!(
+                    "failed to get podGroup {key}: podgroup.scheduling.k8s.io {name:?} not found"
+                )),
+                Duration::ZERO,
+            );
+        };
+        let Some(min_count) = group.spec.scheduling_policy.gang_min_count() else {
+            return (Status::success(), Duration::ZERO);
+        };
+        let mut waiting = Vec::new();
+        self.waiting.iterate(|w| {
+            if w.pod().uid() != pod.uid() && group_key(w.pod()).as_deref() == Some(key.as_str()) {
+                waiting.push(w.pod().uid().to_string());
+            }
+        });
+        let bound = self
+            .lock()
+            .get(&key)
+            .map_or(0, |s| s.iter().filter(|uid| !waiting.contains(uid)).count());
+        let scheduled = bound + waiting.len() + 1;
+        if (scheduled as i64) < i64::from(min_count) {
+            return (Status::new(Code::Wait, WAIT_MESSAGE), PERMIT_TIMEOUT);
+        }
+        {
+            let mut state = self.lock();
+            let set = state.entry(key.clone()).or_default();
+            set.extend(waiting.iter().cloned());
+            set.insert(pod.uid().to_string());
+        }
+        self.waiting.iterate(|w| {
+            if group_key(w.pod()).as_deref() == Some(key.as_str()) {
+                w.allow(NAME);
+            }
+        });
+        (Status::success(), Duration::ZERO)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,93 @@
+//! kube-scheduler v1.36's gang scheduling objects in a scenario:
+//! `scheduling.k8s.io/v1alpha2` PodGroup and Workload, decoded strictly (a misspelt
+//! field is an error naming it, with a suggestion) and validated as the API server
+//! validates them, then kept as other objects for the GangScheduling plugin and the
+//! PodGroup cycle to read.
+
+use serde_json::Value;
+
+use kubesched_plugins::gang_scheduling::api::{self, PodGroup, Workload};
+
+use super::decode::decode;
+use super::{Builder, Origin, ScenarioError, object_label, raw_str, refuse_problem};
+
+/// The `apiVersion` read here.
+pub(super) const API_VERSION: &str = api::API_VERSION;
+
+impl Builder {
+    /// Reads a PodGroup or Workload (`scheduling.k8s.io/v1alpha2`) strictly, with the
+    /// API server's validation of its scheduling policy.
+    pub(super) fn add_workload_object(
+        &mut self,
+        origin: &Origin<'_>,
+        value: Value,
+        api_version: String,
+        kind: String,
+    ) -> Result<(), ScenarioError> {
+        let mut labelled = value.clone();
+        if raw_str(&value, "/metadata/namespace").is_none()
+            && let Some(meta) = labelled.get_mut("metadata").and_then(Value::as_object_mut)
+        {
+            meta.insert("namespace".into(), "default".into());
+        }
+        let (file, object) = object_label(origin, &kind, &labelled);
+        let problem = if kind == "PodGroup" {
+            decode::<PodGroup>(&value, &file, &object)?.problem()
+        } else {
+            decode::<Workload>(&value, &file, &object)?.problem()
+        };
+        refuse_problem(file, object, problem)?;
+        self.add_other(origin, value, api_version, kind)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::scenario::{Source, load};
+
+    fn error(text: &str) -> String {
+        let source = Source {
+            name: "x.yaml".into(),
+            text: text.into(),
+        };
+        load(&[source])
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn pod_groups_and_workloads_decode_strictly() {
+        let ok = Source {
+            name: "x.yaml".into(),
+            text: "apiVersion: scheduling.k8s.io/v1alpha2\nkind: PodGroup\nmetadata: {name: g}\nspec: {schedulingPolicy: {gang: {minCount: 2}}}\n---\napiVersion: scheduling.k8s.io/v1alpha2\nkind: Workload\nmetadata: {name: w}\nspec: {podGroupTemplates: [{name: t, schedulingPolicy: {basic: {}}}]}\n".into(),
+        };
+        let scenario = load(&[ok]).unwrap();
+        assert_eq!(scenario.objects.len(), 2);
+        let e = error(
+            "apiVersion: scheduling.k8s.io/v1alpha2\nkind: PodGroup\nmetadata: {name: g, namespace: team}\nspec: {schedulingPolicy: {gang: {mincount: 2}}}\n",
+        );
+        assert_eq!(
+            e,
+            "x.yaml: PodGroup team/g: spec.schedulingPolicy.gang.mincount: unknown field, did you mean minCount?"
+        );
+    }
+
+    #[test]
+    fn bad_policies_are_refused_in_the_api_servers_words() {
+        let e = error(
+            "apiVersion: scheduling.k8s.io/v1alpha2\nkind: PodGroup\nmetadata: {name: g}\nspec: {schedulingPolicy: {}}\n",
+        );
+        assert_eq!(
+            e,
+            "x.yaml: PodGroup default/g: spec.schedulingPolicy: Invalid value: \"\": must specify one of: `basic`, `gang`"
+        );
+        let e = error(
+            "apiVersion: scheduling.k8s.io/v1alpha2\nkind: Workload\nmetadata: {name: w}\nspec: {podGroupTemplates: [{name: t, schedulingPolicy: {gang: {minCount: 0}}}]}\n",
+        );
+        assert_eq!(
+            e,
+            "x.yaml: Workload default/w: spec.podGroupTemplates[0].schedulingPolicy.gang.minCount: Required value"
+        );
+    }
+}

@@ -1,0 +1,207 @@
+//! Runs every case of `conformance/cases-gangs/` (the repository's own: kube-scheduler
+//! v1.36's gang scheduling, the lines checked against the real kube-scheduler v1.36 by
+//! crates/kubesched-kube/tests/realcluster_scenarios/gang.rs, each case saying which
+//! function each line follows) as `kubesched simulate --feature-gates
+//! GenericWorkload=true,GangScheduling=true --preemption --format jsonl` runs it, and
+//! compares each line field by field. With the gates off the same cases schedule the
+//! pods one by one, as before.
+
+#[path = "common/lines.rs"]
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use kubesched_framework::{Features, KubernetesVersion};
+use kubesched_sim::scenario::{self, Source};
+use kubesched_sim::{SimulationOptions, output, simulate};
+use serde_json::Value;
+
+fn cases() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance/cases-gangs");
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("conformance/cases-gangs")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    cases.sort();
+    cases
+}
+
+fn lines(path: &Path, gates: &[&str]) -> Result<Vec<Value>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let source = Source {
+        name: path.display().to_string(),
+        text,
+    };
+    let scenario = scenario::load(&[source]).map_err(|e| format!("load: {e}"))?;
+    let options = SimulationOptions {
+        preemption: true,
+        features: Features::with_gates(KubernetesVersion::V1_36, gates.iter().copied())?,
+        ..Default::default()
+    };
+    let sim = simulate(&scenario, &options).map_err(|e| format!("simulate: {e}"))?;
+    Ok(sim.results.iter().map(output::to_json).collect())
+}
+
+fn run_case(path: &Path) -> Result<(), String> {
+    let expected_text = std::fs::read_to_string(path.with_extension("expected.jsonl"))
+        .map_err(|e| e.to_string())?;
+    let actual = lines(path, &["GenericWorkload=true,GangScheduling=true"])?;
+    common::compare(&expected_text, &actual)
+}
+
+#[test]
+fn gang_cases_agree_with_kube_scheduler() {
+    let cases = cases();
+    // Pinned, so that a case that goes missing fails here.
+    assert_eq!(cases.len(), 7, "cases in conformance/cases-gangs");
+    let failures: Vec<String> = cases
+        .iter()
+        .filter_map(|c| run_case(c).err().map(|e| format!("{}: {e}", c.display())))
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn with_the_gates_off_a_gang_is_scheduled_pod_by_pod() {
+    let case = cases()
+        .into_iter()
+        .find(|c| c.ends_with("gang-does-not-fit.yaml"))
+        .expect("case");
+    let lines = lines(&case, &[]).unwrap();
+    // Two pods placed, one pending: no PodGroup cycle, no GangScheduling.
+    let placed = lines.iter().filter(|l| l["node"].is_string()).count();
+    assert_eq!(placed, 2, "{lines:?}");
+}
+
+#[test]
+fn a_gate_whose_dependency_is_off_is_refused() {
+    let e = Features::with_gates(KubernetesVersion::V1_36, ["GangScheduling=true"]).unwrap_err();
+    assert_eq!(
+        e,
+        "GangScheduling is enabled, but depends on features that are disabled: [GenericWorkload]"
+    );
+}
+
+/// A PreFilter that fails with an error for the pod `e-2`, to see a PodGroup cycle end.
+struct FailOn;
+
+impl kubesched_framework::Plugin for FailOn {
+    fn name(&self) -> &str {
+        "FailOn"
+    }
+    kubesched_framework::extension_points!(PreFilter);
+}
+
+impl kubesched_framework::PreFilterPlugin for FailOn {
+    fn pre_filter(
+        &self,
+        _: &mut kubesched_framework::CycleState,
+        pod: &kubesched_framework::PodInfo,
+        _: &kubesched_framework::Snapshot,
+    ) -> (
+        Option<kubesched_framework::PreFilterResult>,
+        kubesched_framework::Status,
+    ) {
+        let status = if pod.name() == "e-2" {
+            kubesched_framework::Status::error("boom")
+        } else {
+            kubesched_framework::Status::success()
+        };
+        (None, status)
+    }
+}
+
+/// `(pod, node or message)` per line and the PodGroup conditions of `text` run with the
+/// gates and `FailOn` registered.
+fn run_text(text: &str) -> (Vec<(String, String)>, Vec<String>) {
+    let scenario = scenario::load(&[Source {
+        name: "x.yaml".into(),
+        text: text.into(),
+    }])
+    .expect("load");
+    let options = SimulationOptions {
+        features: Features::with_gates(
+            KubernetesVersion::V1_36,
+            ["GenericWorkload=true,GangScheduling=true"],
+        )
+        .unwrap(),
+        ..Default::default()
+    };
+    let mut registry = kubesched_plugins::in_tree_registry();
+    registry
+        .register("FailOn", |_, _| {
+            Ok(std::sync::Arc::new(FailOn) as std::sync::Arc<dyn kubesched_framework::Plugin>)
+        })
+        .unwrap();
+    let mut prepared = kubesched_sim::prepare(&scenario, &options, &registry).expect("prepare");
+    let mut lines = Vec::new();
+    prepared
+        .run_attempts(|a| {
+            let v = output::to_json(&a.to_result(kubesched_sim::simulate::Detail::All));
+            let outcome = v["node"]
+                .as_str()
+                .map(str::to_string)
+                .or_else(|| v["message"].as_str().map(str::to_string))
+                .unwrap_or_else(|| "gated".into());
+            lines.push((v["pod"].as_str().unwrap_or_default().to_string(), outcome));
+            Ok::<_, std::convert::Infallible>(())
+        })
+        .unwrap();
+    let conditions = prepared
+        .pod_groups
+        .iter()
+        .map(|(g, c)| format!("{g} {} {} {}", c.status, c.reason, c.message))
+        .collect();
+    (lines, conditions)
+}
+
+/// Nodes, a gang of three pods and a configuration whose profiles are given.
+fn gang_text(profiles: &str, schedulers: [&str; 3]) -> String {
+    let mut text = format!(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n{profiles}\n---\napiVersion: v1\nkind: Node\nmetadata: {{name: n1}}\nstatus: {{allocatable: {{cpu: '8', memory: 8Gi, pods: '110'}}}}\n---\napiVersion: scheduling.k8s.io/v1alpha2\nkind: PodGroup\nmetadata: {{name: e}}\nspec: {{schedulingPolicy: {{gang: {{minCount: 3}}}}}}\n"
+    );
+    for (i, s) in schedulers.iter().enumerate() {
+        text.push_str(&format!(
+            "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: e-{}}}\nspec: {{schedulerName: {s}, schedulingGroup: {{podGroupName: e}}, containers: [{{name: c, image: x}}]}}\n",
+            i + 1
+        ));
+    }
+    text
+}
+
+#[test]
+fn an_error_ends_the_pod_group_cycle_for_the_whole_group() {
+    let profiles =
+        "- schedulerName: default-scheduler\n  plugins: {preFilter: {enabled: [{name: FailOn}]}}";
+    let (lines, conditions) = run_text(&gang_text(profiles, ["default-scheduler"; 3]));
+    let group =
+        "failed to schedule other pod from a pod group: running PreFilter plugin \"FailOn\": boom";
+    assert_eq!(
+        lines,
+        vec![
+            ("default/e-1".to_string(), group.to_string()),
+            (
+                "default/e-2".to_string(),
+                "running PreFilter plugin \"FailOn\": boom".to_string()
+            ),
+            ("default/e-3".to_string(), group.to_string()),
+        ]
+    );
+    assert_eq!(
+        conditions,
+        vec![format!("default/e false SchedulerError {group}")]
+    );
+}
+
+#[test]
+fn a_group_whose_pods_name_two_profiles_fails_as_kube_scheduler_says() {
+    let profiles = "- schedulerName: default-scheduler\n- schedulerName: other";
+    let (lines, conditions) = run_text(&gang_text(
+        profiles,
+        ["default-scheduler", "other", "default-scheduler"],
+    ));
+    let message = "all pods in a single pod group should have the same .spec.schedulerName set, got: \"other\" and \"default-scheduler\"";
+    assert!(lines.iter().all(|(_, m)| m == message), "{lines:?}");
+    assert!(conditions.is_empty(), "{conditions:?}");
+}
