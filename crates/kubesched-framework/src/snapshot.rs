@@ -132,6 +132,62 @@ impl<T> History<T> {
     }
 }
 
+/// The log of which nodes' generations changed, with every position in the snapshot's
+/// node order of now: when a node is removed, the positions logged before it are
+/// numbered again (the removed node's become [`ChangeLog::GONE`]), so that a reader
+/// that follows the moves ([`Snapshot::moves_since`]) keeps reading the log across a
+/// removal instead of comparing every node again.
+#[derive(Clone, Debug, Default)]
+struct ChangeLog {
+    log: History<usize>,
+    /// The log's length just after the last removal: a mark taken before it reads
+    /// positions of another order through [`Snapshot::nodes_changed_since`].
+    removed_at: usize,
+}
+
+impl ChangeLog {
+    /// What a removed node's positions read as, in [`ChangeLog::since_in_order`].
+    const GONE: usize = usize::MAX;
+
+    fn record(&mut self, node: usize, nodes: usize) {
+        let id = self.log.id;
+        self.log.record(node, nodes);
+        if self.log.id != id {
+            self.removed_at = 0;
+        }
+    }
+
+    /// Numbers the logged positions again for the removal of the node at `removed`.
+    fn node_removed(&mut self, removed: usize, nodes: usize) {
+        for at in &mut self.log.items {
+            if *at == removed {
+                *at = Self::GONE;
+            } else if *at > removed && *at != Self::GONE {
+                *at -= 1;
+            }
+        }
+        self.record(Self::GONE, nodes);
+        self.removed_at = self.log.items.len();
+    }
+
+    fn mark(&self) -> ChangeMark {
+        self.log.mark()
+    }
+
+    /// The positions logged since `mark`, `None` when a node was removed since.
+    fn since(&self, mark: ChangeMark) -> Option<&[usize]> {
+        (mark.len >= self.removed_at)
+            .then(|| self.log.since(mark))
+            .flatten()
+    }
+
+    /// The positions logged since `mark`, in the node order of now; removed nodes'
+    /// positions read as [`ChangeLog::GONE`].
+    fn since_in_order(&self, mark: ChangeMark) -> Option<&[usize]> {
+        self.log.since(mark)
+    }
+}
+
 impl<T> Default for History<T> {
     fn default() -> Self {
         History::new()
@@ -163,7 +219,7 @@ pub struct Snapshot {
     /// Each node's object generation ([`NodeInfo::object_generation`]), in node order.
     object_generations: Vec<u64>,
     /// Which nodes' generations changed, in order.
-    changes: History<usize>,
+    changes: ChangeLog,
     /// How positions moved (nodes added and removed), in order.
     moves: History<Move>,
     /// How many pods on the nodes have pod affinity or anti-affinity terms.
@@ -362,10 +418,23 @@ impl Snapshot {
     /// The positions of the nodes whose generation changed since `mark` was taken
     /// from this snapshot (a node may come more than once), or `None` when the
     /// snapshot cannot say: the mark is from another snapshot (a clone included) or
-    /// from history it no longer keeps. Then compare every node's generation.
+    /// from history it no longer keeps, or a node was removed since (positions
+    /// moved). Then compare every node's generation.
     pub fn nodes_changed_since(&self, mark: ChangeMark) -> Option<&[usize]> {
         self.changes.since(mark)
     }
+
+    /// The positions of the nodes whose generation changed since `mark`, as
+    /// [`Snapshot::nodes_changed_since`] but across removals too: every position is
+    /// one of the node order of now (the log is numbered again at each removal), and
+    /// a removed node's reads as [`Snapshot::GONE`]. For readers that follow the moves
+    /// ([`Snapshot::moves_since`]) before they read it.
+    pub(crate) fn nodes_changed_in_order_since(&self, mark: ChangeMark) -> Option<&[usize]> {
+        self.changes.since_in_order(mark)
+    }
+
+    /// A removed node's position in [`Snapshot::nodes_changed_in_order_since`].
+    pub(crate) const GONE: usize = ChangeLog::GONE;
 
     /// The point in this snapshot's history of moves that [`Snapshot::moves_since`]
     /// reads from.
@@ -434,8 +503,8 @@ impl Snapshot {
     ///
     /// The moved nodes keep their generations, and a generation is never given twice,
     /// so what was computed per position is found stale where a different node now
-    /// stands, unless it follows the move (the snapshot logs it). The change log
-    /// starts again: its positions are of the old order.
+    /// stands, unless it follows the move (the snapshot logs it). Marks taken before
+    /// read nothing from [`Snapshot::nodes_changed_since`] (its positions moved).
     pub fn remove_node(&mut self, name: &str) -> Option<NodeInfo> {
         let i = self.index.remove(name)?;
         let removed = self.nodes.remove(i);
@@ -449,7 +518,7 @@ impl Snapshot {
             *at -= 1;
         }
         self.affinity_pods -= removed.pods().iter().filter(|p| p.has_affinity()).count();
-        self.changes = History::new();
+        self.changes.node_removed(i, self.nodes.len());
         self.moves.record(Move::Removed(i), self.nodes.len());
         // The image holders are positions: every image with a holder after `i` moved.
         if has_images(removed.node()) || !self.images.is_empty() {
@@ -465,7 +534,7 @@ impl Snapshot {
         self.refresh_image_states();
         self.generations = self.nodes.iter().map(NodeInfo::generation).collect();
         self.object_generations = self.nodes.iter().map(NodeInfo::object_generation).collect();
-        self.changes = History::new();
+        self.changes = ChangeLog::default();
     }
 
     /// Removes a pod (by `namespace/name`) from a node.

@@ -406,8 +406,16 @@ fn a_recorded_binding_is_another_schedulers_decision_and_is_ignored() {
 /// attempt is what the full pass gives, with per-node detail and with decisions only.
 #[test]
 fn kept_verdicts_follow_nodes_deleted_and_added() {
+    // Zones, which pods may prefer, give NodeAffinity's scaled scores a highest one
+    // that moves as nodes come and go.
+    const ZONES: [&str; 6] = ["a", "b", "c", "d", "e", "f"];
+    let zoned = |name: &str, cpu: &str, zone: u64| {
+        let mut n = node(name, cpu);
+        n["metadata"]["labels"]["zone"] = json!(ZONES[zone as usize]);
+        n
+    };
     let nodes: Vec<Value> = (0..24)
-        .map(|i| node(&format!("n{i:02}"), ["2", "4", "8"][i % 3]))
+        .map(|i| zoned(&format!("n{i:02}"), ["2", "4", "8"][i % 3], (i % 6) as u64))
         .collect();
     let mut events = Vec::new();
     let mut next_node = 24;
@@ -422,8 +430,18 @@ fn kept_verdicts_follow_nodes_deleted_and_added() {
     for i in 0..300 {
         let time = f64::from(i);
         let cpu = ["250m", "500m", "1"][draw(3) as usize];
-        events.push(json!({"time": time, "apply": pod(&format!("p{i:03}"), cpu),
-            "duration": 5 + draw(40)}));
+        let mut p = pod(&format!("p{i:03}"), cpu);
+        if draw(2) == 0 {
+            let term = |zone: u64, weight: u64| {
+                json!({"weight": weight, "preference": {"matchExpressions": [
+                    {"key": "zone", "operator": "In", "values": [ZONES[zone as usize]]}]}})
+            };
+            let (first, second) = (draw(6), draw(6));
+            p["spec"]["affinity"] = json!({"nodeAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution":
+                    [term(first, 80), term(second, 30)]}});
+        }
+        events.push(json!({"time": time, "apply": p, "duration": 5 + draw(40)}));
         match draw(6) {
             0 if live.len() > 8 => {
                 let gone = live.remove(draw(live.len() as u64) as usize);
@@ -432,7 +450,8 @@ fn kept_verdicts_follow_nodes_deleted_and_added() {
             1 => {
                 let name = format!("n{next_node:02}");
                 next_node += 1;
-                events.push(json!({"time": time + 0.5, "apply": node(&name, "4")}));
+                let n = zoned(&name, "4", draw(6));
+                events.push(json!({"time": time + 0.5, "apply": n}));
                 live.push(name);
             }
             2 => {
@@ -456,4 +475,52 @@ fn kept_verdicts_follow_nodes_deleted_and_added() {
         assert_eq!(kept, full, "{detail:?}");
         assert!(summary.scheduled > 250, "{summary:?}");
     }
+}
+
+#[test]
+fn a_kept_ranking_forgets_the_highest_score_of_a_node_deleted() {
+    // NodeAffinity scales its scores to the highest one among the feasible nodes.
+    // `x` alone is in the zone the pods prefer most: once it is deleted, the zone
+    // they prefer next scales to 100, which outweighs the `z` nodes' emptiness; a
+    // ranking that still counted `x`'s score would scale it to 37 and pick `z0`.
+    let zoned = |name: &str, zone: &str| {
+        let mut n = node(name, "8");
+        n["metadata"]["labels"]["zone"] = json!(zone);
+        n
+    };
+    // Enough nodes that the cycle after the deletion finds them changed one by one.
+    let mut docs: Vec<Value> = (0..8).map(|i| zoned(&format!("z{i}"), "c")).collect();
+    docs.extend([zoned("x", "a"), zoned("y", "b"), {
+        let mut load = bound("load", "7", "y");
+        load["spec"]["containers"][0]["resources"]["requests"]["memory"] = json!("7Gi");
+        load
+    }]);
+    let preferring = |name: &str| {
+        let mut p = pod(name, "100m");
+        let term = |zone: &str, weight: u64| {
+            json!({"weight": weight, "preference": {"matchExpressions": [
+                {"key": "zone", "operator": "In", "values": [zone]}]}})
+        };
+        p["spec"]["affinity"] = json!({"nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [term("a", 80), term("b", 30)]}});
+        p
+    };
+    let events = vec![
+        json!({"time": 0, "apply": preferring("p0")}),
+        json!({"time": 1, "apply": preferring("p1")}),
+        json!({"time": 2, "delete": {"kind": "Node", "name": "x"}}),
+        json!({"time": 3, "apply": preferring("p2")}),
+    ];
+    let options = |incremental: bool| ReplayOptions {
+        simulation: kubesched_sim::SimulationOptions {
+            incremental,
+            detail: kubesched_sim::Detail::None,
+            ..Default::default()
+        },
+        ..ReplayOptions::default()
+    };
+    let (kept, _) = run(&docs, &events, &options(true));
+    let (full, _) = run(&docs, &events, &options(false));
+    assert_eq!(kept, full);
+    assert_eq!(kept.last().map(|k| k.2.as_str()), Some("y"), "{kept:?}");
 }

@@ -132,19 +132,19 @@ impl Column {
     /// moves are not known (another snapshot, or history it no longer keeps), answers
     /// stay where they are: each records its node's generation, and a generation is
     /// never given twice, so one at the wrong place is only found stale. A column of
-    /// another number of nodes then starts empty.
-    fn follow(&mut self, snapshot: &Snapshot) {
+    /// another number of nodes then starts empty. Returns whether every answer moved
+    /// with its node (or none had to).
+    fn follow(&mut self, snapshot: &Snapshot) -> bool {
         let now = snapshot.moves_mark();
         if self.layout == Some(now) {
-            return;
+            return true;
         }
-        if let Some(moves) = self.layout.and_then(|mark| snapshot.moves_since(mark)) {
+        let moves = self.layout.and_then(|mark| snapshot.moves_since(mark));
+        let followed = moves.is_some_and(|moves| moves.iter().all(|&one| self.apply(one)));
+        if !followed {
+            // The change log's positions are of the order of now, which the answers
+            // may not be in.
             self.current_everywhere = None;
-            for &one in moves {
-                if !self.apply(one) {
-                    break;
-                }
-            }
         }
         if self.at.len() != snapshot.num_nodes() {
             *self = Column {
@@ -154,6 +154,7 @@ impl Column {
             };
         }
         self.layout = Some(now);
+        followed
     }
 
     /// Moves the answers as `one` moved the nodes; `false` (the column emptied) when it
@@ -254,10 +255,11 @@ impl Column {
         let now = self.generations(snapshot);
         match self
             .current_everywhere
-            .and_then(|mark| snapshot.nodes_changed_since(mark))
+            .and_then(|mark| snapshot.nodes_changed_in_order_since(mark))
         {
             Some(logged) => {
-                let logged = logged.iter().copied().filter(|&i| self.at[i] != now[i]);
+                let logged = (logged.iter().copied())
+                    .filter(|&i| i != Snapshot::GONE && self.at[i] != now[i]);
                 sorter.sorted(now.len(), logged)
             }
             None => (0..self.at.len())
@@ -513,17 +515,19 @@ impl Columns {
 
     /// Puts column `id`'s answers in the snapshot's node order ([`Column::follow`]),
     /// counting the bytes they take now.
-    pub(super) fn follow(&mut self, id: usize, snapshot: &Snapshot) {
+    /// Returns whether every answer moved with its node (or none had to).
+    pub(super) fn follow(&mut self, id: usize, snapshot: &Snapshot) -> bool {
         let Some(Some((_, column))) = self.slots.get_mut(id) else {
-            return;
+            return false;
         };
         let before = column.bytes();
-        column.follow(snapshot);
+        let followed = column.follow(snapshot);
         let after = column.bytes();
         self.bytes = self.bytes - before + after;
         if column.users == 0 {
             self.idle_bytes = self.idle_bytes - before + after;
         }
+        followed
     }
 
     /// Filters `stale` again in column `id` (a kept signature uses it) with the Filter

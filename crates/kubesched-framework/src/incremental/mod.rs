@@ -56,7 +56,7 @@ use crate::framework::ScoreTable;
 use crate::node_info::NodeInfo;
 use crate::plugin::Normalization;
 use crate::signature::PodSignature;
-use crate::snapshot::ChangeMark;
+use crate::snapshot::{ChangeMark, Move, Snapshot};
 use crate::status::Status;
 
 mod columns;
@@ -127,6 +127,9 @@ struct Entry {
     /// Where the snapshot's history stood when the verdicts were last brought up to
     /// date.
     mark: Option<ChangeMark>,
+    /// Where the snapshot's history of moves stood when the verdicts and the ranking
+    /// were last put in its node order ([`Entry::follow`]).
+    layout: Option<ChangeMark>,
     /// The Score plugins that score the signature's pods (PreScore did not skip them),
     /// as the score table names them.
     plugins: Vec<Arc<str>>,
@@ -161,6 +164,7 @@ impl Entry {
             feasible: 0,
             errors: 0,
             mark: None,
+            layout: None,
             plugins: Vec::new(),
             scores: Vec::new(),
             ranking: None,
@@ -181,6 +185,7 @@ impl Entry {
             feasible: sibling.feasible,
             errors: sibling.errors,
             mark: sibling.mark,
+            layout: sibling.layout,
             ..Entry::new(0, filters)
         }
     }
@@ -193,6 +198,59 @@ impl Entry {
 
     fn bytes(&self) -> usize {
         self.verdicts.len() + self.ranking.as_ref().map_or(0, Ranking::bytes)
+    }
+
+    /// Puts the verdicts and the ranking in the snapshot's node order: when nodes
+    /// were added or removed since the entry was last in it, each verdict and total
+    /// moves with its node (an added node's verdict is unknown, and the change log
+    /// lists it), as the entry's columns do. Where the moves are not known, or a
+    /// column could not follow them, the entry starts again from its columns: every
+    /// verdict unknown, no ranking, every node to be found stale.
+    fn follow(&mut self, columns: &mut Columns, snapshot: &Snapshot) {
+        let now = snapshot.moves_mark();
+        if self.layout == Some(now) {
+            return;
+        }
+        let mut followed = true;
+        for &(_, c) in self.filters.iter().chain(&self.scores) {
+            followed &= columns.follow(c, snapshot);
+        }
+        let moves = self.layout.and_then(|mark| snapshot.moves_since(mark));
+        let followed = followed && moves.is_some_and(|moves| self.apply_moves(moves, columns));
+        if !followed {
+            let nodes = snapshot.num_nodes();
+            self.verdicts.clear();
+            self.verdicts.resize(nodes, Verdict::Unknown);
+            self.feasible = 0;
+            self.errors = 0;
+            self.mark = None;
+            self.ranking = None;
+            self.synced = false;
+        }
+        self.layout = Some(now);
+    }
+
+    /// Moves the verdicts and the ranking as `moves` moved the nodes; `false` when a
+    /// move names a position the entry does not have.
+    fn apply_moves(&mut self, moves: &[Move], columns: &Columns) -> bool {
+        for &one in moves {
+            match one {
+                Move::Appended => self.verdicts.push(Verdict::Unknown),
+                Move::Removed(i) if i < self.verdicts.len() => match self.verdicts.remove(i) {
+                    Verdict::Passed => self.feasible -= 1,
+                    Verdict::Failed => self.errors -= 1,
+                    _ => {}
+                },
+                Move::Removed(_) => return false,
+            }
+        }
+        let scores = self.score_columns(columns);
+        if let Some(ranking) = &mut self.ranking
+            && !ranking.follow(moves, &scores)
+        {
+            self.ranking = None;
+        }
+        true
     }
 
     fn passed(&self, node: usize) -> bool {
@@ -542,6 +600,9 @@ impl IncrementalCache {
         let positions: Vec<usize> = (0..fwk.filter_plugins().len())
             .filter(|&p| !state.skips_filter(p))
             .collect();
+        if let Some(entry) = self.entries.get_mut(key) {
+            entry.follow(&mut self.columns, snapshot);
+        }
         let kept = self.entries.get(key).is_some_and(|e| {
             e.fits(&self.columns, nodes)
                 && e.filters.len() == positions.len()
@@ -607,13 +668,19 @@ impl IncrementalCache {
         if kept {
             entry.sibling = None;
         }
+        entry.follow(&mut self.columns, snapshot);
         entry.last_used = uses;
         entry.rankable = std::mem::take(&mut entry.synced);
         // The nodes that changed: from the snapshot's log of changes when it has them,
         // else every node.
-        let changed = match entry.mark.and_then(|m| snapshot.nodes_changed_since(m)) {
+        // The entry follows the moves, so it reads the log across removals.
+        let changed = match entry
+            .mark
+            .and_then(|m| snapshot.nodes_changed_in_order_since(m))
+        {
             Some(logged) if logged.len() < nodes => {
-                Changed::Nodes(self.sorter.sorted(nodes, logged.iter().copied()))
+                let logged = logged.iter().copied().filter(|&i| i != Snapshot::GONE);
+                Changed::Nodes(self.sorter.sorted(nodes, logged))
             }
             _ => Changed::Every,
         };
@@ -741,10 +808,11 @@ impl IncrementalCache {
             return Ok(None);
         };
         // A sibling's ranking, as of the mark this entry took with its verdicts, while
-        // the sibling has not changed since.
+        // the sibling has not changed since and is in the node order of now.
+        let layout = entry.layout;
         let inherited = entry.sibling.take().and_then(|(sibling, mark)| {
             let sibling = entries.get(&sibling)?;
-            (sibling.synced && sibling.mark == Some(mark))
+            (sibling.synced && sibling.mark == Some(mark) && sibling.layout == layout)
                 .then(|| Some((sibling.ranking.clone()?, sibling.scores.clone())))
                 .flatten()
         });

@@ -9,6 +9,7 @@ use super::columns::Column;
 use crate::plugin::{
     MAX_NODE_SCORE, MIN_NODE_SCORE, Normalization, min_max_score, scale_to_max_score,
 };
+use crate::snapshot::Move;
 
 /// A node's weighted total. Sixteen bits hold the totals of every profile whose weights
 /// sum to at most 327 (the default profile's sum to 15): half the memory of 32
@@ -128,6 +129,57 @@ impl Ranking {
             }
         }
         self.best.set_total(node, None);
+    }
+
+    /// Moves each node's total with its node as `moves` moved the nodes (`scores`,
+    /// the ranking's columns, have followed them): an added node is not ranked; a
+    /// removed ranked node's raw scores leave the counts, which are counted again from
+    /// the columns (the totals are then computed again if an extreme moved:
+    /// [`Ranking::extremes_moved`]). `false` when a move names a position the ranking
+    /// does not have.
+    pub(super) fn follow(&mut self, moves: &[Move], scores: &[&Column]) -> bool {
+        let mut totals = std::mem::take(&mut self.best).into_totals();
+        let mut ranked_removed = false;
+        for &one in moves {
+            match one {
+                Move::Appended => {
+                    totals.push(Tournament::OUT);
+                    for counted in self.counted.iter_mut().filter(|c| !c.is_empty()) {
+                        counted.push(0);
+                    }
+                }
+                Move::Removed(i) if i < totals.len() => {
+                    ranked_removed |= totals.remove(i) != Tournament::OUT;
+                    for counted in self.counted.iter_mut().filter(|c| !c.is_empty()) {
+                        counted.remove(i);
+                    }
+                }
+                Move::Removed(_) => return false,
+            }
+        }
+        // With no node left, a column that reads pods would keep no counted scores.
+        if totals.is_empty() {
+            return false;
+        }
+        if ranked_removed {
+            for (c, column) in scores.iter().enumerate() {
+                if !self.scaled(c) {
+                    continue;
+                }
+                let raws = match self.counted[c].as_slice() {
+                    [] => column.raws(),
+                    counted => counted,
+                };
+                if raws.len() != totals.len() {
+                    return false;
+                }
+                self.counts[c] = Counts::default();
+                let ranked = totals.iter().map(|&t| t != Tournament::OUT);
+                self.counts[c].add_ranked(raws, ranked);
+            }
+        }
+        self.best.fill(totals);
+        true
     }
 
     /// Whether a scaled column's extreme raw scores differ from the ones the totals
