@@ -358,7 +358,7 @@ pub struct Scheduler {
     /// Only the decision of a cycle is read ([`Scheduler::set_decisions_only`]).
     decisions_only: bool,
     /// The pods waiting at Permit, with their binding cycles paused.
-    parked: Vec<Parked>,
+    parked: VecDeque<Parked>,
     /// The time the waits are measured in (nanoseconds; see
     /// [`Scheduler::set_permit_time`]).
     permit_time: u64,
@@ -448,7 +448,7 @@ impl Scheduler {
             incremental: None,
             incremental_budget: None,
             decisions_only: false,
-            parked: Vec::new(),
+            parked: VecDeque::new(),
             permit_time: 0,
         })
     }
@@ -680,7 +680,7 @@ impl Scheduler {
         if s.is_wait() {
             fwk.waiting_pods()
                 .add(assumed.clone(), &node, waits, self.permit_time);
-            self.parked.push(Parked {
+            self.parked.push_back(Parked {
                 profile: index,
                 state,
                 pod: pod.clone(),
@@ -806,14 +806,12 @@ impl Scheduler {
             let Some((pod, _, status)) = decided else {
                 break;
             };
-            let Some(i) = self
+            let parked = self
                 .parked
                 .iter()
                 .position(|p| p.assumed.uid() == pod.uid())
-            else {
-                continue;
-            };
-            let Parked {
+                .and_then(|i| self.parked.remove(i));
+            let Some(Parked {
                 profile,
                 mut state,
                 pod,
@@ -821,7 +819,10 @@ impl Scheduler {
                 node,
                 result,
                 ..
-            } = self.parked.remove(i);
+            }) = parked
+            else {
+                continue;
+            };
             let outcome = if status.is_success() {
                 self.bind_after_permit(profile, state, &pod, &assumed, node, result)
             } else {

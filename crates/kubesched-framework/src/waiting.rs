@@ -16,7 +16,7 @@
 //!
 //! Floor: the framework's own; it reads only [`PodInfo`] and [`Status`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -105,7 +105,46 @@ impl WaitingPod {
 /// profile of a scheduler through [`Handle::waiting_pods`](crate::Handle::waiting_pods).
 #[derive(Debug, Default)]
 pub struct WaitingPods {
-    pods: Mutex<Vec<WaitingPod>>,
+    inner: Mutex<Inner>,
+}
+
+/// The map's contents. A gang of n pods puts n pods here one by one and asks about
+/// them after each, so what is asked after every cycle is O(1): whether a pod waits
+/// (`uids`), whether any is decided (`decided`), whether any left (`departures`).
+#[derive(Debug, Default)]
+struct Inner {
+    pods: VecDeque<WaitingPod>,
+    uids: HashSet<String>,
+    /// How many of `pods` have a decision.
+    decided: usize,
+    /// How many pods have left the map since it was made.
+    departures: u64,
+}
+
+impl Inner {
+    /// Calls `f` on `w`, counting the decision `f` makes.
+    fn decide<R>(
+        decided: &mut usize,
+        w: &mut WaitingPod,
+        f: impl FnOnce(&mut WaitingPod) -> R,
+    ) -> R {
+        let before = w.decision.is_some();
+        let result = f(w);
+        if !before && w.decision.is_some() {
+            *decided += 1;
+        }
+        result
+    }
+
+    fn remove(&mut self, i: usize) -> Option<WaitingPod> {
+        let w = self.pods.remove(i)?;
+        self.uids.remove(w.pod.uid());
+        if w.decision.is_some() {
+            self.decided -= 1;
+        }
+        self.departures += 1;
+        Some(w)
+    }
 }
 
 impl WaitingPods {
@@ -114,8 +153,8 @@ impl WaitingPods {
         WaitingPods::default()
     }
 
-    fn lock(&self) -> MutexGuard<'_, Vec<WaitingPod>> {
-        self.pods.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Adds `pod`, assumed on `node`, waiting for each plugin of `waits` (each wait
@@ -127,9 +166,14 @@ impl WaitingPods {
         waits: BTreeMap<String, Duration>,
         since: u64,
     ) {
-        let mut pods = self.lock();
-        pods.retain(|w| w.pod.uid() != pod.uid());
-        pods.push(WaitingPod {
+        let mut inner = self.lock();
+        if inner.uids.contains(pod.uid())
+            && let Some(i) = inner.pods.iter().position(|w| w.pod.uid() == pod.uid())
+        {
+            inner.remove(i);
+        }
+        inner.uids.insert(pod.uid().to_string());
+        inner.pods.push_back(WaitingPod {
             pod,
             node: node.to_string(),
             pending: waits.clone(),
@@ -142,32 +186,56 @@ impl WaitingPods {
     /// Calls `f` on every waiting pod, in the order they started waiting (plugins
     /// allow or reject them there: kube-scheduler's `IterateOverWaitingPods`).
     pub fn iterate(&self, mut f: impl FnMut(&mut WaitingPod)) {
-        for w in self.lock().iter_mut() {
-            f(w);
+        let mut inner = self.lock();
+        let Inner { pods, decided, .. } = &mut *inner;
+        for w in pods.iter_mut() {
+            Inner::decide(decided, w, &mut f);
         }
     }
 
     /// Calls `f` on the waiting pod with this uid, if it waits (kube-scheduler's
     /// `GetWaitingPod`); returns what `f` returned.
     pub fn get<R>(&self, uid: &str, f: impl FnOnce(&mut WaitingPod) -> R) -> Option<R> {
-        self.lock().iter_mut().find(|w| w.pod.uid() == uid).map(f)
+        let mut inner = self.lock();
+        if !inner.uids.contains(uid) {
+            return None;
+        }
+        let Inner { pods, decided, .. } = &mut *inner;
+        let w = pods.iter_mut().find(|w| w.pod.uid() == uid)?;
+        Some(Inner::decide(decided, w, f))
+    }
+
+    /// Whether the pod with this uid waits (decided or not, until the scheduler takes
+    /// it out), in O(1).
+    pub fn contains(&self, uid: &str) -> bool {
+        self.lock().uids.contains(uid)
+    }
+
+    /// How many pods have left the map since it was made (taken out decided, or
+    /// replaced by a new wait of the same pod). While it stays the same, every pod
+    /// that was waiting still is: a plugin may keep what it counted until then.
+    pub fn departures(&self) -> u64 {
+        self.lock().departures
     }
 
     /// How many pods wait (decided or not, until the scheduler takes them out).
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().pods.len()
     }
 
     /// `true` when no pod waits.
     pub fn is_empty(&self) -> bool {
-        self.lock().is_empty()
+        self.lock().pods.is_empty()
     }
 
     /// Takes out the first pod (in waiting order) that has a decision, with it.
     pub fn take_decided(&self) -> Option<(Arc<PodInfo>, String, Status)> {
-        let mut pods = self.lock();
-        let i = pods.iter().position(|w| w.decision.is_some())?;
-        let w = pods.remove(i);
+        let mut inner = self.lock();
+        if inner.decided == 0 {
+            return None;
+        }
+        let i = inner.pods.iter().position(|w| w.decision.is_some())?;
+        let w = inner.remove(i)?;
         let status = w.decision.unwrap_or_else(Status::success);
         Some((w.pod, w.node, status))
     }
@@ -176,13 +244,17 @@ impl WaitingPods {
     /// first) with kube-scheduler's timeout message, as its timer would; returns the
     /// time its wait ended (clock nanoseconds), or `None` when no pod is undecided.
     pub fn time_out_first(&self) -> Option<u64> {
-        let mut pods = self.lock();
-        let (i, at, plugin, wait) = pods
+        let mut inner = self.lock();
+        let (i, at, plugin, wait) = inner
+            .pods
             .iter()
             .enumerate()
             .filter_map(|(i, w)| w.deadline().map(|(at, p, d)| (i, at, p.to_string(), d)))
             .min_by_key(|(i, at, _, _)| (*at, *i))?;
-        pods[i].reject(&plugin, &timeout_message(wait, &plugin));
+        let Inner { pods, decided, .. } = &mut *inner;
+        Inner::decide(decided, &mut pods[i], |w| {
+            w.reject(&plugin, &timeout_message(wait, &plugin))
+        });
         Some(at)
     }
 }

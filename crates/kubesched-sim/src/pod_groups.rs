@@ -2,19 +2,79 @@
 //! gate): when the queue reaches a pod that names a PodGroup, every pending pod of the
 //! group is attempted in one cycle ([`Scheduler::schedule_pod_group`]), in queue
 //! order, and their lines follow one another there. The cycle's `PodGroupScheduled`
-//! condition is kept in [`Prepared::pod_groups`].
+//! condition is kept in [`Prepared::pod_groups`]. [`Prepared::run_decisions`] runs the
+//! same cycles and keeps only the decisions.
 //!
 //! [`Scheduler::schedule_pod_group`]: kubesched_framework::Scheduler::schedule_pod_group
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use kubesched_framework::{Outcome, PodInfo, QueuedPodInfo};
+use kubesched_framework::{Outcome, PodGroupCycle, PodInfo, QueuedPodInfo};
 use kubesched_plugins::gang_scheduling::pod_group_name;
 
 use crate::attempt::{Attempt, NodeNames};
-use crate::simulate::PodOutcome;
+use crate::simulate::{Decision, PodOutcome};
 use crate::simulate::{Prepared, apply, settle};
+
+/// The queue's pods grouped by the PodGroup they name, found in one pass over the
+/// queue so that each cycle does not scan it again.
+pub(crate) struct QueueGroups {
+    /// For each queue position, the group it belongs to (an index into `members`).
+    group_of: Vec<Option<usize>>,
+    /// Each group's queue positions, in queue order.
+    members: Vec<Vec<usize>>,
+    /// Whether each queue position has been attempted (in a group's cycle).
+    done: Vec<bool>,
+}
+
+impl QueueGroups {
+    /// Groups `queue`'s pods by the `namespace/name` of the PodGroup they name.
+    pub(crate) fn new(queue: &[QueuedPodInfo]) -> QueueGroups {
+        let mut index: HashMap<(&str, &str), usize> = HashMap::new();
+        let mut members: Vec<Vec<usize>> = Vec::new();
+        let group_of = queue
+            .iter()
+            .enumerate()
+            .map(|(position, queued)| {
+                let pod = &queued.pod_info;
+                let group = pod_group_name(pod)?;
+                let next = members.len();
+                let g = *index.entry((pod.namespace(), group)).or_insert(next);
+                if g == next {
+                    members.push(Vec::new());
+                }
+                members[g].push(position);
+                Some(g)
+            })
+            .collect();
+        QueueGroups {
+            group_of,
+            members,
+            done: vec![false; queue.len()],
+        }
+    }
+
+    /// Whether the pod at `position` was already attempted in its group's cycle.
+    pub(crate) fn done(&self, position: usize) -> bool {
+        self.done[position]
+    }
+
+    /// The queue positions of the pending pods of the group of the pod at `position`,
+    /// in queue order, marked attempted; `None` when that pod names no PodGroup.
+    pub(crate) fn take_pending(&mut self, position: usize) -> Option<Vec<usize>> {
+        let group = self.group_of[position]?;
+        let pending: Vec<usize> = self.members[group]
+            .iter()
+            .copied()
+            .filter(|&p| !self.done[p])
+            .collect();
+        for &p in &pending {
+            self.done[p] = true;
+        }
+        Some(pending)
+    }
+}
 
 /// The `namespace/name` of the PodGroup `pod` names.
 fn group_key(pod: &PodInfo) -> Option<String> {
@@ -22,30 +82,31 @@ fn group_key(pod: &PodInfo) -> Option<String> {
 }
 
 impl Prepared {
-    /// Runs the PodGroup cycle of `first`'s group over the group's pods of `queue` not
-    /// attempted yet (marked in `done`), and pushes one held attempt per pod onto
-    /// `held`. Returns the number of attempts.
+    /// Runs the PodGroup cycle of the pods of `queue` at `members` (one group's pending
+    /// pods, in queue order), keeping the cycle's condition.
+    fn run_pod_group(&mut self, queue: &[QueuedPodInfo], members: &[usize]) -> PodGroupCycle {
+        let pods: Vec<Arc<PodInfo>> = members.iter().map(|&p| queue[p].pod_info.clone()).collect();
+        let cycle = self.scheduler.schedule_pod_group(&pods);
+        if let (Some(key), Some(condition)) = (group_key(&pods[0]), &cycle.condition) {
+            self.pod_groups.push((key, condition.clone()));
+        }
+        cycle
+    }
+
+    /// Runs the PodGroup cycle of the pods of `queue` at `members` and pushes one held
+    /// attempt per pod onto `held`. Returns the number of attempts.
     pub(crate) fn attempt_pod_group(
         &mut self,
         queue: &[QueuedPodInfo],
-        first: &QueuedPodInfo,
+        members: &[usize],
         names: &Arc<NodeNames>,
-        done: &mut HashSet<String>,
         held: &mut VecDeque<(Attempt, Option<String>)>,
     ) -> usize {
-        let key = group_key(&first.pod_info);
-        let members: Vec<Arc<PodInfo>> = queue
-            .iter()
-            .filter(|q| !done.contains(q.pod_info.uid()) && group_key(&q.pod_info) == key)
-            .map(|q| q.pod_info.clone())
-            .collect();
-        for m in &members {
-            done.insert(m.uid().to_string());
-        }
-        let cycle = self.scheduler.schedule_pod_group(&members);
+        let cycle = self.run_pod_group(queue, members);
         let mut attempts: Vec<(Attempt, Option<String>)> = members
             .iter()
-            .map(|m| {
+            .map(|&p| {
+                let m = &queue[p].pod_info;
                 let attempt = Attempt::new(
                     m.key().to_string(),
                     m.scheduler_name().to_string(),
@@ -54,11 +115,17 @@ impl Prepared {
                 (attempt, Some(m.uid().to_string()))
             })
             .collect();
+        let position: HashMap<&str, usize> = members
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| (queue[p].pod_info.uid(), i))
+            .collect();
         let mut others = Vec::new();
         for (pod, outcome) in cycle.outcomes {
-            let Some((attempt, waiting)) = attempts
-                .iter_mut()
-                .find(|(_, w)| w.as_deref() == Some(pod.uid()))
+            let Some((attempt, waiting)) = position
+                .get(pod.uid())
+                .and_then(|&i| attempts.get_mut(i))
+                .filter(|(_, w)| w.is_some())
             else {
                 others.push((pod, outcome));
                 continue;
@@ -75,9 +142,50 @@ impl Prepared {
         let count = attempts.len();
         held.extend(attempts);
         settle(held, others);
-        if let (Some(key), Some(condition)) = (key, cycle.condition) {
-            self.pod_groups.push((key, condition));
-        }
         count
+    }
+
+    /// Runs the PodGroup cycle of the pods of `queue` at `members` and writes each
+    /// one's decision at its queue position in `decisions`.
+    pub(crate) fn decide_pod_group(
+        &mut self,
+        queue: &[QueuedPodInfo],
+        members: &[usize],
+        decisions: &mut [Option<Decision>],
+    ) {
+        let cycle = self.run_pod_group(queue, members);
+        let position: HashMap<&str, usize> = members
+            .iter()
+            .map(|&p| (queue[p].pod_info.uid(), p))
+            .collect();
+        for (pod, outcome) in &cycle.outcomes {
+            let Some(&p) = position.get(pod.uid()) else {
+                continue;
+            };
+            decisions[p] = Some(match outcome {
+                Outcome::NotOurs => Decision::Ignored,
+                Outcome::Gated(_) => Decision::Gated,
+                Outcome::Scheduled { result, .. } | Outcome::Waiting { result, .. } => {
+                    Decision::Scheduled(result.suggested_host)
+                }
+                Outcome::Unschedulable { .. } | Outcome::BindingFailed { .. } => {
+                    Decision::Unschedulable
+                }
+            });
+        }
+        // A pod the group placed that still waits for another Permit plugin counts
+        // where it is assumed, as a waiting pod outside a group does.
+        for pod in &cycle.waiting {
+            let Some(&p) = position.get(pod.uid()) else {
+                continue;
+            };
+            let node = self
+                .scheduler
+                .snapshot()
+                .nodes()
+                .iter()
+                .position(|n| n.pods().iter().any(|q| q.uid() == pod.uid()));
+            decisions[p] = Some(node.map_or(Decision::Unschedulable, Decision::Scheduled));
+        }
     }
 }

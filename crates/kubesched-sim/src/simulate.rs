@@ -13,6 +13,7 @@ use kubesched_framework::{
 };
 
 use crate::attempt::{Attempt, NodeNames};
+use crate::pod_groups::QueueGroups;
 use crate::scenario::{DraObjects, OtherObject, Scenario};
 
 /// How a simulation runs.
@@ -528,17 +529,17 @@ impl Prepared {
         // Attempts in attempt order; a pod waiting at Permit holds its line (and every
         // line after it) until it is allowed or rejected.
         let mut held: VecDeque<(Attempt, Option<String>)> = VecDeque::new();
-        let mut in_groups = std::collections::HashSet::new();
-        for queued in &queue {
-            if in_groups.contains(queued.pod_info.uid()) {
-                continue;
-            }
-            if self.generic_workload
-                && kubesched_plugins::gang_scheduling::pod_group_name(&queued.pod_info).is_some()
-            {
-                count += self.attempt_pod_group(&queue, queued, &names, &mut in_groups, &mut held);
-                flush(&mut held, &mut sink)?;
-                continue;
+        let mut groups = self.generic_workload.then(|| QueueGroups::new(&queue));
+        for (position, queued) in queue.iter().enumerate() {
+            if let Some(groups) = &mut groups {
+                if groups.done(position) {
+                    continue;
+                }
+                if let Some(members) = groups.take_pending(position) {
+                    count += self.attempt_pod_group(&queue, &members, &names, &mut held);
+                    flush(&mut held, &mut sink)?;
+                    continue;
+                }
             }
             loop {
                 let (attempt, waiting) = self.attempt_inner(&queued.pod_info, &names);
@@ -579,46 +580,61 @@ impl Prepared {
 
     fn run_decisions_in_pool(&mut self) -> Vec<Decision> {
         let queue = std::mem::take(&mut self.queue);
-        queue
-            .iter()
-            .map(|queued| {
-                let pod = &queued.pod_info;
-                if self.scheduler.framework_for(pod.scheduler_name()).is_none() {
-                    return Decision::Ignored;
+        let mut groups = self.generic_workload.then(|| QueueGroups::new(&queue));
+        let mut decisions: Vec<Option<Decision>> = vec![None; queue.len()];
+        for (position, queued) in queue.iter().enumerate() {
+            if decisions[position].is_some() {
+                continue;
+            }
+            if let Some(members) = groups.as_mut().and_then(|g| g.take_pending(position)) {
+                self.decide_pod_group(&queue, &members, &mut decisions);
+                continue;
+            }
+            decisions[position] = Some(self.decide_one(&queued.pod_info));
+        }
+        // Every position is decided: a group's cycle decides each of its pods.
+        decisions
+            .into_iter()
+            .map(|d| d.unwrap_or(Decision::Unschedulable))
+            .collect()
+    }
+
+    /// Attempts one pod outside any PodGroup cycle, keeping only the decision.
+    fn decide_one(&mut self, pod: &Arc<PodInfo>) -> Decision {
+        if self.scheduler.framework_for(pod.scheduler_name()).is_none() {
+            return Decision::Ignored;
+        }
+        if pod
+            .spec()
+            .scheduling_gates
+            .as_ref()
+            .is_some_and(|g| !g.is_empty())
+        {
+            return Decision::Gated;
+        }
+        loop {
+            match self.scheduler.schedule_one(pod) {
+                Outcome::NotOurs => return Decision::Ignored,
+                Outcome::Gated(_) => return Decision::Gated,
+                // A pod that waits at Permit counts where it is assumed; a
+                // wait decided later is not told here (decisions are for
+                // benchmarks, whose plugins do not wait).
+                Outcome::Scheduled { result, .. } | Outcome::Waiting { result, .. } => {
+                    return Decision::Scheduled(result.suggested_host);
                 }
-                if pod
-                    .spec()
-                    .scheduling_gates
-                    .as_ref()
-                    .is_some_and(|g| !g.is_empty())
-                {
-                    return Decision::Gated;
-                }
-                loop {
-                    match self.scheduler.schedule_one(pod) {
-                        Outcome::NotOurs => return Decision::Ignored,
-                        Outcome::Gated(_) => return Decision::Gated,
-                        // A pod that waits at Permit counts where it is assumed; a
-                        // wait decided later is not told here (decisions are for
-                        // benchmarks, whose plugins do not wait).
-                        Outcome::Scheduled { result, .. } | Outcome::Waiting { result, .. } => {
-                            return Decision::Scheduled(result.suggested_host);
-                        }
-                        Outcome::Unschedulable {
-                            nominated: Some(n), ..
-                        } => {
-                            let node = n.nominated_node_name.unwrap_or_default();
-                            if self.evict(&node, &n.victims) == 0 {
-                                return Decision::Unschedulable;
-                            }
-                        }
-                        Outcome::Unschedulable { .. } | Outcome::BindingFailed { .. } => {
-                            return Decision::Unschedulable;
-                        }
+                Outcome::Unschedulable {
+                    nominated: Some(n), ..
+                } => {
+                    let node = n.nominated_node_name.unwrap_or_default();
+                    if self.evict(&node, &n.victims) == 0 {
+                        return Decision::Unschedulable;
                     }
                 }
-            })
-            .collect()
+                Outcome::Unschedulable { .. } | Outcome::BindingFailed { .. } => {
+                    return Decision::Unschedulable;
+                }
+            }
+        }
     }
 
     /// Deletes preemption victims (`namespace/name`) from `node` at once (no graceful

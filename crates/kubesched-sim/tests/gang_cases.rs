@@ -74,6 +74,55 @@ fn with_the_gates_off_a_gang_is_scheduled_pod_by_pod() {
     assert_eq!(placed, 2, "{lines:?}");
 }
 
+/// `kubesched bench` keeps only the decisions (`Prepared::run_decisions`); with the gates
+/// on it must run the same PodGroup cycles and place the same pods on the same nodes as
+/// the lines.
+#[test]
+fn bench_decisions_run_the_same_pod_group_cycles() {
+    for case in cases() {
+        let expected: std::collections::BTreeMap<String, Option<String>> =
+            lines(&case, &["GenericWorkload=true,GangScheduling=true"])
+                .unwrap()
+                .iter()
+                .map(|l| {
+                    let node = l["node"].as_str().map(str::to_string);
+                    (l["pod"].as_str().unwrap_or_default().to_string(), node)
+                })
+                .collect();
+        let source = Source {
+            name: case.display().to_string(),
+            text: std::fs::read_to_string(&case).unwrap(),
+        };
+        let scenario = scenario::load(&[source]).unwrap();
+        let options = SimulationOptions {
+            preemption: true,
+            features: Features::with_gates(
+                KubernetesVersion::V1_36,
+                ["GenericWorkload=true,GangScheduling=true"],
+            )
+            .unwrap(),
+            ..Default::default()
+        };
+        let registry = kubesched_plugins::in_tree_registry();
+        let mut prepared = kubesched_sim::prepare(&scenario, &options, &registry).unwrap();
+        let pods: Vec<String> = prepared
+            .queue
+            .iter()
+            .map(|q| q.pod_info.key().to_string())
+            .collect();
+        let nodes = prepared.node_order();
+        let decided: std::collections::BTreeMap<String, Option<String>> = pods
+            .into_iter()
+            .zip(prepared.run_decisions())
+            .map(|(pod, d)| match d {
+                kubesched_sim::Decision::Scheduled(i) => (pod, Some(nodes[i].clone())),
+                _ => (pod, None),
+            })
+            .collect();
+        assert_eq!(decided, expected, "{}", case.display());
+    }
+}
+
 #[test]
 fn a_gate_whose_dependency_is_off_is_refused() {
     let e = Features::with_gates(KubernetesVersion::V1_36, ["GangScheduling=true"]).unwrap_err();

@@ -56,9 +56,24 @@ pub struct PodGroupCycle {
 }
 
 impl PodGroupCycle {
+    /// Records `pod`'s outcome. A pod decided after it waited stays in `waiting` until
+    /// [`PodGroupCycle::finish`], so that a gang of n pods costs O(n), not O(n²).
     fn decide(&mut self, pod: Arc<PodInfo>, outcome: Outcome) {
-        self.waiting.retain(|p| p.uid() != pod.uid());
         self.outcomes.push((pod, outcome));
+    }
+
+    /// Leaves in `waiting` only the pods that were not decided.
+    fn finish(mut self) -> PodGroupCycle {
+        if !self.waiting.is_empty() {
+            let decided: std::collections::HashSet<&str> =
+                self.outcomes.iter().map(|(p, _)| p.uid()).collect();
+            let waiting = std::mem::take(&mut self.waiting)
+                .into_iter()
+                .filter(|p| !decided.contains(p.uid()))
+                .collect();
+            self.waiting = waiting;
+        }
+        self
     }
 }
 
@@ -67,6 +82,10 @@ impl Scheduler {
     /// the order kube-scheduler attempts them (the popped pod first, then by priority
     /// and queue time).
     pub fn schedule_pod_group(&mut self, pods: &[Arc<PodInfo>]) -> PodGroupCycle {
+        self.run_pod_group_cycle(pods).finish()
+    }
+
+    fn run_pod_group_cycle(&mut self, pods: &[Arc<PodInfo>]) -> PodGroupCycle {
         let mut cycle = PodGroupCycle::default();
         // frameworkForPodGroup: one scheduler name for the group's queued pods.
         let mut queued = Vec::new();

@@ -81,6 +81,42 @@ pub struct GangScheduling {
     all_pods: HashMap<String, usize>,
     /// The pods of each group bound, or allowed at Permit, by uid.
     scheduled: Mutex<HashMap<String, HashSet<String>>>,
+    /// The pods of each group this plugin made wait and has not allowed yet.
+    made_to_wait: Mutex<HashMap<String, MadeToWait>>,
+}
+
+/// The pods of one gang that Permit answered `Wait`, kept so that each Permit counts
+/// the gang's waiting pods in O(1) amortized instead of going over every waiting pod
+/// (a gang of n pods would cost O(n²)).
+#[derive(Debug, Default)]
+struct MadeToWait {
+    /// Their uids, oldest first; some may have stopped waiting since.
+    uids: Vec<String>,
+    /// How many of `uids`, from the front, were seen waiting when the waiting pods'
+    /// departures were `departures`: no pod has left since, so they still wait.
+    checked: usize,
+    departures: u64,
+}
+
+impl MadeToWait {
+    /// How many of the pods made to wait still wait, `except` left out.
+    fn still_waiting(&mut self, waiting: &WaitingPods, except: &str) -> usize {
+        let departures = waiting.departures();
+        if departures != self.departures || waiting.contains(except) {
+            self.checked = 0;
+            self.departures = departures;
+        }
+        let mut kept = self.checked;
+        for i in self.checked..self.uids.len() {
+            if self.uids[i] != except && waiting.contains(&self.uids[i]) {
+                self.uids.swap(kept, i);
+                kept += 1;
+            }
+        }
+        self.uids.truncate(kept);
+        self.checked = kept;
+        kept
+    }
 }
 
 impl std::fmt::Debug for GangScheduling {
@@ -99,6 +135,12 @@ pub fn new(_: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plu
 /// `namespace/name` of the group `pod` names.
 fn group_key(pod: &PodInfo) -> Option<String> {
     pod_group_name(pod).map(|g| format!("{}/{g}", pod.namespace()))
+}
+
+/// Whether `other` names the same PodGroup as `pod`, which names `name`: compared
+/// without building keys, as Permit asks it of every waiting pod.
+fn same_group(other: &PodInfo, pod: &PodInfo, name: &str) -> bool {
+    pod_group_name(other) == Some(name) && other.namespace() == pod.namespace()
 }
 
 impl GangScheduling {
@@ -124,6 +166,7 @@ impl GangScheduling {
             groups,
             all_pods,
             scheduled: Mutex::new(scheduled),
+            made_to_wait: Mutex::default(),
         })
     }
 
@@ -180,28 +223,23 @@ impl PermitPlugin for GangScheduling {
         let Some(min_count) = group.spec.scheduling_policy.gang_min_count() else {
             return (Status::success(), Duration::ZERO);
         };
-        let mut waiting = Vec::new();
-        self.waiting.iterate(|w| {
-            if w.pod().uid() != pod.uid() && group_key(w.pod()).as_deref() == Some(key.as_str()) {
-                waiting.push(w.pod().uid().to_string());
-            }
-        });
-        let bound = self
-            .lock()
-            .get(&key)
-            .map_or(0, |s| s.iter().filter(|uid| !waiting.contains(uid)).count());
-        let scheduled = bound + waiting.len() + 1;
+        let mut made_to_wait = self.made_to_wait.lock().unwrap_or_else(|e| e.into_inner());
+        let waits = made_to_wait.entry(key.clone()).or_default();
+        let waiting = waits.still_waiting(&self.waiting, pod.uid());
+        let mut state = self.lock();
+        let set = state.entry(key).or_default();
+        let scheduled = set.len() + waiting + 1;
         if (scheduled as i64) < i64::from(min_count) {
+            waits.uids.push(pod.uid().to_string());
             return (Status::new(Code::Wait, WAIT_MESSAGE), PERMIT_TIMEOUT);
         }
-        {
-            let mut state = self.lock();
-            let set = state.entry(key.clone()).or_default();
-            set.extend(waiting.iter().cloned());
-            set.insert(pod.uid().to_string());
-        }
+        set.extend(waits.uids.drain(..));
+        set.insert(pod.uid().to_string());
+        waits.checked = 0;
+        drop(state);
+        drop(made_to_wait);
         self.waiting.iterate(|w| {
-            if group_key(w.pod()).as_deref() == Some(key.as_str()) {
+            if same_group(w.pod(), pod, name) {
                 w.allow(NAME);
             }
         });
