@@ -44,7 +44,7 @@ use kubesched_framework::{
 
 use crate::label_selector::Selector;
 
-mod go_sort;
+pub mod go_sort;
 
 /// The plugin's name.
 pub const NAME: &str = "DefaultPreemption";
@@ -58,6 +58,39 @@ pub const NOT_ELIGIBLE_POLICY_NEVER: &str = "not eligible due to preemptionPolic
 /// The message for a pod whose nominated node still has a terminating victim.
 pub const NOT_ELIGIBLE_TERMINATING: &str =
     "not eligible due to a terminating pod on the nominated node.";
+
+/// kube-scheduler's `preemption.Interface`: what a PostFilter plugin gives the
+/// evaluator ([`preempt`]) so that the evaluator's steps (eligibility, the dry run over
+/// the nodes worth trying, the choice of one candidate) run with the plugin's own
+/// rules. [`DefaultPreemption`] is one implementation; scheduler-plugins'
+/// CapacityScheduling (crate kubesched-plugins-sigs) another.
+pub trait Preemptor {
+    /// How many candidates the dry run looks for among `num_nodes` potential nodes
+    /// (the count of `GetOffsetAndNumCandidates`; the offset is always 0 here).
+    fn num_candidates(&self, num_nodes: usize) -> usize;
+
+    /// `PodEligibleToPreemptOthers`: `Err` with the reason when `pod` may not preempt.
+    fn pod_eligible_to_preempt_others(
+        &self,
+        ctx: &PostFilterContext<'_>,
+        state: &CycleState,
+        pod: &PodInfo,
+        filtered: &NodeToStatus,
+    ) -> Result<(), &'static str>;
+
+    /// `SelectVictimsOnNode`: the fewest pods to evict from `node` (a copy, changed in
+    /// place, with `state` a copy of the cycle state) for `pod` to fit. `Ok` holds the
+    /// victims, most important first, and how many of them violate a budget; `Err`
+    /// the status saying why the node cannot help.
+    fn select_victims_on_node(
+        &self,
+        ctx: &PostFilterContext<'_>,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node: &mut NodeInfo,
+        budgets: &[Budget],
+    ) -> Result<(Vec<Arc<PodInfo>>, i64), Status>;
+}
 
 /// kube-scheduler's DefaultPreemption PostFilter plugin.
 #[derive(Debug, Clone, Default)]
@@ -187,7 +220,7 @@ pub fn more_important(a: &PodInfo, b: &PodInfo) -> bool {
 
 /// Sorts pods as kube-scheduler's `sort.Slice` with `MoreImportantPod` does
 /// ([`go_sort`]): pods of equal priority without a start time do not keep their order.
-fn sort_by_importance(pods: &mut [Arc<PodInfo>]) {
+pub fn sort_by_importance(pods: &mut [Arc<PodInfo>]) {
     go_sort::sort_slice(pods, |a, b| more_important(a, b));
 }
 
@@ -542,66 +575,9 @@ impl DefaultPreemption {
         Ok((victims, num_violating))
     }
 
-    /// Dry-runs preemption on `potential` nodes in node order, until enough candidates
-    /// are found (kube-scheduler's `DryRunPreemption` with offset 0).
-    fn dry_run(
-        &self,
-        ctx: &PostFilterContext<'_>,
-        state: &CycleState,
-        pod: &PodInfo,
-        potential: &[usize],
-        budgets: &[Budget],
-    ) -> DryRun {
-        let wanted = self.calculate_num_candidates(potential.len());
-        let mut non_violating = Vec::new();
-        let mut violating = Vec::new();
-        let mut statuses = NodeToStatus::default();
-        let mut errors = Vec::new();
-        for &index in potential {
-            let mut node = ctx.snapshot.node_at(index).clone();
-            let mut state = state.clone();
-            let status = match self.select_victims_on_node(ctx, &mut state, pod, &mut node, budgets)
-            {
-                Ok((victims, n)) if !victims.is_empty() => {
-                    let c = Candidate {
-                        node_index: index,
-                        node: node.name().to_string(),
-                        victims,
-                        num_pdb_violations: n,
-                    };
-                    if n == 0 {
-                        non_violating.push(c);
-                    } else {
-                        violating.push(c);
-                    }
-                    if !non_violating.is_empty() && non_violating.len() + violating.len() >= wanted
-                    {
-                        break;
-                    }
-                    continue;
-                }
-                Ok(_) => Status::error(format!(
-                    "expected at least one victim pod on node {:?}",
-                    node.name()
-                )),
-                Err(s) => s,
-            };
-            if status.is_error() {
-                errors.push(status.message());
-            }
-            statuses.statuses.push((index, status));
-        }
-        non_violating.extend(violating);
-        DryRun {
-            candidates: non_violating,
-            statuses,
-            errors,
-        }
-    }
-
-    /// kube-scheduler's `Evaluator.Preempt`, without the API calls: the nominated node
-    /// and its victims, or the status saying why there is none (without the
-    /// "preemption: " prefix).
+    /// kube-scheduler's `Evaluator.Preempt` with DefaultPreemption's rules ([`preempt`]
+    /// driving this plugin): the nominated node and its victims, or the status saying
+    /// why there is none (without the "preemption: " prefix).
     pub fn preempt(
         &self,
         ctx: &PostFilterContext<'_>,
@@ -609,71 +585,166 @@ impl DefaultPreemption {
         pod: &PodInfo,
         filtered: &NodeToStatus,
     ) -> (Option<PostFilterResult>, Status) {
-        if let Err(msg) = pod_eligible_to_preempt_others(pod, ctx.snapshot, filtered) {
-            return (None, Status::new(Code::Unschedulable, msg));
-        }
-        let num_nodes = ctx.snapshot.num_nodes();
-        if num_nodes == 0 {
-            return (None, Status::error("no nodes available"));
-        }
-        let potential = filtered.nodes_for_status_code(num_nodes, Code::Unschedulable);
-        let dry = if potential.is_empty() {
-            DryRun {
-                candidates: Vec::new(),
-                statuses: NodeToStatus::default(),
-                errors: Vec::new(),
-            }
-        } else {
-            let budgets: Vec<Budget> = ctx
-                .snapshot
-                .objects()
-                .pod_disruption_budgets
-                .iter()
-                .map(|p| Budget::new(p))
-                .collect();
-            self.dry_run(ctx, state, pod, &potential, &budgets)
-        };
-        if dry.candidates.is_empty() {
-            if !dry.errors.is_empty() {
-                return (None, Status::error(dry.errors.join(", ")));
-            }
-            let mut node_to_status = dry.statuses;
-            node_to_status.absent_nodes_status =
-                Some(Status::new(Code::UnschedulableAndUnresolvable, NOT_HELPFUL));
-            let fit = FitError {
-                num_all_nodes: num_nodes,
-                diagnosis: Diagnosis {
-                    node_to_status,
-                    ..Diagnosis::default()
-                },
-            };
-            return (
-                Some(PostFilterResult::default()),
-                Status::new(Code::Unschedulable, fit.to_string()),
-            );
-        }
-        let Some((best, reason)) = pick_one_node_for_preemption(&dry.candidates) else {
-            return (
-                None,
-                Status::new(Code::Unschedulable, "no candidate node for preemption"),
-            );
-        };
-        let mut summaries: Vec<NominationCandidate> =
-            dry.candidates.iter().map(Candidate::summary).collect();
-        let mut order: Vec<usize> = (0..dry.candidates.len()).collect();
-        order.sort_by_key(|&i| dry.candidates[i].node_index);
-        summaries = order.iter().map(|&i| summaries[i].clone()).collect();
-        let chosen = &dry.candidates[best];
-        (
-            Some(PostFilterResult {
-                nominated_node_name: Some(chosen.node.clone()),
-                victims: chosen.victims.iter().map(|p| p.key().to_string()).collect(),
-                candidates: summaries,
-                selection_reason: Some(reason),
-            }),
-            Status::success(),
-        )
+        preempt(self, ctx, state, pod, filtered)
     }
+}
+
+impl Preemptor for DefaultPreemption {
+    fn num_candidates(&self, num_nodes: usize) -> usize {
+        self.calculate_num_candidates(num_nodes)
+    }
+
+    fn pod_eligible_to_preempt_others(
+        &self,
+        ctx: &PostFilterContext<'_>,
+        _: &CycleState,
+        pod: &PodInfo,
+        filtered: &NodeToStatus,
+    ) -> Result<(), &'static str> {
+        pod_eligible_to_preempt_others(pod, ctx.snapshot, filtered)
+    }
+
+    fn select_victims_on_node(
+        &self,
+        ctx: &PostFilterContext<'_>,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node: &mut NodeInfo,
+        budgets: &[Budget],
+    ) -> Result<(Vec<Arc<PodInfo>>, i64), Status> {
+        DefaultPreemption::select_victims_on_node(self, ctx, state, pod, node, budgets)
+    }
+}
+
+/// Dry-runs preemption on `potential` nodes in node order, until enough candidates
+/// are found (kube-scheduler's `DryRunPreemption` with offset 0).
+fn dry_run<P: Preemptor + ?Sized>(
+    p: &P,
+    ctx: &PostFilterContext<'_>,
+    state: &CycleState,
+    pod: &PodInfo,
+    potential: &[usize],
+    budgets: &[Budget],
+) -> DryRun {
+    let wanted = p.num_candidates(potential.len());
+    let mut non_violating = Vec::new();
+    let mut violating = Vec::new();
+    let mut statuses = NodeToStatus::default();
+    let mut errors = Vec::new();
+    for &index in potential {
+        let mut node = ctx.snapshot.node_at(index).clone();
+        let mut state = state.clone();
+        let status = match p.select_victims_on_node(ctx, &mut state, pod, &mut node, budgets) {
+            Ok((victims, n)) if !victims.is_empty() => {
+                let c = Candidate {
+                    node_index: index,
+                    node: node.name().to_string(),
+                    victims,
+                    num_pdb_violations: n,
+                };
+                if n == 0 {
+                    non_violating.push(c);
+                } else {
+                    violating.push(c);
+                }
+                if !non_violating.is_empty() && non_violating.len() + violating.len() >= wanted {
+                    break;
+                }
+                continue;
+            }
+            Ok(_) => Status::error(format!(
+                "expected at least one victim pod on node {:?}",
+                node.name()
+            )),
+            Err(s) => s,
+        };
+        if status.is_error() {
+            errors.push(status.message());
+        }
+        statuses.statuses.push((index, status));
+    }
+    non_violating.extend(violating);
+    DryRun {
+        candidates: non_violating,
+        statuses,
+        errors,
+    }
+}
+
+/// kube-scheduler's `Evaluator.Preempt` driving `p`, without the API calls: the
+/// nominated node and its victims, or the status saying why there is none (without
+/// DefaultPreemption's "preemption: " prefix).
+pub fn preempt<P: Preemptor + ?Sized>(
+    p: &P,
+    ctx: &PostFilterContext<'_>,
+    state: &CycleState,
+    pod: &PodInfo,
+    filtered: &NodeToStatus,
+) -> (Option<PostFilterResult>, Status) {
+    if let Err(msg) = p.pod_eligible_to_preempt_others(ctx, state, pod, filtered) {
+        return (None, Status::new(Code::Unschedulable, msg));
+    }
+    let num_nodes = ctx.snapshot.num_nodes();
+    if num_nodes == 0 {
+        return (None, Status::error("no nodes available"));
+    }
+    let potential = filtered.nodes_for_status_code(num_nodes, Code::Unschedulable);
+    let dry = if potential.is_empty() {
+        DryRun {
+            candidates: Vec::new(),
+            statuses: NodeToStatus::default(),
+            errors: Vec::new(),
+        }
+    } else {
+        let budgets: Vec<Budget> = ctx
+            .snapshot
+            .objects()
+            .pod_disruption_budgets
+            .iter()
+            .map(|b| Budget::new(b))
+            .collect();
+        dry_run(p, ctx, state, pod, &potential, &budgets)
+    };
+    if dry.candidates.is_empty() {
+        if !dry.errors.is_empty() {
+            return (None, Status::error(dry.errors.join(", ")));
+        }
+        let mut node_to_status = dry.statuses;
+        node_to_status.absent_nodes_status =
+            Some(Status::new(Code::UnschedulableAndUnresolvable, NOT_HELPFUL));
+        let fit = FitError {
+            num_all_nodes: num_nodes,
+            diagnosis: Diagnosis {
+                node_to_status,
+                ..Diagnosis::default()
+            },
+        };
+        return (
+            Some(PostFilterResult::default()),
+            Status::new(Code::Unschedulable, fit.to_string()),
+        );
+    }
+    let Some((best, reason)) = pick_one_node_for_preemption(&dry.candidates) else {
+        return (
+            None,
+            Status::new(Code::Unschedulable, "no candidate node for preemption"),
+        );
+    };
+    let mut summaries: Vec<NominationCandidate> =
+        dry.candidates.iter().map(Candidate::summary).collect();
+    let mut order: Vec<usize> = (0..dry.candidates.len()).collect();
+    order.sort_by_key(|&i| dry.candidates[i].node_index);
+    summaries = order.iter().map(|&i| summaries[i].clone()).collect();
+    let chosen = &dry.candidates[best];
+    (
+        Some(PostFilterResult {
+            nominated_node_name: Some(chosen.node.clone()),
+            victims: chosen.victims.iter().map(|p| p.key().to_string()).collect(),
+            candidates: summaries,
+            selection_reason: Some(reason),
+        }),
+        Status::success(),
+    )
 }
 
 impl PostFilterPlugin for DefaultPreemption {
