@@ -11,7 +11,7 @@ use kubesched_plugins::default_preemption::{
     filter_pods_with_pdb_violation, go_sort, more_important, sort_by_importance,
 };
 
-use super::quota::aggregated_used_over_min_with;
+use super::quota::{ElasticQuotaInfos, aggregated_used_over_min_with};
 use super::{CapacityScheduling, ElasticQuotaSnapshotState, PreFilterState};
 
 /// Eligibility when PreFilter left no state.
@@ -22,6 +22,17 @@ pub const NO_SNAPSHOT: &str = "Failed to read elasticQuotaSnapshot from cycleSta
 pub const NO_PRE_FILTER_STATE: &str = "Failed to read preFilterState from cycleState";
 /// `SelectVictimsOnNode` when the quotas refuse the pod even with every victim gone.
 pub const GLOBAL_QUOTA_MAX_EXCEEDED: &str = "global quota max exceeded";
+
+/// The quotas when PreFilter left none (checked first: never read).
+static NO_QUOTAS: ElasticQuotaInfos = ElasticQuotaInfos::new();
+
+/// The quotas as the dry run has changed them so far, read afresh after each RemovePod
+/// and AddPod (as Go reads the map behind the snapshot's pointer).
+fn quotas(state: &CycleState) -> &ElasticQuotaInfos {
+    state
+        .read::<ElasticQuotaSnapshotState>()
+        .map_or(&NO_QUOTAS, |s| &s.infos)
+}
 
 impl Preemptor for CapacityScheduling {
     /// `GetOffsetAndNumCandidates`: every potential node.
@@ -140,13 +151,7 @@ impl Preemptor for CapacityScheduling {
                 Err(Status::error(s.message()))
             }
         };
-        // The quotas as the dry run has changed them so far.
-        let infos = |state: &CycleState| {
-            state
-                .read::<ElasticQuotaSnapshotState>()
-                .map(|s| s.infos.clone())
-                .unwrap_or_default()
-        };
+        let infos = quotas;
         let with_eq = infos(state).contains_key(pod.namespace());
         // sort.Slice(nodeInfo.GetPods(), !MoreImportantPod): least important first.
         let mut pods: Vec<Arc<PodInfo>> = node.pods().to_vec();
@@ -157,8 +162,7 @@ impl Preemptor for CapacityScheduling {
                 .get(pod.namespace())
                 .is_some_and(|eq| eq.used_over_min_with(&pre.nominated_in_eq_with_pod_req));
             for p in &pods {
-                let current = infos(state);
-                let Some(eq) = current.get(p.namespace()) else {
+                let Some(eq) = infos(state).get(p.namespace()) else {
                     continue;
                 };
                 let victim = if more_than_min {
@@ -172,9 +176,8 @@ impl Preemptor for CapacityScheduling {
                 }
             }
         } else {
-            let current = infos(state);
             for p in &pods {
-                if current.contains_key(p.namespace()) {
+                if infos(state).contains_key(p.namespace()) {
                     continue;
                 }
                 if p.priority() < pod.priority() {
@@ -203,7 +206,7 @@ impl Preemptor for CapacityScheduling {
                 && (current
                     .get(pod.namespace())
                     .is_some_and(|eq| eq.used_over_max_with(in_eq))
-                    || aggregated_used_over_min_with(&current, all))
+                    || aggregated_used_over_min_with(current, all))
         };
         if quota_refuses(state, &pre.pod_req, &pre.pod_req) {
             return Err(Status::new(Code::Unschedulable, GLOBAL_QUOTA_MAX_EXCEEDED));
