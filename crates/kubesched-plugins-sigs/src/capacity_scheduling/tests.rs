@@ -93,3 +93,118 @@ fn min_above_max_is_a_problem() {
         ))
     );
 }
+
+mod plugin {
+    use std::sync::Arc;
+
+    use kubesched_framework::build::{NodeBuilder, PodBuilder};
+    use kubesched_framework::{
+        ClusterObjects, Code, CustomObject, CycleState, Handle, PreFilterExtensions,
+        PreFilterPlugin, ReservePlugin, Snapshot,
+    };
+
+    use super::super::{CapacityScheduling, ElasticQuotaSnapshotState};
+
+    fn quota(namespace: &str, min: &str, max: &str) -> Arc<CustomObject> {
+        Arc::new(CustomObject {
+            api_version: crate::api::API_VERSION.into(),
+            kind: "ElasticQuota".into(),
+            namespace: Some(namespace.into()),
+            name: "q".into(),
+            value: serde_json::json!({
+                "metadata": {"name": "q", "namespace": namespace},
+                "spec": {"min": {"cpu": min}, "max": {"cpu": max}}
+            }),
+        })
+    }
+
+    fn plugin(custom: Vec<Arc<CustomObject>>) -> CapacityScheduling {
+        let handle = Handle {
+            objects: Some(Arc::new(ClusterObjects {
+                custom,
+                ..ClusterObjects::default()
+            })),
+            ..Handle::default()
+        };
+        CapacityScheduling::new(&handle).unwrap()
+    }
+
+    fn used(state: &CycleState, namespace: &str) -> i64 {
+        state
+            .read::<ElasticQuotaSnapshotState>()
+            .and_then(|s| s.infos.get(namespace))
+            .map_or(-1, |i| i.used.milli_cpu)
+    }
+
+    #[test]
+    fn pre_filter_counts_pods_on_nodes_and_refuses_past_max_in_upstream_words() {
+        let p = plugin(vec![quota("a", "1", "2"), quota("b", "4", "4")]);
+        let bound = PodBuilder::new("a", "old")
+            .cpu_millis(1500)
+            .bound_to("n1")
+            .pod_info()
+            .unwrap();
+        let node = NodeBuilder::new("n1").cpu_millis(8000).node();
+        let (snapshot, _) = Snapshot::new([node], [bound.clone()]).unwrap();
+        let pod = PodBuilder::new("a", "new")
+            .cpu_millis(600)
+            .pod_info()
+            .unwrap();
+        let mut state = CycleState::new();
+        let (_, status) = p.pre_filter(&mut state, &pod, &snapshot);
+        assert_eq!(status.code(), Code::Unschedulable);
+        assert_eq!(
+            status.message(),
+            "Pod a/new is rejected in PreFilter because ElasticQuota a is more than Max"
+        );
+        assert_eq!(used(&state, "a"), 1500);
+        // RemovePod and AddPod change the cycle's copy, not the plugin's.
+        let node_info = snapshot.node_at(0).clone();
+        assert!(
+            p.remove_pod(&mut state, &pod, &bound, &node_info)
+                .is_success()
+        );
+        assert_eq!(used(&state, "a"), 0);
+        assert!(p.add_pod(&mut state, &pod, &bound, &node_info).is_success());
+        assert_eq!(used(&state, "a"), 1500);
+        // A pod of a namespace without a quota is not checked.
+        let free = PodBuilder::new("c", "free")
+            .cpu_millis(90_000)
+            .pod_info()
+            .unwrap();
+        assert!(p.pre_filter(&mut state, &free, &snapshot).1.is_success());
+    }
+
+    #[test]
+    fn reserve_counts_until_the_snapshot_says_otherwise() {
+        let p = plugin(vec![quota("a", "2", "2")]);
+        let node = NodeBuilder::new("n1").cpu_millis(8000).node();
+        let (snapshot, _) = Snapshot::new([node], []).unwrap();
+        let first = PodBuilder::new("a", "first")
+            .cpu_millis(2000)
+            .pod_info()
+            .unwrap();
+        let mut state = CycleState::new();
+        assert!(p.pre_filter(&mut state, &first, &snapshot).1.is_success());
+        assert!(p.reserve(&mut state, &first, "n1").is_success());
+        p.unreserve(&mut state, &first, "n1");
+        let second = PodBuilder::new("a", "second")
+            .cpu_millis(2000)
+            .pod_info()
+            .unwrap();
+        assert!(p.pre_filter(&mut state, &second, &snapshot).1.is_success());
+        let (mut snapshot, _) =
+            Snapshot::new([NodeBuilder::new("n1").cpu_millis(8000).node()], []).unwrap();
+        let assumed = PodBuilder::new("a", "first")
+            .cpu_millis(2000)
+            .bound_to("n1")
+            .pod_info()
+            .unwrap();
+        assert!(snapshot.add_pod(assumed));
+        let (_, status) = p.pre_filter(&mut state, &second, &snapshot);
+        assert_eq!(
+            status.message(),
+            "Pod a/second is rejected in PreFilter because ElasticQuota a is more than Max"
+        );
+    }
+}
