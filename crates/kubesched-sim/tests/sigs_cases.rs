@@ -48,7 +48,7 @@ fn coscheduling_cases_agree_with_the_source() {
         .collect();
     cases.sort();
     // Pinned, so that a case that goes missing fails here.
-    assert_eq!(cases.len(), 11, "cases in conformance/cases-sigs");
+    assert_eq!(cases.len(), 12, "cases in conformance/cases-sigs");
     let failures: Vec<String> = cases
         .iter()
         .filter_map(|c| run_case(c).err().map(|e| format!("{}: {e}", c.display())))
