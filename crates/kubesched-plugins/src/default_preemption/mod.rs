@@ -616,60 +616,8 @@ impl Preemptor for DefaultPreemption {
     }
 }
 
-/// Dry-runs preemption on `potential` nodes in node order, until enough candidates
-/// are found (kube-scheduler's `DryRunPreemption` with offset 0).
-fn dry_run<P: Preemptor + ?Sized>(
-    p: &P,
-    ctx: &PostFilterContext<'_>,
-    state: &CycleState,
-    pod: &PodInfo,
-    potential: &[usize],
-    budgets: &[Budget],
-) -> DryRun {
-    let wanted = p.num_candidates(potential.len());
-    let mut non_violating = Vec::new();
-    let mut violating = Vec::new();
-    let mut statuses = NodeToStatus::default();
-    let mut errors = Vec::new();
-    for &index in potential {
-        let mut node = ctx.snapshot.node_at(index).clone();
-        let mut state = state.clone();
-        let status = match p.select_victims_on_node(ctx, &mut state, pod, &mut node, budgets) {
-            Ok((victims, n)) if !victims.is_empty() => {
-                let c = Candidate {
-                    node_index: index,
-                    node: node.name().to_string(),
-                    victims,
-                    num_pdb_violations: n,
-                };
-                if n == 0 {
-                    non_violating.push(c);
-                } else {
-                    violating.push(c);
-                }
-                if !non_violating.is_empty() && non_violating.len() + violating.len() >= wanted {
-                    break;
-                }
-                continue;
-            }
-            Ok(_) => Status::error(format!(
-                "expected at least one victim pod on node {:?}",
-                node.name()
-            )),
-            Err(s) => s,
-        };
-        if status.is_error() {
-            errors.push(status.message());
-        }
-        statuses.statuses.push((index, status));
-    }
-    non_violating.extend(violating);
-    DryRun {
-        candidates: non_violating,
-        statuses,
-        errors,
-    }
-}
+/// kube-scheduler's `preemption.Evaluator` over a [`Preemptor`].
+struct Evaluator<'a, P: ?Sized>(&'a P);
 
 /// kube-scheduler's `Evaluator.Preempt` driving `p`, without the API calls: the
 /// nominated node and its victims, or the status saying why there is none (without
@@ -681,70 +629,145 @@ pub fn preempt<P: Preemptor + ?Sized>(
     pod: &PodInfo,
     filtered: &NodeToStatus,
 ) -> (Option<PostFilterResult>, Status) {
-    if let Err(msg) = p.pod_eligible_to_preempt_others(ctx, state, pod, filtered) {
-        return (None, Status::new(Code::Unschedulable, msg));
-    }
-    let num_nodes = ctx.snapshot.num_nodes();
-    if num_nodes == 0 {
-        return (None, Status::error("no nodes available"));
-    }
-    let potential = filtered.nodes_for_status_code(num_nodes, Code::Unschedulable);
-    let dry = if potential.is_empty() {
+    Evaluator(p).preempt(ctx, state, pod, filtered)
+}
+
+impl<P: Preemptor + ?Sized> Evaluator<'_, P> {
+    /// Dry-runs preemption on `potential` nodes in node order, until enough candidates
+    /// are found (kube-scheduler's `DryRunPreemption` with offset 0).
+    fn dry_run(
+        &self,
+        ctx: &PostFilterContext<'_>,
+        state: &CycleState,
+        pod: &PodInfo,
+        potential: &[usize],
+        budgets: &[Budget],
+    ) -> DryRun {
+        let wanted = self.0.num_candidates(potential.len());
+        let mut non_violating = Vec::new();
+        let mut violating = Vec::new();
+        let mut statuses = NodeToStatus::default();
+        let mut errors = Vec::new();
+        for &index in potential {
+            let mut node = ctx.snapshot.node_at(index).clone();
+            let mut state = state.clone();
+            let status = match self
+                .0
+                .select_victims_on_node(ctx, &mut state, pod, &mut node, budgets)
+            {
+                Ok((victims, n)) if !victims.is_empty() => {
+                    let c = Candidate {
+                        node_index: index,
+                        node: node.name().to_string(),
+                        victims,
+                        num_pdb_violations: n,
+                    };
+                    if n == 0 {
+                        non_violating.push(c);
+                    } else {
+                        violating.push(c);
+                    }
+                    if !non_violating.is_empty() && non_violating.len() + violating.len() >= wanted
+                    {
+                        break;
+                    }
+                    continue;
+                }
+                Ok(_) => Status::error(format!(
+                    "expected at least one victim pod on node {:?}",
+                    node.name()
+                )),
+                Err(s) => s,
+            };
+            if status.is_error() {
+                errors.push(status.message());
+            }
+            statuses.statuses.push((index, status));
+        }
+        non_violating.extend(violating);
         DryRun {
-            candidates: Vec::new(),
-            statuses: NodeToStatus::default(),
-            errors: Vec::new(),
+            candidates: non_violating,
+            statuses,
+            errors,
         }
-    } else {
-        let budgets: Vec<Budget> = ctx
-            .snapshot
-            .objects()
-            .pod_disruption_budgets
-            .iter()
-            .map(|b| Budget::new(b))
-            .collect();
-        dry_run(p, ctx, state, pod, &potential, &budgets)
-    };
-    if dry.candidates.is_empty() {
-        if !dry.errors.is_empty() {
-            return (None, Status::error(dry.errors.join(", ")));
-        }
-        let mut node_to_status = dry.statuses;
-        node_to_status.absent_nodes_status =
-            Some(Status::new(Code::UnschedulableAndUnresolvable, NOT_HELPFUL));
-        let fit = FitError {
-            num_all_nodes: num_nodes,
-            diagnosis: Diagnosis {
-                node_to_status,
-                ..Diagnosis::default()
-            },
-        };
-        return (
-            Some(PostFilterResult::default()),
-            Status::new(Code::Unschedulable, fit.to_string()),
-        );
     }
-    let Some((best, reason)) = pick_one_node_for_preemption(&dry.candidates) else {
-        return (
-            None,
-            Status::new(Code::Unschedulable, "no candidate node for preemption"),
-        );
-    };
-    let mut summaries: Vec<NominationCandidate> =
-        dry.candidates.iter().map(Candidate::summary).collect();
-    let mut order: Vec<usize> = (0..dry.candidates.len()).collect();
-    order.sort_by_key(|&i| dry.candidates[i].node_index);
-    summaries = order.iter().map(|&i| summaries[i].clone()).collect();
-    let chosen = &dry.candidates[best];
-    (
-        Some(PostFilterResult {
-            nominated_node_name: Some(chosen.node.clone()),
-            victims: chosen.victims.iter().map(|p| p.key().to_string()).collect(),
-            candidates: summaries,
-            selection_reason: Some(reason),
-        }),
-        Status::success(),
-    )
+
+    /// `Evaluator.Preempt`.
+    fn preempt(
+        &self,
+        ctx: &PostFilterContext<'_>,
+        state: &CycleState,
+        pod: &PodInfo,
+        filtered: &NodeToStatus,
+    ) -> (Option<PostFilterResult>, Status) {
+        if let Err(msg) = self
+            .0
+            .pod_eligible_to_preempt_others(ctx, state, pod, filtered)
+        {
+            return (None, Status::new(Code::Unschedulable, msg));
+        }
+        let num_nodes = ctx.snapshot.num_nodes();
+        if num_nodes == 0 {
+            return (None, Status::error("no nodes available"));
+        }
+        let potential = filtered.nodes_for_status_code(num_nodes, Code::Unschedulable);
+        let dry = if potential.is_empty() {
+            DryRun {
+                candidates: Vec::new(),
+                statuses: NodeToStatus::default(),
+                errors: Vec::new(),
+            }
+        } else {
+            let budgets: Vec<Budget> = ctx
+                .snapshot
+                .objects()
+                .pod_disruption_budgets
+                .iter()
+                .map(|p| Budget::new(p))
+                .collect();
+            self.dry_run(ctx, state, pod, &potential, &budgets)
+        };
+        if dry.candidates.is_empty() {
+            if !dry.errors.is_empty() {
+                return (None, Status::error(dry.errors.join(", ")));
+            }
+            let mut node_to_status = dry.statuses;
+            node_to_status.absent_nodes_status =
+                Some(Status::new(Code::UnschedulableAndUnresolvable, NOT_HELPFUL));
+            let fit = FitError {
+                num_all_nodes: num_nodes,
+                diagnosis: Diagnosis {
+                    node_to_status,
+                    ..Diagnosis::default()
+                },
+            };
+            return (
+                Some(PostFilterResult::default()),
+                Status::new(Code::Unschedulable, fit.to_string()),
+            );
+        }
+        let Some((best, reason)) = pick_one_node_for_preemption(&dry.candidates) else {
+            return (
+                None,
+                Status::new(Code::Unschedulable, "no candidate node for preemption"),
+            );
+        };
+        let mut summaries: Vec<NominationCandidate> =
+            dry.candidates.iter().map(Candidate::summary).collect();
+        let mut order: Vec<usize> = (0..dry.candidates.len()).collect();
+        order.sort_by_key(|&i| dry.candidates[i].node_index);
+        summaries = order.iter().map(|&i| summaries[i].clone()).collect();
+        let chosen = &dry.candidates[best];
+        (
+            Some(PostFilterResult {
+                nominated_node_name: Some(chosen.node.clone()),
+                victims: chosen.victims.iter().map(|p| p.key().to_string()).collect(),
+                candidates: summaries,
+                selection_reason: Some(reason),
+            }),
+            Status::success(),
+        )
+    }
 }
 
 impl PostFilterPlugin for DefaultPreemption {
