@@ -17,8 +17,8 @@
 //! a nominated pod at once, after evicting its victims, so no other pod waits
 //! nominated).
 //!
-//! Floor: `kubesched-framework`, `kubesched-config` and `kubesched-plugins` (the
-//! preemption evaluator); ElasticQuotas come from [`Handle::objects`].
+//! Floor: `kubesched-framework` and `kubesched-plugins` (the preemption evaluator);
+//! ElasticQuotas come from [`Handle::objects`].
 
 pub mod preemption;
 pub mod quota;
