@@ -111,3 +111,87 @@ impl PodGroup {
         self.spec.min_member.unwrap_or(0)
     }
 }
+
+/// A namespace's elastic quota (`ElasticQuota`): what its pods are guaranteed (`min`)
+/// and what they may use at most (`max`), read by CapacityScheduling. One per
+/// namespace is read (scheduler-plugins supports one).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ElasticQuota {
+    /// `apiVersion`.
+    #[serde(default)]
+    pub api_version: Option<String>,
+    /// `kind`.
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// Standard object metadata.
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    /// `min` and `max`.
+    #[serde(default)]
+    pub spec: ElasticQuotaSpec,
+    /// The observed use (written by the ElasticQuota controller; the scheduler does
+    /// not read it).
+    #[serde(default)]
+    pub status: Option<ElasticQuotaStatus>,
+}
+
+/// `ElasticQuotaSpec`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ElasticQuotaSpec {
+    /// The guaranteed amounts, by resource name; absent, 0 of cpu, memory and
+    /// ephemeral-storage.
+    #[serde(default)]
+    pub min: Option<BTreeMap<String, Quantity>>,
+    /// The most the namespace's pods may request, by resource name; absent, no limit.
+    #[serde(default)]
+    pub max: Option<BTreeMap<String, Quantity>>,
+}
+
+/// `ElasticQuotaStatus`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ElasticQuotaStatus {
+    /// The requests of the namespace's scheduled pods.
+    #[serde(default)]
+    pub used: Option<BTreeMap<String, Quantity>>,
+}
+
+impl ElasticQuota {
+    /// `namespace/name` (namespace `default` when none).
+    pub fn full_name(&self) -> String {
+        format!(
+            "{}/{}",
+            self.metadata.namespace.as_deref().unwrap_or("default"),
+            self.metadata.name.as_deref().unwrap_or("")
+        )
+    }
+
+    /// The namespace the quota covers (`default` when none).
+    pub fn namespace(&self) -> &str {
+        self.metadata.namespace.as_deref().unwrap_or("default")
+    }
+
+    /// The problem kubesched refuses in the object, as `(field, message)`: a resource
+    /// whose `min` is above its `max`. Neither the CRD nor scheduler-plugins checks
+    /// this, so no upstream message exists; with it, the namespace could never use its
+    /// guaranteed `min`. Quantities that do not parse are left to the caller.
+    pub fn problem(&self) -> Option<(String, String)> {
+        use kubesched_framework::quantity::Quantity as Parsed;
+        let (min, max) = (self.spec.min.as_ref()?, self.spec.max.as_ref()?);
+        min.iter().find_map(|(name, lo)| {
+            let hi = max.get(name)?;
+            let (l, h) = (Parsed::parse(&lo.0).ok()?, Parsed::parse(&hi.0).ok()?);
+            (l.milli() > h.milli()).then(|| {
+                (
+                    format!("spec.min[{name}]"),
+                    format!(
+                        "Invalid value: \"{}\": must be less than or equal to spec.max[{name}] ({})",
+                        lo.0, hi.0
+                    ),
+                )
+            })
+        })
+    }
+}

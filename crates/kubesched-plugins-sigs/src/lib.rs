@@ -8,10 +8,12 @@
 //!
 //! | plugin | extension points |
 //! | --- | --- |
+//! | [`CapacityScheduling`] | PreFilter (AddPod, RemovePod), PostFilter (preemption), Reserve (Unreserve) |
 //! | [`Coscheduling`] | QueueSort, PreFilter, PostFilter, Reserve (Unreserve), Permit |
 //!
-//! Floor: beside `kubesched-plugins`, on `kubesched-framework` and `kubesched-config`
-//! only. The objects the plugins read (PodGroups) come through the framework's
+//! Floor: beside `kubesched-plugins` (whose preemption evaluator CapacityScheduling
+//! drives), on `kubesched-framework` and `kubesched-config`. The objects the plugins
+//! read (PodGroups, ElasticQuotas) come through the framework's
 //! [`Handle::objects`](kubesched_framework::Handle::objects) as custom objects; the
 //! scenario loader of `kubesched-sim` decodes them strictly with the types of [`api`].
 //!
@@ -19,11 +21,14 @@
 //! let mut registry = kubesched_plugins::in_tree_registry();
 //! registry.merge(kubesched_plugins_sigs::registry()).unwrap();
 //! assert!(registry.contains("Coscheduling") && registry.contains("PrioritySort"));
+//! assert!(registry.contains("CapacityScheduling"));
 //! ```
 
 pub mod api;
+pub mod capacity_scheduling;
 pub mod coscheduling;
 
+pub use capacity_scheduling::CapacityScheduling;
 pub use coscheduling::{Coscheduling, CoschedulingArgs};
 
 use kubesched_framework::Registry;
@@ -35,9 +40,12 @@ pub fn registry() -> Registry {
         .register(coscheduling::NAME, coscheduling::new)
         .unwrap_or_else(|_| unreachable!("one plugin per name"));
     registry
+        .register(capacity_scheduling::NAME, capacity_scheduling::new)
+        .unwrap_or_else(|_| unreachable!("one plugin per name"));
+    registry
 }
 
 /// The names of this crate's plugins, sorted.
 pub fn plugin_names() -> &'static [&'static str] {
-    &[coscheduling::NAME]
+    &[capacity_scheduling::NAME, coscheduling::NAME]
 }

@@ -1,5 +1,5 @@
 //! Runs every case of `conformance/cases-sigs/` (the repository's own: scheduler-plugins'
-//! Coscheduling, expected lines derived from its source, each case saying which
+//! Coscheduling and CapacityScheduling, expected lines derived from its source, each case saying which
 //! function each line follows) as `kubesched simulate --plugins sigs --preemption
 //! --format jsonl` runs it, and compares each line field by field.
 
@@ -48,7 +48,7 @@ fn coscheduling_cases_agree_with_the_source() {
         .collect();
     cases.sort();
     // Pinned, so that a case that goes missing fails here.
-    assert_eq!(cases.len(), 6, "cases in conformance/cases-sigs");
+    assert_eq!(cases.len(), 12, "cases in conformance/cases-sigs");
     let failures: Vec<String> = cases
         .iter()
         .filter_map(|c| run_case(c).err().map(|e| format!("{}: {e}", c.display())))

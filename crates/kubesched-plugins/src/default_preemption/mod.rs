@@ -44,7 +44,7 @@ use kubesched_framework::{
 
 use crate::label_selector::Selector;
 
-mod go_sort;
+pub mod go_sort;
 
 /// The plugin's name.
 pub const NAME: &str = "DefaultPreemption";
@@ -58,6 +58,39 @@ pub const NOT_ELIGIBLE_POLICY_NEVER: &str = "not eligible due to preemptionPolic
 /// The message for a pod whose nominated node still has a terminating victim.
 pub const NOT_ELIGIBLE_TERMINATING: &str =
     "not eligible due to a terminating pod on the nominated node.";
+
+/// kube-scheduler's `preemption.Interface`: what a PostFilter plugin gives the
+/// evaluator ([`preempt`]) so that the evaluator's steps (eligibility, the dry run over
+/// the nodes worth trying, the choice of one candidate) run with the plugin's own
+/// rules. [`DefaultPreemption`] is one implementation; scheduler-plugins'
+/// CapacityScheduling (crate kubesched-plugins-sigs) another.
+pub trait Preemptor {
+    /// How many candidates the dry run looks for among `num_nodes` potential nodes
+    /// (the count of `GetOffsetAndNumCandidates`; the offset is always 0 here).
+    fn num_candidates(&self, num_nodes: usize) -> usize;
+
+    /// `PodEligibleToPreemptOthers`: `Err` with the reason when `pod` may not preempt.
+    fn pod_eligible_to_preempt_others(
+        &self,
+        ctx: &PostFilterContext<'_>,
+        state: &CycleState,
+        pod: &PodInfo,
+        filtered: &NodeToStatus,
+    ) -> Result<(), &'static str>;
+
+    /// `SelectVictimsOnNode`: the fewest pods to evict from `node` (a copy, changed in
+    /// place, with `state` a copy of the cycle state) for `pod` to fit. `Ok` holds the
+    /// victims, most important first, and how many of them violate a budget; `Err`
+    /// the status saying why the node cannot help.
+    fn select_victims_on_node(
+        &self,
+        ctx: &PostFilterContext<'_>,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node: &mut NodeInfo,
+        budgets: &[Budget],
+    ) -> Result<(Vec<Arc<PodInfo>>, i64), Status>;
+}
 
 /// kube-scheduler's DefaultPreemption PostFilter plugin.
 #[derive(Debug, Clone, Default)]
@@ -187,7 +220,7 @@ pub fn more_important(a: &PodInfo, b: &PodInfo) -> bool {
 
 /// Sorts pods as kube-scheduler's `sort.Slice` with `MoreImportantPod` does
 /// ([`go_sort`]): pods of equal priority without a start time do not keep their order.
-fn sort_by_importance(pods: &mut [Arc<PodInfo>]) {
+pub fn sort_by_importance(pods: &mut [Arc<PodInfo>]) {
     go_sort::sort_slice(pods, |a, b| more_important(a, b));
 }
 
@@ -542,6 +575,64 @@ impl DefaultPreemption {
         Ok((victims, num_violating))
     }
 
+    /// kube-scheduler's `Evaluator.Preempt` with DefaultPreemption's rules ([`preempt`]
+    /// driving this plugin): the nominated node and its victims, or the status saying
+    /// why there is none (without the "preemption: " prefix).
+    pub fn preempt(
+        &self,
+        ctx: &PostFilterContext<'_>,
+        state: &CycleState,
+        pod: &PodInfo,
+        filtered: &NodeToStatus,
+    ) -> (Option<PostFilterResult>, Status) {
+        preempt(self, ctx, state, pod, filtered)
+    }
+}
+
+impl Preemptor for DefaultPreemption {
+    fn num_candidates(&self, num_nodes: usize) -> usize {
+        self.calculate_num_candidates(num_nodes)
+    }
+
+    fn pod_eligible_to_preempt_others(
+        &self,
+        ctx: &PostFilterContext<'_>,
+        _: &CycleState,
+        pod: &PodInfo,
+        filtered: &NodeToStatus,
+    ) -> Result<(), &'static str> {
+        pod_eligible_to_preempt_others(pod, ctx.snapshot, filtered)
+    }
+
+    fn select_victims_on_node(
+        &self,
+        ctx: &PostFilterContext<'_>,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node: &mut NodeInfo,
+        budgets: &[Budget],
+    ) -> Result<(Vec<Arc<PodInfo>>, i64), Status> {
+        DefaultPreemption::select_victims_on_node(self, ctx, state, pod, node, budgets)
+    }
+}
+
+/// kube-scheduler's `preemption.Evaluator` over a [`Preemptor`].
+struct Evaluator<'a, P: ?Sized>(&'a P);
+
+/// kube-scheduler's `Evaluator.Preempt` driving `p`, without the API calls: the
+/// nominated node and its victims, or the status saying why there is none (without
+/// DefaultPreemption's "preemption: " prefix).
+pub fn preempt<P: Preemptor + ?Sized>(
+    p: &P,
+    ctx: &PostFilterContext<'_>,
+    state: &CycleState,
+    pod: &PodInfo,
+    filtered: &NodeToStatus,
+) -> (Option<PostFilterResult>, Status) {
+    Evaluator(p).preempt(ctx, state, pod, filtered)
+}
+
+impl<P: Preemptor + ?Sized> Evaluator<'_, P> {
     /// Dry-runs preemption on `potential` nodes in node order, until enough candidates
     /// are found (kube-scheduler's `DryRunPreemption` with offset 0).
     fn dry_run(
@@ -552,7 +643,7 @@ impl DefaultPreemption {
         potential: &[usize],
         budgets: &[Budget],
     ) -> DryRun {
-        let wanted = self.calculate_num_candidates(potential.len());
+        let wanted = self.0.num_candidates(potential.len());
         let mut non_violating = Vec::new();
         let mut violating = Vec::new();
         let mut statuses = NodeToStatus::default();
@@ -560,7 +651,9 @@ impl DefaultPreemption {
         for &index in potential {
             let mut node = ctx.snapshot.node_at(index).clone();
             let mut state = state.clone();
-            let status = match self.select_victims_on_node(ctx, &mut state, pod, &mut node, budgets)
+            let status = match self
+                .0
+                .select_victims_on_node(ctx, &mut state, pod, &mut node, budgets)
             {
                 Ok((victims, n)) if !victims.is_empty() => {
                     let c = Candidate {
@@ -599,17 +692,18 @@ impl DefaultPreemption {
         }
     }
 
-    /// kube-scheduler's `Evaluator.Preempt`, without the API calls: the nominated node
-    /// and its victims, or the status saying why there is none (without the
-    /// "preemption: " prefix).
-    pub fn preempt(
+    /// `Evaluator.Preempt`.
+    fn preempt(
         &self,
         ctx: &PostFilterContext<'_>,
         state: &CycleState,
         pod: &PodInfo,
         filtered: &NodeToStatus,
     ) -> (Option<PostFilterResult>, Status) {
-        if let Err(msg) = pod_eligible_to_preempt_others(pod, ctx.snapshot, filtered) {
+        if let Err(msg) = self
+            .0
+            .pod_eligible_to_preempt_others(ctx, state, pod, filtered)
+        {
             return (None, Status::new(Code::Unschedulable, msg));
         }
         let num_nodes = ctx.snapshot.num_nodes();

@@ -20,9 +20,10 @@
 //! * the storage kinds (`v1` PersistentVolume and PersistentVolumeClaim, `storage.k8s.io/v1`
 //!   StorageClass, CSINode, CSIDriver, CSIStorageCapacity, VolumeAttachment) are decoded
 //!   strictly and defaulted into [`Scenario::storage`];
-//! * scheduler-plugins' `scheduling.x-k8s.io/v1alpha1` PodGroup is decoded strictly
-//!   (with kubesched-plugins-sigs' types) and checked as its CRD checks it, then kept
-//!   as an [`OtherObject`] for the Coscheduling plugin;
+//! * scheduler-plugins' `scheduling.x-k8s.io/v1alpha1` PodGroup and ElasticQuota are
+//!   decoded strictly (with kubesched-plugins-sigs' types) and checked as their CRDs
+//!   check them (and an ElasticQuota's `min` not above its `max`), then kept as
+//!   [`OtherObject`]s for the Coscheduling and CapacityScheduling plugins;
 //! * every other kind is kept as an [`OtherObject`].
 //!
 //! Every error is one line naming the file, the object (`Pod default/web-1`, `Node n1`)
@@ -397,8 +398,10 @@ impl Builder {
             (pod_groups::API_VERSION, "PodGroup" | "Workload") => {
                 self.add_workload_object(origin, value, api_version, kind)
             }
-            (group_version, "PodGroup") if group_version.starts_with("scheduling.x-k8s.io/") => {
-                self.add_pod_group(origin, value, api_version)
+            (group_version, "PodGroup" | "ElasticQuota")
+                if group_version.starts_with("scheduling.x-k8s.io/") =>
+            {
+                self.add_sigs_object(origin, value, api_version, kind)
             }
             _ => {
                 if let Some(suggestion) = near_miss_kind(&kind) {
@@ -573,20 +576,21 @@ impl Builder {
         Ok(())
     }
 
-    /// Reads a scheduler-plugins PodGroup (`scheduling.x-k8s.io/v1alpha1`) strictly,
-    /// with the CRD's validation (`spec.minMember` at least 1 when given), and keeps
-    /// it as an other object for the plugins (Coscheduling) to read. Another version
-    /// is kept with a warning, unread.
-    fn add_pod_group(
+    /// Reads a scheduler-plugins PodGroup or ElasticQuota (`scheduling.x-k8s.io/v1alpha1`)
+    /// strictly, with the CRD's validation (`spec.minMember` at least 1 when given) or
+    /// kubesched's (an ElasticQuota's `min` not above its `max`), and keeps it as an
+    /// other object for the plugins (Coscheduling, CapacityScheduling) to read. Another
+    /// version is kept with a warning, unread.
+    fn add_sigs_object(
         &mut self,
         origin: &Origin<'_>,
         value: Value,
         api_version: String,
+        kind: String,
     ) -> Result<(), ScenarioError> {
-        let kind = "PodGroup".to_string();
         if api_version != kubesched_plugins_sigs::api::API_VERSION {
             self.scenario.warnings.push(format!(
-                "{}: PodGroup {}: apiVersion: {api_version:?} is not read; kubesched reads {}",
+                "{}: {kind} {}: apiVersion: {api_version:?} is not read; kubesched reads {}",
                 origin.document(),
                 echo(raw_str(&value, "/metadata/name").unwrap_or("")),
                 kubesched_plugins_sigs::api::API_VERSION,
@@ -600,8 +604,13 @@ impl Builder {
             meta.insert("namespace".into(), "default".into());
         }
         let (file, object) = object_label(origin, &kind, &labelled);
-        let group: kubesched_plugins_sigs::api::PodGroup = decode(&value, &file, &object)?;
-        refuse_problem(file, object, group.problem())?;
+        if kind == "ElasticQuota" {
+            let quota: kubesched_plugins_sigs::api::ElasticQuota = decode(&value, &file, &object)?;
+            refuse_problem(file, object, quota.problem())?;
+        } else {
+            let group: kubesched_plugins_sigs::api::PodGroup = decode(&value, &file, &object)?;
+            refuse_problem(file, object, group.problem())?;
+        }
         self.add_other(origin, value, api_version, kind)
     }
 

@@ -1114,6 +1114,32 @@ fn pod_groups_are_decoded_strictly_with_their_crd_checks() {
     assert!(err.contains("did you mean PodGroup?"), "{err}");
 }
 
+#[test]
+fn elastic_quotas_are_decoded_strictly_and_min_above_max_is_refused() {
+    let ok = load_one(
+        "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: ElasticQuota\nmetadata: {name: q, namespace: team}\nspec: {min: {cpu: '2'}, max: {cpu: '4', memory: 8Gi}}\nstatus: {used: {cpu: '1'}}\n",
+    )
+    .unwrap();
+    assert_eq!(ok.objects.len(), 1);
+    assert!(ok.warnings.is_empty(), "{:?}", ok.warnings);
+    assert_eq!(
+        error(
+            "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: ElasticQuota\nmetadata: {name: q, namespace: team}\nspec: {mins: {cpu: '2'}}\n"
+        ),
+        "x.yaml: ElasticQuota team/q: spec.mins: unknown field, did you mean min?"
+    );
+    assert_eq!(
+        error(
+            "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: ElasticQuota\nmetadata: {name: q}\nspec: {min: {cpu: '5'}, max: {cpu: '4'}}\n"
+        ),
+        "x.yaml: ElasticQuota default/q: spec.min[cpu]: Invalid value: \"5\": must be less than or equal to spec.max[cpu] (4)"
+    );
+    let err = error(
+        "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: ElasticQuotas\nmetadata: {name: q}\n",
+    );
+    assert!(err.contains("did you mean ElasticQuota?"), "{err}");
+}
+
 /// `load_value` reads an object as `load` reads its JSON text: the same objects, and the
 /// same message for a field that is not there, a bad quantity or a float.
 #[test]

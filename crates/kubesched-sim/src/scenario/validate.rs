@@ -32,6 +32,7 @@ const KNOWN_KINDS: &[(&str, &str)] = &[
     ("resource.k8s.io", "ResourceClaimTemplate"),
     ("kubescheduler.config.k8s.io", "KubeSchedulerConfiguration"),
     ("scheduling.x-k8s.io", "PodGroup"),
+    ("scheduling.x-k8s.io", "ElasticQuota"),
     ("scheduling.k8s.io", "PodGroup"),
     ("scheduling.k8s.io", "Workload"),
 ];
