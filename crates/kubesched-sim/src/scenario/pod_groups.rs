@@ -89,6 +89,7 @@ impl Builder {
 
 #[cfg(test)]
 mod tests {
+    use super::v1alpha1;
     use crate::scenario::{Source, load};
 
     fn error(text: &str) -> String {
@@ -135,5 +136,61 @@ mod tests {
             e,
             "x.yaml: Workload default/w: spec.podGroupTemplates[0].schedulingPolicy.gang.minCount: Required value"
         );
+    }
+
+    #[test]
+    fn v1alpha1_workloads_decode_strictly_with_the_api_servers_words() {
+        let w = |spec: &str| {
+            format!(
+                "apiVersion: scheduling.k8s.io/v1alpha1\nkind: Workload\nmetadata: {{name: w}}\nspec: {spec}\n"
+            )
+        };
+        let ok = Source {
+            name: "x.yaml".into(),
+            text: w("{podGroups: [{name: g, policy: {gang: {minCount: 2}}}]}"),
+        };
+        assert_eq!(load(&[ok]).unwrap().objects.len(), 1);
+        assert_eq!(
+            error(&w(
+                "{podGroups: [{name: g, policy: {gang: {mincount: 2}}}]}"
+            )),
+            "x.yaml: Workload default/w: spec.podGroups[0].policy.gang.mincount: unknown field, did you mean minCount?"
+        );
+        assert_eq!(
+            error(&w(
+                "{podGroups: [{name: g, policy: {gang: {minCount: 0}}}]}"
+            )),
+            "x.yaml: Workload default/w: spec.podGroups[0].policy.gang.minCount: Invalid value: 0: must be greater than zero"
+        );
+        assert_eq!(
+            error(&w("{podGroupTemplates: []}")),
+            "x.yaml: Workload default/w: spec.podGroupTemplates: unknown field"
+        );
+    }
+
+    #[test]
+    fn a_pods_workload_ref_is_decoded_strictly_and_kept() {
+        let pod = |r: &str| {
+            format!(
+                "apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec: {{workloadRef: {r}, containers: [{{name: c, image: x}}]}}\n"
+            )
+        };
+        let scenario = load(&[Source {
+            name: "x.yaml".into(),
+            text: pod("{name: w, podGroup: g}"),
+        }])
+        .unwrap();
+        let annotations = scenario.pods[0].metadata.annotations.clone().unwrap();
+        assert_eq!(
+            annotations[v1alpha1::WORKLOAD_REF_ANNOTATION],
+            r#"{"name":"w","podGroup":"g"}"#
+        );
+        assert_eq!(
+            error(&pod("{name: w, podgroup: g}")),
+            "x.yaml: Pod default/p: spec.workloadRef.podgroup: unknown field, did you mean podGroup?"
+        );
+        assert!(error(&pod("{name: w, podGroup: G}")).starts_with(
+            "x.yaml: Pod default/p: spec.workloadRef.podGroup: Invalid value: \"G\": "
+        ));
     }
 }
