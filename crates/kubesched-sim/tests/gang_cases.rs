@@ -84,7 +84,7 @@ fn gang_cases_agree_with_kube_scheduler() {
 fn v1_35_gang_cases_follow_kube_scheduler_v1_35_source() {
     let cases = cases_in("cases-gangs-v1.35");
     // Pinned, so that a case that goes missing fails here.
-    assert_eq!(cases.len(), 6, "cases in conformance/cases-gangs-v1.35");
+    assert_eq!(cases.len(), 7, "cases in conformance/cases-gangs-v1.35");
     let failures: Vec<String> = cases
         .iter()
         .filter_map(|c| {
