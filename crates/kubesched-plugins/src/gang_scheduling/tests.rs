@@ -100,6 +100,7 @@ mod v1_35_plugin {
     use super::*;
     use crate::gang_scheduling::v1_35::{self, SCHEDULING_TIMEOUT};
     use crate::gang_scheduling::v1alpha1::{self, WORKLOAD_REF_ANNOTATION};
+    use kubesched_framework::events::ClusterEvent;
     use kubesched_framework::{Features, KubernetesVersion, ReservePlugin};
 
     fn pod(name: &str, workload: &str, group: &str, node: Option<&str>) -> Arc<PodInfo> {
@@ -150,6 +151,25 @@ mod v1_35_plugin {
                 .unwrap()
                 .as_reserve()
                 .is_none()
+        );
+    }
+
+    #[test]
+    fn a_pod_or_workload_added_may_complete_a_gang() {
+        use kubesched_framework::events::{ActionType, EventResource};
+        let p = v1_35::GangScheduling::new(&handle(gang(1), vec![])).unwrap();
+        let events = p.events_to_register();
+        let added = |r| {
+            events
+                .iter()
+                .any(|e| e.matches(&ClusterEvent::new(r, ActionType::ADD)))
+        };
+        assert!(added(EventResource::UnschedulablePod));
+        assert!(added(EventResource::AssignedPod));
+        assert!(
+            !events
+                .iter()
+                .any(|e| e.matches(&ClusterEvent::ASSIGNED_POD_DELETE))
         );
     }
 
