@@ -190,3 +190,39 @@ fn gang_gates_follow_kube_schedulers_dependencies() {
         stderr(&o)
     );
 }
+
+#[test]
+fn v1_35_gangs_wait_at_permit_and_time_out() {
+    let file = case("cases-gangs-v1.35/gang-one-short-times-out.yaml");
+    let o = kubesched(&[
+        "simulate",
+        &file,
+        "--kubernetes-version",
+        "1.35",
+        "--preemption",
+        "--format",
+        "jsonl",
+        "--feature-gates",
+        "GenericWorkload=true,GangScheduling=true",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let timed_out = out
+        .lines()
+        .filter(|l| {
+            l.contains("rejected due to timeout after waiting 5m0s at plugin GangScheduling")
+        })
+        .count();
+    assert_eq!(timed_out, 2, "{out}");
+    one_error(
+        &kubesched(&[
+            "simulate",
+            &file,
+            "--kubernetes-version",
+            "1.35",
+            "--feature-gates",
+            "GangScheduling=true",
+        ]),
+        "--feature-gates: GangScheduling is enabled, but depends on features that are disabled: [GenericWorkload]",
+    );
+}

@@ -52,7 +52,8 @@ pub fn default_plugins_gated(node_declared_features: bool) -> Plugins {
 pub struct DefaultPluginGates {
     /// `NodeDeclaredFeatures`: NodeDeclaredFeatures appended to multiPoint.
     pub node_declared_features: bool,
-    /// `GangScheduling` (v1.36): GangScheduling appended to multiPoint, last.
+    /// `GangScheduling` (v1.35 and v1.36, `applyGangScheduling`): GangScheduling
+    /// appended to multiPoint, last.
     pub gang_scheduling: bool,
 }
 

@@ -210,13 +210,13 @@ pub const GATES: &[Gate] = &[
         name: "GangScheduling",
         defaults: [false, false],
         support: Support::Both,
-        what: "v1.36: the GangScheduling plugin in the default profile (needs GenericWorkload)",
+        what: "the GangScheduling plugin in the default profile (needs GenericWorkload): v1.35's on scheduling.k8s.io/v1alpha1 Workloads, v1.36's on v1alpha2 PodGroups",
     },
     Gate {
         name: "GenericWorkload",
         defaults: [false, false],
         support: Support::Both,
-        what: "v1.36: pods of a scheduling.k8s.io/v1alpha2 PodGroup are scheduled together, in one PodGroup cycle",
+        what: "v1.35: the scheduling.k8s.io/v1alpha1 Workload API; v1.36: pods of a v1alpha2 PodGroup are scheduled together, in one PodGroup cycle",
     },
     Gate {
         name: "ImageVolume",
@@ -351,8 +351,10 @@ impl Features {
 
     /// Whether pods that name a PodGroup (`spec.schedulingGroup.podGroupName`) are
     /// scheduled in PodGroup cycles (kube-scheduler v1.36's `genericWorkloadEnabled`).
+    /// Never under v1.35: its `GenericWorkload` serves the v1alpha1 Workload API, and
+    /// its gang pods are scheduled one at a time, waiting at Permit.
     pub fn generic_workload(&self) -> bool {
-        self.enabled("GenericWorkload")
+        self.version >= KubernetesVersion::V1_36 && self.enabled("GenericWorkload")
     }
 
     /// Sets one gate. Unknown names and values kubesched does not implement are errors.
@@ -360,14 +362,6 @@ impl Features {
         let Some(g) = gate(name) else {
             return Err(unknown_gate(name));
         };
-        if value
-            && self.version < KubernetesVersion::V1_36
-            && matches!(g.name, "GenericWorkload" | "GangScheduling")
-        {
-            return Err(format!(
-                "feature gate {name}=true: kubesched implements gang scheduling as kube-scheduler v1.36 does (scheduling.k8s.io/v1alpha2), not v1.35's v1alpha1 Workload yet; use --kubernetes-version 1.36"
-            ));
-        }
         if let Support::Only(only) = g.support
             && value != only
         {
@@ -589,7 +583,14 @@ mod tests {
         .unwrap();
         assert!(f.generic_workload() && f.enabled("GangScheduling"));
         assert!(!Features::new(KubernetesVersion::V1_36).generic_workload());
-        let e = Features::with_gates(KubernetesVersion::V1_35, ["GenericWorkload=true"]);
-        assert!(e.unwrap_err().contains("v1alpha1"));
+        // v1.35 has both gates (the v1alpha1 Workload API), but no PodGroup cycle.
+        let f = Features::with_gates(
+            KubernetesVersion::V1_35,
+            ["GenericWorkload=true,GangScheduling=true"],
+        )
+        .unwrap();
+        assert!(f.enabled("GangScheduling") && !f.generic_workload());
+        let e = Features::with_gates(KubernetesVersion::V1_35, ["GangScheduling=true"]);
+        assert!(e.unwrap_err().contains("[GenericWorkload]"));
     }
 }

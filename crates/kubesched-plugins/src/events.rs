@@ -25,6 +25,7 @@
 //! | VolumeBinding | | Add, UpdateNodeLabel | StorageClass, PersistentVolumeClaim, PersistentVolume, CSINode, CSIStorageCapacity Add, Update; CSIDriver Update |
 //! | VolumeZone | | Add, UpdateNodeLabel | StorageClass Add; PersistentVolumeClaim, PersistentVolume Add, Update |
 //! | DynamicResources | UpdatePodGeneratedResourceClaim | Add, UpdateNodeLabel, UpdateNodeAllocatable | ResourceClaim, DeviceClass, ResourceSlice Add, Update |
+//! | GangScheduling (v1.35) | Add | | Workload Add (kubesched has no Workload event: an Add of anything stands for it) |
 //! | PrioritySort, ImageLocality, NodeResourcesBalancedAllocation, DefaultBinder, DefaultPreemption | none: they never reject a pod | | |
 //!
 //! kubesched's runtime watches pods and nodes only among these resources, so the

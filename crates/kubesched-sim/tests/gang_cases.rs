@@ -5,6 +5,10 @@
 //! GenericWorkload=true,GangScheduling=true --preemption --format jsonl` runs it, and
 //! compares each line field by field. With the gates off the same cases schedule the
 //! pods one by one, as before.
+//!
+//! The same for `conformance/cases-gangs-v1.35/` (kube-scheduler v1.35's gang
+//! scheduling: v1alpha1 Workloads, `spec.workloadRef`, Permit waits, the lines derived
+//! from v1.35.4's source) under `--kubernetes-version 1.35`.
 
 #[path = "common/lines.rs"]
 mod common;
@@ -17,9 +21,15 @@ use kubesched_sim::{SimulationOptions, output, simulate};
 use serde_json::Value;
 
 fn cases() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance/cases-gangs");
+    cases_in("cases-gangs")
+}
+
+fn cases_in(folder: &str) -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../conformance")
+        .join(folder);
     let mut cases: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("conformance/cases-gangs")
+        .expect("conformance folder")
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
         .collect();
@@ -28,6 +38,14 @@ fn cases() -> Vec<PathBuf> {
 }
 
 fn lines(path: &Path, gates: &[&str]) -> Result<Vec<Value>, String> {
+    lines_under(KubernetesVersion::V1_36, path, gates)
+}
+
+fn lines_under(
+    version: KubernetesVersion,
+    path: &Path,
+    gates: &[&str],
+) -> Result<Vec<Value>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
     let source = Source {
         name: path.display().to_string(),
@@ -36,7 +54,7 @@ fn lines(path: &Path, gates: &[&str]) -> Result<Vec<Value>, String> {
     let scenario = scenario::load(&[source]).map_err(|e| format!("load: {e}"))?;
     let options = SimulationOptions {
         preemption: true,
-        features: Features::with_gates(KubernetesVersion::V1_36, gates.iter().copied())?,
+        features: Features::with_gates(version, gates.iter().copied())?,
         ..Default::default()
     };
     let sim = simulate(&scenario, &options).map_err(|e| format!("simulate: {e}"))?;
@@ -60,6 +78,98 @@ fn gang_cases_agree_with_kube_scheduler() {
         .filter_map(|c| run_case(c).err().map(|e| format!("{}: {e}", c.display())))
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn v1_35_gang_cases_follow_kube_scheduler_v1_35_source() {
+    let cases = cases_in("cases-gangs-v1.35");
+    // Pinned, so that a case that goes missing fails here.
+    assert_eq!(cases.len(), 7, "cases in conformance/cases-gangs-v1.35");
+    let failures: Vec<String> = cases
+        .iter()
+        .filter_map(|c| {
+            let run = || -> Result<(), String> {
+                let expected = std::fs::read_to_string(c.with_extension("expected.jsonl"))
+                    .map_err(|e| e.to_string())?;
+                let actual = lines_under(
+                    KubernetesVersion::V1_35,
+                    c,
+                    &["GenericWorkload=true,GangScheduling=true"],
+                )?;
+                common::compare(&expected, &actual)
+            };
+            run().err().map(|e| format!("{}: {e}", c.display()))
+        })
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// `(pod, node or message or "gated")` of each line of the v1.35 case `name`.
+fn outcomes(version: KubernetesVersion, name: &str, gates: &[&str]) -> Vec<(String, String)> {
+    let case = cases_in("cases-gangs-v1.35")
+        .into_iter()
+        .find(|c| c.ends_with(name))
+        .expect("case");
+    lines_under(version, &case, gates)
+        .unwrap()
+        .iter()
+        .map(|v| {
+            let outcome = v["node"]
+                .as_str()
+                .or_else(|| v["message"].as_str())
+                .unwrap_or("gated");
+            (
+                v["pod"].as_str().unwrap_or("").to_string(),
+                outcome.to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn under_v1_35_with_the_gates_off_workload_pods_are_scheduled_pod_by_pod() {
+    let lines = outcomes(
+        KubernetesVersion::V1_35,
+        "gang-one-short-times-out.yaml",
+        &[],
+    );
+    let placed: Vec<&str> = lines.iter().map(|(_, o)| o.as_str()).take(2).collect();
+    assert_eq!(placed, ["n1", "n2"], "{lines:?}");
+}
+
+#[test]
+fn each_version_reads_only_its_own_api() {
+    // v1.36 has no v1alpha1 Workload nor spec.workloadRef: the pods of a v1.35 gang
+    // one pod short are scheduled as any pod.
+    let lines = outcomes(
+        KubernetesVersion::V1_36,
+        "gang-one-short.yaml",
+        &["GenericWorkload=true,GangScheduling=true"],
+    );
+    assert!(lines.iter().all(|(_, o)| o.starts_with('n')), "{lines:?}");
+    // v1.35 has no v1alpha2 PodGroup nor spec.schedulingGroup: v1.36's gang that does
+    // not fit is placed pod by pod (no PodGroup cycle, no PreEnqueue hold).
+    let case = cases()
+        .into_iter()
+        .find(|c| c.ends_with("gang-does-not-fit.yaml"))
+        .expect("case");
+    let lines = lines_under(
+        KubernetesVersion::V1_35,
+        &case,
+        &["GenericWorkload=true,GangScheduling=true"],
+    )
+    .unwrap();
+    let placed = lines.iter().filter(|l| l["node"].is_string()).count();
+    assert_eq!(placed, 2, "{lines:?}");
+}
+
+#[test]
+fn under_v1_35_gang_scheduling_without_generic_workload_is_refused() {
+    let e = Features::with_gates(KubernetesVersion::V1_35, ["GangScheduling=true"]).unwrap_err();
+    assert_eq!(
+        e,
+        "GangScheduling is enabled, but depends on features that are disabled: [GenericWorkload]"
+    );
 }
 
 #[test]

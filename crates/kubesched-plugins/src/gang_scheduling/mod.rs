@@ -16,10 +16,18 @@
 //! assumed ones). The PodGroup scheduling cycle that runs these pods together is the
 //! scheduler's (`Scheduler::schedule_pod_group` in kubesched-framework).
 //!
+//! Under `--kubernetes-version 1.35` the registry's factory builds v1.35's plugin
+//! instead ([`v1_35`]: `scheduling.k8s.io/v1alpha1` Workloads, `spec.workloadRef`,
+//! Reserve and Permit without a PodGroup cycle). Each version reads only its own API:
+//! the other version's objects are loaded but, as on a server that does not serve
+//! them, nothing reads them.
+//!
 //! Floor: `kubesched-framework`; PodGroups and the pod list come from
 //! [`Handle::objects`].
 
 pub mod api;
+pub mod v1_35;
+pub mod v1alpha1;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -127,8 +135,12 @@ impl std::fmt::Debug for GangScheduling {
     }
 }
 
-/// The factory: reads the PodGroups and pods of `handle.objects`.
+/// The factory: reads the PodGroups and pods of `handle.objects` (v1.36), or the
+/// Workloads and pods ([`v1_35::GangScheduling`]) under v1.35.
 pub fn new(_: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
+    if handle.features.version < kubesched_framework::KubernetesVersion::V1_36 {
+        return v1_35::GangScheduling::new(handle).map(|p| Arc::new(p) as Arc<dyn Plugin>);
+    }
     GangScheduling::new(handle).map(|p| Arc::new(p) as Arc<dyn Plugin>)
 }
 

@@ -1,4 +1,5 @@
-//! PreEnqueue and Permit as gangscheduling.go (v1.36) decides them.
+//! PreEnqueue and Permit as gangscheduling.go (v1.36) decides them, and PreEnqueue,
+//! Reserve, Unreserve and Permit as v1.35.4's does ([`v1_35_plugin`]).
 
 use super::*;
 use k8s_openapi::api::core::v1::Pod;
@@ -135,4 +136,169 @@ fn a_pod_that_stopped_waiting_no_longer_counts_toward_the_quorum() {
         })
         .collect();
     assert_eq!(allowed, ["a-2", "a-3"]);
+}
+
+/// v1.35.4's plugin: Workloads of `scheduling.k8s.io/v1alpha1`, `spec.workloadRef`.
+mod v1_35_plugin {
+    use super::*;
+    use crate::gang_scheduling::v1_35::{self, SCHEDULING_TIMEOUT};
+    use crate::gang_scheduling::v1alpha1::{self, WORKLOAD_REF_ANNOTATION};
+    use kubesched_framework::events::ClusterEvent;
+    use kubesched_framework::{Features, KubernetesVersion, ReservePlugin};
+
+    fn pod(name: &str, workload: &str, group: &str, node: Option<&str>) -> Arc<PodInfo> {
+        let reference = serde_json::json!({"name": workload, "podGroup": group}).to_string();
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": "default", "uid": name,
+                         "annotations": {WORKLOAD_REF_ANNOTATION: reference}},
+            "spec": {"nodeName": node, "containers": []}
+        }))
+        .unwrap();
+        Arc::new(PodInfo::new(Arc::new(pod)).unwrap())
+    }
+
+    fn handle(groups: serde_json::Value, pods: Vec<Arc<PodInfo>>) -> Handle {
+        let workload = Arc::new(CustomObject {
+            api_version: v1alpha1::API_VERSION.into(),
+            kind: "Workload".into(),
+            namespace: Some("default".into()),
+            name: "w".into(),
+            value: serde_json::json!({"metadata": {"name": "w"}, "spec": {"podGroups": groups}}),
+        });
+        Handle {
+            features: Features::with_gates(
+                KubernetesVersion::V1_35,
+                ["GenericWorkload=true,GangScheduling=true"],
+            )
+            .unwrap(),
+            objects: Some(Arc::new(ClusterObjects {
+                custom: vec![workload],
+                pods,
+                ..ClusterObjects::default()
+            })),
+            ..Handle::default()
+        }
+    }
+
+    fn gang(min_count: i32) -> serde_json::Value {
+        serde_json::json!([{"name": "g", "policy": {"gang": {"minCount": min_count}}}])
+    }
+
+    #[test]
+    fn the_registry_builds_v1_35s_plugin_under_v1_35() {
+        let h = handle(gang(1), vec![]);
+        let plugin = new(None, &h).unwrap();
+        assert!(plugin.clone().as_reserve().is_some());
+        assert!(
+            new(None, &Handle::default())
+                .unwrap()
+                .as_reserve()
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn a_pod_or_workload_added_may_complete_a_gang() {
+        use kubesched_framework::events::{ActionType, EventResource};
+        let p = v1_35::GangScheduling::new(&handle(gang(1), vec![])).unwrap();
+        let events = p.events_to_register();
+        let added = |r| {
+            events
+                .iter()
+                .any(|e| e.matches(&ClusterEvent::new(r, ActionType::ADD)))
+        };
+        assert!(added(EventResource::UnschedulablePod));
+        assert!(added(EventResource::AssignedPod));
+        assert!(
+            !events
+                .iter()
+                .any(|e| e.matches(&ClusterEvent::ASSIGNED_POD_DELETE))
+        );
+    }
+
+    #[test]
+    fn pre_enqueue_waits_for_the_workload_its_group_and_the_quorum() {
+        let pods = vec![
+            pod("a-1", "w", "g", None),
+            pod("a-2", "w", "g", None),
+            pod("x-1", "nope", "g", None),
+            pod("y-1", "w", "other", None),
+        ];
+        let p = v1_35::GangScheduling::new(&handle(gang(3), pods.clone())).unwrap();
+        let s = p.pre_enqueue(&pods[0]);
+        assert_eq!(s.code(), Code::UnschedulableAndUnresolvable);
+        assert_eq!(s.message(), v1_35::QUORUM_MESSAGE);
+        assert_eq!(
+            p.pre_enqueue(&pods[2]).message(),
+            "waiting for pods's workload \"nope\" to appear in scheduling queue"
+        );
+        assert_eq!(
+            p.pre_enqueue(&pods[3]).message(),
+            "pod group \"other\" doesn't exist for a workload \"w\""
+        );
+        let p = v1_35::GangScheduling::new(&handle(gang(2), pods.clone())).unwrap();
+        assert!(p.pre_enqueue(&pods[0]).is_success());
+        let basic = serde_json::json!([{"name": "g", "policy": {"basic": {}}}]);
+        let p = v1_35::GangScheduling::new(&handle(basic, pods.clone())).unwrap();
+        assert!(p.pre_enqueue(&pods[0]).is_success());
+    }
+
+    #[test]
+    fn permit_waits_until_min_count_pods_are_assumed_or_bound() {
+        let pods = vec![
+            pod("a-0", "w", "g", Some("n1")),
+            pod("a-1", "w", "g", None),
+            pod("a-2", "w", "g", None),
+        ];
+        let h = handle(gang(3), pods.clone());
+        let p = v1_35::GangScheduling::new(&h).unwrap();
+        let mut state = CycleState::new();
+        assert!(p.reserve(&mut state, &pods[1], "n1").is_success());
+        let (s, wait) = p.permit(&mut state, &pods[1], "n1");
+        assert!(s.is_wait());
+        assert_eq!(s.message(), v1_35::WAIT_MESSAGE);
+        assert_eq!(wait, SCHEDULING_TIMEOUT);
+        let mut waits = std::collections::BTreeMap::new();
+        waits.insert(NAME.to_string(), wait);
+        h.waiting_pods.add(pods[1].clone(), "n1", waits, 0);
+        // Without Reserve, a-2 is not assumed: the bound pod and a-1 make two.
+        let (s, _) = p.permit(&mut state, &pods[2], "n2");
+        assert!(s.is_wait());
+        // Reserved, it makes three: a-1 is allowed.
+        assert!(p.reserve(&mut state, &pods[2], "n2").is_success());
+        let (s, _) = p.permit(&mut state, &pods[2], "n2");
+        assert!(s.is_success(), "{s:?}");
+        let decided = h.waiting_pods.take_decided().expect("a-1 allowed");
+        assert_eq!(decided.0.name(), "a-1");
+        assert!(decided.2.is_success());
+    }
+
+    #[test]
+    fn unreserve_forgets_the_pod() {
+        let pods = vec![pod("a-1", "w", "g", None), pod("a-2", "w", "g", None)];
+        let p = v1_35::GangScheduling::new(&handle(gang(2), pods.clone())).unwrap();
+        let mut state = CycleState::new();
+        p.reserve(&mut state, &pods[0], "n1");
+        p.unreserve(&mut state, &pods[0], "n1");
+        p.reserve(&mut state, &pods[1], "n1");
+        assert!(p.permit(&mut state, &pods[1], "n1").0.is_wait());
+    }
+
+    #[test]
+    fn pods_outside_a_workload_and_basic_groups_pass() {
+        let basic = serde_json::json!([{"name": "g", "policy": {"basic": {}}}]);
+        let pods = vec![pod("a-1", "w", "g", None)];
+        let p = v1_35::GangScheduling::new(&handle(basic, pods.clone())).unwrap();
+        let mut state = CycleState::new();
+        assert!(p.permit(&mut state, &pods[0], "n1").0.is_success());
+        let plain: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "s", "namespace": "default", "uid": "s"},
+            "spec": {"containers": []}
+        }))
+        .unwrap();
+        let plain = PodInfo::new(Arc::new(plain)).unwrap();
+        assert!(p.pre_enqueue(&plain).is_success());
+        assert!(p.reserve(&mut state, &plain, "n1").is_success());
+        assert!(p.permit(&mut state, &plain, "n1").0.is_success());
+    }
 }

@@ -395,7 +395,8 @@ impl Builder {
                 }
                 self.add_other(origin, value, api_version, kind.to_owned())
             }
-            (pod_groups::API_VERSION, "PodGroup" | "Workload") => {
+            (pod_groups::API_VERSION, "PodGroup" | "Workload")
+            | (pod_groups::V1ALPHA1, "Workload") => {
                 self.add_workload_object(origin, value, api_version, kind)
             }
             (group_version, "PodGroup" | "ElasticQuota")
@@ -520,7 +521,21 @@ impl Builder {
 
     fn add_pod(&mut self, origin: &Origin<'_>, value: &Value) -> Result<(), ScenarioError> {
         let (file, object) = object_label(origin, "Pod", value);
-        let mut pod: Pod = decode(value, &file, &object)?;
+        // v1.35's spec.workloadRef, which k8s-openapi's PodSpec lacks: copied only then.
+        let mut without_ref = None;
+        let mut workload_ref = None;
+        if value.pointer("/spec/workloadRef").is_some() {
+            let mut copy = value.clone();
+            workload_ref = pod_groups::take_workload_ref(&mut copy, &file, &object)?;
+            without_ref = Some(copy);
+        }
+        let mut pod: Pod = decode(without_ref.as_ref().unwrap_or(value), &file, &object)?;
+        if let Some(reference) = workload_ref {
+            pod.metadata.annotations.get_or_insert_default().insert(
+                kubesched_plugins::gang_scheduling::v1alpha1::WORKLOAD_REF_ANNOTATION.into(),
+                reference,
+            );
+        }
         let Some(name) = pod.metadata.name.clone().filter(|n| !n.is_empty()) else {
             return Err(ScenarioError::MissingName {
                 document: origin.document(),

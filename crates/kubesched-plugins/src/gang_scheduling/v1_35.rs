@@ -1,0 +1,269 @@
+//! GangScheduling as kube-scheduler v1.35.4 has it
+//! (pkg/scheduler/framework/plugins/gangscheduling/gangscheduling.go, with the
+//! workload manager of pkg/scheduler/backend/workloadmanager): all-or-nothing for the
+//! pods of a `scheduling.k8s.io/v1alpha1` Workload's pod group with a `gang` policy.
+//! Pods join a group with `spec.workloadRef` (`name`, `podGroup`,
+//! `podGroupReplicaKey`; each replica key is its own gang). v1.35 has no PodGroup
+//! cycle: the pods are scheduled one at a time and wait at Permit.
+//!
+//! - **PreEnqueue** keeps a pod out of the queue until its Workload exists, names the
+//!   pod's group and, for a gang, until the scheduler knows `minCount` pods of the
+//!   group (`AllPods`).
+//! - **Reserve** / **Unreserve** mark the pod assumed / not assumed (`AssumePod`,
+//!   `ForgetPod`).
+//! - **Permit** makes a pod wait (the group's deadline, 5 minutes from the first
+//!   wait: `DefaultSchedulingTimeoutDuration`) until `minCount` of the group's pods
+//!   are assumed or bound, then allows every assumed pod of the group.
+//! - **Events**: a pod added (the one that completes a gang) and a Workload added.
+//!
+//! What the simulation leaves out: Permit's `Activate` of the group's unscheduled pods
+//! (a one-instant simulation attempts every pod once, in queue order), and the time
+//! that passes between two pods' Permit (every wait starts at the instant, so each is
+//! the full 5 minutes; kube-scheduler gives a later pod what is left of the group's
+//! deadline). A pod's group membership is read once, when the plugin is built, from
+//! [`Handle::objects`] (the workload manager's `AddPod`); bound pods count as assigned.
+//!
+//! Floor: `kubesched-framework`; Workloads and the pod list come from
+//! [`Handle::objects`].
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use kubesched_framework::events::{ActionType, ClusterEvent, EventResource};
+use kubesched_framework::waiting::WaitingPods;
+use kubesched_framework::{
+    Code, CycleState, Handle, PermitPlugin, Plugin, PluginError, PodInfo, PreEnqueuePlugin,
+    ReservePlugin, Status, extension_points,
+};
+
+use super::NAME;
+use super::v1alpha1::{self, Workload, WorkloadReference, workload_ref};
+
+/// `DefaultSchedulingTimeoutDuration`: how long a gang's pods wait at Permit for the
+/// quorum, from the first wait.
+pub const SCHEDULING_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+
+/// Permit's Wait reason.
+pub const WAIT_MESSAGE: &str = "waiting for minCount pods from a gang to be waiting on permit";
+
+/// PreEnqueue's reason while the gang has fewer than `minCount` pods.
+pub const QUORUM_MESSAGE: &str =
+    "waiting for minCount pods from a gang to appear in scheduling queue";
+
+/// `podGroupKey`: namespace, Workload, pod group and replica key.
+type GroupKey = (String, WorkloadReference);
+
+/// `podGroupInfo`: the group's pods by state (uids).
+#[derive(Debug, Default)]
+struct GroupInfo {
+    /// Every pod of the group the scheduler knows.
+    all: HashSet<String>,
+    /// Pods past Reserve, not yet bound.
+    assumed: HashSet<String>,
+    /// Pods bound to a node.
+    assigned: HashSet<String>,
+}
+
+/// The plugin.
+pub struct GangScheduling {
+    waiting: Arc<WaitingPods>,
+    /// Workloads by `namespace/name`.
+    workloads: HashMap<String, Arc<Workload>>,
+    /// The workload manager's groups.
+    groups: Mutex<HashMap<GroupKey, GroupInfo>>,
+}
+
+impl std::fmt::Debug for GangScheduling {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GangScheduling")
+            .field("version", &"v1.35")
+            .field("workloads", &self.workloads.len())
+            .finish()
+    }
+}
+
+/// The Workloads of `handle.objects`, by `namespace/name`; an object that does not
+/// decode is an error naming it. Objects of another version are not read (the
+/// v1alpha2 API does not exist in v1.35).
+pub fn workloads(handle: &Handle) -> Result<HashMap<String, Arc<Workload>>, PluginError> {
+    let mut workloads = HashMap::new();
+    if let Some(objects) = &handle.objects {
+        for o in objects.custom_of(v1alpha1::GROUP, "Workload") {
+            if o.api_version != v1alpha1::API_VERSION {
+                continue;
+            }
+            let mut workload: Workload = serde_json::from_value(o.value.clone())
+                .map_err(|e| PluginError::new(format!("Workload {}: {e}", o.name)))?;
+            workload.metadata.namespace = o.namespace.clone();
+            workloads.insert(workload.full_name(), Arc::new(workload));
+        }
+    }
+    Ok(workloads)
+}
+
+fn key_of(pod: &PodInfo) -> Option<GroupKey> {
+    workload_ref(pod).map(|r| (pod.namespace().to_string(), r))
+}
+
+impl GangScheduling {
+    /// The plugin over `handle`'s objects: the Workloads and every pod's group.
+    pub fn new(handle: &Handle) -> Result<GangScheduling, PluginError> {
+        let workloads = workloads(handle)?;
+        let mut groups: HashMap<GroupKey, GroupInfo> = HashMap::new();
+        if let Some(objects) = &handle.objects {
+            for pod in &objects.pods {
+                let Some(key) = key_of(pod) else { continue };
+                let info = groups.entry(key).or_default();
+                info.all.insert(pod.uid().to_string());
+                if pod.node_name().is_some() {
+                    info.assigned.insert(pod.uid().to_string());
+                }
+            }
+        }
+        Ok(GangScheduling {
+            waiting: handle.waiting_pods.clone(),
+            workloads,
+            groups: Mutex::new(groups),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<GroupKey, GroupInfo>> {
+        self.groups.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn workload(&self, pod: &PodInfo, name: &str) -> Option<&Arc<Workload>> {
+        self.workloads.get(&format!("{}/{name}", pod.namespace()))
+    }
+}
+
+/// `PodGroupInfo`'s error when the manager has no state for the pod's group.
+const NO_GROUP_STATE: &str = "internal pod group state doesn't exist for a pod's workload";
+
+impl Plugin for GangScheduling {
+    fn name(&self) -> &str {
+        NAME
+    }
+    extension_points!(PreEnqueue, Reserve, Permit);
+
+    /// `EventsToRegister`: Pod/Add (a pod that completes a gang) and Workload/Add.
+    /// kubesched's events have no Workload resource; an Add of any resource stands
+    /// for it (more than kube-scheduler registers, never less).
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![
+            ClusterEvent::new(EventResource::Pod, ActionType::ADD),
+            ClusterEvent::new(EventResource::WildCard, ActionType::ADD),
+        ]
+    }
+}
+
+impl PreEnqueuePlugin for GangScheduling {
+    /// `PreEnqueue`.
+    fn pre_enqueue(&self, pod: &PodInfo) -> Status {
+        let Some((namespace, r)) = key_of(pod) else {
+            return Status::success();
+        };
+        let Some(workload) = self.workload(pod, &r.name) else {
+            return Status::new(
+                Code::UnschedulableAndUnresolvable,
+                format!(
+                    "waiting for pods's workload {:?} to appear in scheduling queue",
+                    r.name
+                ),
+            );
+        };
+        let Some(policy) = workload.pod_group_policy(&r.pod_group) else {
+            return Status::new(
+                Code::UnschedulableAndUnresolvable,
+                format!(
+                    "pod group {:?} doesn't exist for a workload {:?}",
+                    r.pod_group,
+                    workload.metadata.name.as_deref().unwrap_or("")
+                ),
+            );
+        };
+        let Some(min_count) = policy.gang_min_count() else {
+            return Status::success();
+        };
+        let all = self.lock().get(&(namespace, r)).map_or(0, |g| g.all.len());
+        if (all as i64) < i64::from(min_count) {
+            return Status::new(Code::UnschedulableAndUnresolvable, QUORUM_MESSAGE);
+        }
+        Status::success()
+    }
+}
+
+impl ReservePlugin for GangScheduling {
+    /// `Reserve`: `AssumePod`.
+    fn reserve(&self, _: &mut CycleState, pod: &PodInfo, _: &str) -> Status {
+        let Some(key) = key_of(pod) else {
+            return Status::success();
+        };
+        match self.lock().get_mut(&key) {
+            Some(info) => {
+                info.assumed.insert(pod.uid().to_string());
+                Status::success()
+            }
+            None => Status::error(NO_GROUP_STATE),
+        }
+    }
+
+    /// `Unreserve`: `ForgetPod`.
+    fn unreserve(&self, _: &mut CycleState, pod: &PodInfo, _: &str) {
+        if let Some(key) = key_of(pod)
+            && let Some(info) = self.lock().get_mut(&key)
+        {
+            info.assumed.remove(pod.uid());
+        }
+    }
+}
+
+impl PermitPlugin for GangScheduling {
+    /// `Permit`: waits until `minCount` pods of the gang are assumed or bound, then
+    /// allows every assumed pod of the gang.
+    fn permit(&self, _: &mut CycleState, pod: &PodInfo, _: &str) -> (Status, Duration) {
+        let Some(key) = key_of(pod) else {
+            return (Status::success(), Duration::ZERO);
+        };
+        let r = &key.1;
+        let Some(workload) = self.workload(pod, &r.name) else {
+            return (
+                Status::error(format!(
+                    "failed to get workload {}/{}: workload.scheduling.k8s.io {:?} not found",
+                    pod.namespace(),
+                    r.name,
+                    r.name
+                )),
+                Duration::ZERO,
+            );
+        };
+        let Some(policy) = workload.pod_group_policy(&r.pod_group) else {
+            return (
+                Status::error(format!(
+                    "pod group {:?} doesn't exist for a workload {:?}",
+                    r.pod_group,
+                    workload.metadata.name.as_deref().unwrap_or("")
+                )),
+                Duration::ZERO,
+            );
+        };
+        let Some(min_count) = policy.gang_min_count() else {
+            return (Status::success(), Duration::ZERO);
+        };
+        let assumed: Vec<String> = {
+            let groups = self.lock();
+            let Some(info) = groups.get(&key) else {
+                return (Status::error(NO_GROUP_STATE), Duration::ZERO);
+            };
+            let scheduled = info.assumed.union(&info.assigned).count();
+            if (scheduled as i64) < i64::from(min_count) {
+                return (Status::new(Code::Wait, WAIT_MESSAGE), SCHEDULING_TIMEOUT);
+            }
+            info.assumed.iter().cloned().collect()
+        };
+        for uid in assumed {
+            self.waiting.get(&uid, |w| w.allow(NAME));
+        }
+        (Status::success(), Duration::ZERO)
+    }
+}
