@@ -42,8 +42,8 @@ struct Cli {
     #[command(subcommand)]
     command: Commands,
     /// Plugin sets to add beside kube-scheduler's in-tree plugins, which stay as they
-    /// are: `sigs` is kubernetes-sigs/scheduler-plugins (Coscheduling), for a
-    /// configuration to enable (docs/gangs-and-quotas.md).
+    /// are: `sigs` is kubernetes-sigs/scheduler-plugins (Coscheduling,
+    /// CapacityScheduling), for a configuration to enable (docs/gangs-and-quotas.md).
     #[arg(
         long,
         global = true,
@@ -57,7 +57,8 @@ struct Cli {
 /// A plugin set of `--plugins`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum PluginSet {
-    /// kubernetes-sigs/scheduler-plugins: Coscheduling (kubesched-plugins-sigs).
+    /// kubernetes-sigs/scheduler-plugins: Coscheduling and CapacityScheduling
+    /// (kubesched-plugins-sigs).
     Sigs,
 }
 
