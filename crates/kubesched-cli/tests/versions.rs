@@ -11,9 +11,19 @@ fn case(path: &str) -> String {
     format!("{}/../../conformance/{path}", env!("CARGO_MANIFEST_DIR"))
 }
 
-fn one_error(o: &std::process::Output, expected: &str) {
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(o));
-    assert_eq!(stderr(o), format!("kubesched: error: {expected}\n"));
+/// Runs kubesched with `args` and checks that it exits with `code` and that its standard
+/// error says `said`; returns the run.
+fn exits_saying(args: &[&str], code: i32, said: &str) -> std::process::Output {
+    let o = kubesched(args);
+    assert_eq!(o.status.code(), Some(code), "{}", stderr(&o));
+    assert!(stderr(&o).contains(said), "{}", stderr(&o));
+    o
+}
+
+/// Runs kubesched with `args` and checks that it fails with the one error line `expected`.
+fn one_error(args: &[&str], expected: &str) {
+    let o = exits_saying(args, 2, expected);
+    assert_eq!(stderr(&o), format!("kubesched: error: {expected}\n"));
 }
 
 #[test]
@@ -76,31 +86,27 @@ fn a_gate_changes_one_behaviour_of_the_version() {
 fn bad_versions_and_gates_are_one_line_errors() {
     let file = case("cases/all-rejected-mixed-reasons.yaml");
     one_error(
-        &kubesched(&["simulate", &file, "--feature-gates", "DRADeviceTaint=true"]),
+        &["simulate", &file, "--feature-gates", "DRADeviceTaint=true"],
         "--feature-gates: unrecognized feature gate: DRADeviceTaint; did you mean DRADeviceTaints?",
     );
     one_error(
-        &kubesched(&[
+        &[
             "bench",
             &file,
             "--feature-gates",
             "StorageCapacityScoring=true",
-        ]),
+        ],
         "--feature-gates: feature gate StorageCapacityScoring=true: kubesched implements only StorageCapacityScoring=false (VolumeBinding's score and its shape argument)",
     );
-    let o = kubesched(&["simulate", &file, "--compare-versions", "1.35"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("expected two versions separated by a comma, such as 1.35,1.36"),
-        "{}",
-        stderr(&o)
+    exits_saying(
+        &["simulate", &file, "--compare-versions", "1.35"],
+        2,
+        "expected two versions separated by a comma, such as 1.35,1.36",
     );
-    let o = kubesched(&["simulate", &file, "--kubernetes-version", "1.34"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("kubesched implements kube-scheduler 1.35, 1.36, not \"1.34\""),
-        "{}",
-        stderr(&o)
+    exits_saying(
+        &["simulate", &file, "--kubernetes-version", "1.34"],
+        2,
+        "kubesched implements kube-scheduler 1.35, 1.36, not \"1.34\"",
     );
 }
 
@@ -160,34 +166,30 @@ fn the_upgrade_comparison_shows_only_what_changes() {
 fn gang_gates_follow_kube_schedulers_dependencies() {
     let file = case("cases-gangs/gang-does-not-fit.yaml");
     one_error(
-        &kubesched(&["simulate", &file, "--feature-gates", "GangScheduling=true"]),
+        &["simulate", &file, "--feature-gates", "GangScheduling=true"],
         "--feature-gates: GangScheduling is enabled, but depends on features that are disabled: [GenericWorkload]",
     );
     one_error(
-        &kubesched(&[
+        &[
             "run",
             "--config",
             &file,
             "--feature-gates",
             "GenericWorkload=true",
-        ]),
+        ],
         "--feature-gates GenericWorkload=true: run does not schedule PodGroups yet (no PodGroup cycle, no PodGroupScheduled condition); simulate does (docs/gangs-and-quotas.md)",
     );
-    let o = kubesched(&[
-        "simulate",
-        &file,
-        "--format",
-        "jsonl",
-        "--feature-gates",
-        "GenericWorkload=true,GangScheduling=true",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains(
-            "kubesched: note: PodGroup default/c: PodGroupScheduled False (Unschedulable): pod group is unschedulable\n"
-        ),
-        "{}",
-        stderr(&o)
+    exits_saying(
+        &[
+            "simulate",
+            &file,
+            "--format",
+            "jsonl",
+            "--feature-gates",
+            "GenericWorkload=true,GangScheduling=true",
+        ],
+        0,
+        "kubesched: note: PodGroup default/c: PodGroupScheduled False (Unschedulable): pod group is unschedulable\n",
     );
 }
 
@@ -215,14 +217,14 @@ fn v1_35_gangs_wait_at_permit_and_time_out() {
         .count();
     assert_eq!(timed_out, 2, "{out}");
     one_error(
-        &kubesched(&[
+        &[
             "simulate",
             &file,
             "--kubernetes-version",
             "1.35",
             "--feature-gates",
             "GangScheduling=true",
-        ]),
+        ],
         "--feature-gates: GangScheduling is enabled, but depends on features that are disabled: [GenericWorkload]",
     );
 }

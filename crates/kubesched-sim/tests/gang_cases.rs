@@ -10,11 +10,11 @@
 //! scheduling: v1alpha1 Workloads, `spec.workloadRef`, Permit waits, the lines derived
 //! from v1.35.4's source) under `--kubernetes-version 1.35`.
 
-#[path = "common/lines.rs"]
 mod common;
 
 use std::path::{Path, PathBuf};
 
+use common::cases::{assert_agree, cases_in, load};
 use kubesched_framework::{Features, KubernetesVersion};
 use kubesched_sim::scenario::{self, Source};
 use kubesched_sim::{SimulationOptions, output, simulate};
@@ -22,19 +22,6 @@ use serde_json::Value;
 
 fn cases() -> Vec<PathBuf> {
     cases_in("cases-gangs")
-}
-
-fn cases_in(folder: &str) -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../conformance")
-        .join(folder);
-    let mut cases: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("conformance folder")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
-        .collect();
-    cases.sort();
-    cases
 }
 
 fn lines(path: &Path, gates: &[&str]) -> Result<Vec<Value>, String> {
@@ -46,12 +33,7 @@ fn lines_under(
     path: &Path,
     gates: &[&str],
 ) -> Result<Vec<Value>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
-    let source = Source {
-        name: path.display().to_string(),
-        text,
-    };
-    let scenario = scenario::load(&[source]).map_err(|e| format!("load: {e}"))?;
+    let scenario = load(path)?;
     let options = SimulationOptions {
         preemption: true,
         features: Features::with_gates(version, gates.iter().copied())?,
@@ -61,47 +43,22 @@ fn lines_under(
     Ok(sim.results.iter().map(output::to_json).collect())
 }
 
-fn run_case(path: &Path) -> Result<(), String> {
-    let expected_text = std::fs::read_to_string(path.with_extension("expected.jsonl"))
-        .map_err(|e| e.to_string())?;
-    let actual = lines(path, &["GenericWorkload=true,GangScheduling=true"])?;
-    common::compare(&expected_text, &actual)
-}
-
 #[test]
 fn gang_cases_agree_with_kube_scheduler() {
-    let cases = cases();
-    // Pinned, so that a case that goes missing fails here.
-    assert_eq!(cases.len(), 7, "cases in conformance/cases-gangs");
-    let failures: Vec<String> = cases
-        .iter()
-        .filter_map(|c| run_case(c).err().map(|e| format!("{}: {e}", c.display())))
-        .collect();
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    assert_agree("cases-gangs", 7, |c| {
+        lines(c, &["GenericWorkload=true,GangScheduling=true"])
+    });
 }
 
 #[test]
 fn v1_35_gang_cases_follow_kube_scheduler_v1_35_source() {
-    let cases = cases_in("cases-gangs-v1.35");
-    // Pinned, so that a case that goes missing fails here.
-    assert_eq!(cases.len(), 7, "cases in conformance/cases-gangs-v1.35");
-    let failures: Vec<String> = cases
-        .iter()
-        .filter_map(|c| {
-            let run = || -> Result<(), String> {
-                let expected = std::fs::read_to_string(c.with_extension("expected.jsonl"))
-                    .map_err(|e| e.to_string())?;
-                let actual = lines_under(
-                    KubernetesVersion::V1_35,
-                    c,
-                    &["GenericWorkload=true,GangScheduling=true"],
-                )?;
-                common::compare(&expected, &actual)
-            };
-            run().err().map(|e| format!("{}: {e}", c.display()))
-        })
-        .collect();
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    assert_agree("cases-gangs-v1.35", 7, |c| {
+        lines_under(
+            KubernetesVersion::V1_35,
+            c,
+            &["GenericWorkload=true,GangScheduling=true"],
+        )
+    });
 }
 
 /// `(pod, node or message or "gated")` of each line of the v1.35 case `name`.
@@ -199,11 +156,7 @@ fn bench_decisions_run_the_same_pod_group_cycles() {
                     (l["pod"].as_str().unwrap_or_default().to_string(), node)
                 })
                 .collect();
-        let source = Source {
-            name: case.display().to_string(),
-            text: std::fs::read_to_string(&case).unwrap(),
-        };
-        let scenario = scenario::load(&[source]).unwrap();
+        let scenario = load(&case).unwrap();
         let options = SimulationOptions {
             preemption: true,
             features: Features::with_gates(

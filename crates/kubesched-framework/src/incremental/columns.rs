@@ -8,6 +8,7 @@
 
 use rustc_hash::FxHashMap;
 
+use super::moves::follow_moves;
 use crate::cycle_state::CycleState;
 use crate::framework::Framework;
 use crate::node_info::NodeInfo;
@@ -140,7 +141,7 @@ impl Column {
             return true;
         }
         let moves = self.layout.and_then(|mark| snapshot.moves_since(mark));
-        let followed = moves.is_some_and(|moves| moves.iter().all(|&one| self.apply(one)));
+        let followed = moves.is_some_and(|moves| self.apply(moves));
         if !followed {
             // The change log's positions are of the order of now, which the answers
             // may not be in.
@@ -157,10 +158,10 @@ impl Column {
         followed
     }
 
-    /// Moves the answers as `one` moved the nodes; `false` (the column emptied) when it
-    /// names a position the column does not have.
-    fn apply(&mut self, one: Move) -> bool {
-        match one {
+    /// Moves the answers as `moves` moved the nodes; `false` (the column emptied) when
+    /// one names a position the column does not have.
+    fn apply(&mut self, moves: &[Move]) -> bool {
+        let followed = follow_moves(self.at.len(), moves, |one| match one {
             Move::Appended => {
                 self.at.push(0);
                 match self.point {
@@ -168,7 +169,7 @@ impl Column {
                     Point::Score => self.raw.push(0),
                 }
             }
-            Move::Removed(i) if i < self.at.len() => {
+            Move::Removed(i) => {
                 self.at.remove(i);
                 match self.point {
                     Point::Filter => {
@@ -185,12 +186,11 @@ impl Column {
                     }
                 }
             }
-            Move::Removed(_) => {
-                self.at.clear();
-                return false;
-            }
+        });
+        if !followed {
+            self.at.clear();
         }
-        true
+        followed
     }
 
     /// How many nodes the column is of.

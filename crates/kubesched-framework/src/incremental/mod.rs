@@ -60,10 +60,12 @@ use crate::snapshot::{ChangeMark, Move, Snapshot};
 use crate::status::Status;
 
 mod columns;
+mod moves;
 mod ranking;
 
 pub(crate) use columns::Cycle;
 use columns::{Column, ColumnKey, Columns, NodeSet, Point, Verdict};
+use moves::follow_moves;
 use ranking::Ranking;
 
 /// The least memory the kept verdicts and scores may take by default, in bytes.
@@ -233,16 +235,16 @@ impl Entry {
     /// Moves the verdicts and the ranking as `moves` moved the nodes; `false` when a
     /// move names a position the entry does not have.
     fn apply_moves(&mut self, moves: &[Move], columns: &Columns) -> bool {
-        for &one in moves {
-            match one {
-                Move::Appended => self.verdicts.push(Verdict::Unknown),
-                Move::Removed(i) if i < self.verdicts.len() => match self.verdicts.remove(i) {
-                    Verdict::Passed => self.feasible -= 1,
-                    Verdict::Failed => self.errors -= 1,
-                    _ => {}
-                },
-                Move::Removed(_) => return false,
-            }
+        let followed = follow_moves(self.verdicts.len(), moves, |one| match one {
+            Move::Appended => self.verdicts.push(Verdict::Unknown),
+            Move::Removed(i) => match self.verdicts.remove(i) {
+                Verdict::Passed => self.feasible -= 1,
+                Verdict::Failed => self.errors -= 1,
+                _ => {}
+            },
+        });
+        if !followed {
+            return false;
         }
         let scores = self.score_columns(columns);
         if let Some(ranking) = &mut self.ranking

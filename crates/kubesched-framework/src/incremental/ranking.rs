@@ -6,6 +6,7 @@
 use std::cmp::Reverse;
 
 use super::columns::Column;
+use super::moves::follow_moves;
 use crate::plugin::{
     MAX_NODE_SCORE, MIN_NODE_SCORE, Normalization, min_max_score, scale_to_max_score,
 };
@@ -140,22 +141,22 @@ impl Ranking {
     pub(super) fn follow(&mut self, moves: &[Move], scores: &[&Column]) -> bool {
         let mut totals = std::mem::take(&mut self.best).into_totals();
         let mut ranked_removed = false;
-        for &one in moves {
-            match one {
-                Move::Appended => {
-                    totals.push(Tournament::OUT);
-                    for counted in self.counted.iter_mut().filter(|c| !c.is_empty()) {
-                        counted.push(0);
-                    }
+        let followed = follow_moves(totals.len(), moves, |one| match one {
+            Move::Appended => {
+                totals.push(Tournament::OUT);
+                for counted in self.counted.iter_mut().filter(|c| !c.is_empty()) {
+                    counted.push(0);
                 }
-                Move::Removed(i) if i < totals.len() => {
-                    ranked_removed |= totals.remove(i) != Tournament::OUT;
-                    for counted in self.counted.iter_mut().filter(|c| !c.is_empty()) {
-                        counted.remove(i);
-                    }
-                }
-                Move::Removed(_) => return false,
             }
+            Move::Removed(i) => {
+                ranked_removed |= totals.remove(i) != Tournament::OUT;
+                for counted in self.counted.iter_mut().filter(|c| !c.is_empty()) {
+                    counted.remove(i);
+                }
+            }
+        });
+        if !followed {
+            return false;
         }
         // With no node left, a column that reads pods would keep no counted scores.
         if totals.is_empty() {
