@@ -5,26 +5,35 @@
 //! reads — Nodes, Namespaces, Pods, Services, ReplicationControllers, ReplicaSets,
 //! StatefulSets and PodDisruptionBudgets; the storage kinds the volume plugins read
 //! (PersistentVolumes, PersistentVolumeClaims, StorageClasses, CSINodes, CSIDrivers,
-//! CSIStorageCapacities, VolumeAttachments); and the `resource.k8s.io/v1` kinds of
+//! CSIStorageCapacities, VolumeAttachments); the `resource.k8s.io/v1` kinds of
 //! DynamicResources (DeviceClasses, ResourceSlices, ResourceClaims,
-//! ResourceClaimTemplates) — the [`KINDS`], and returns them as one `kind: List` JSON
-//! document, each item with its `kind` and `apiVersion` set (list responses leave them
-//! out). That is the document `kubectl get nodes,namespaces,pods,... -A -o json` prints,
-//! so the loader reads it as it reads such a dump and the results are the same. Nodes
-//! keep the order the API server returns them in: that is the node order of the
-//! simulation.
+//! ResourceClaimTemplates) — the [`KINDS`]; and the gang and quota objects, which have
+//! no k8s-openapi type and are listed as [`DynamicObject`]s from the [`DYNAMIC_KINDS`]
+//! table: `scheduling.k8s.io/v1alpha2` PodGroups and Workloads,
+//! `scheduling.k8s.io/v1alpha1` Workloads, and scheduler-plugins'
+//! `scheduling.x-k8s.io/v1alpha1` PodGroups and ElasticQuotas. It returns them as one
+//! `kind: List` JSON document, each item with its `kind` and `apiVersion` set (list
+//! responses leave them out). That is the document `kubectl get
+//! nodes,namespaces,pods,... -A -o json` prints, so the loader reads it as it reads such
+//! a dump and the results are the same. Nodes keep the order the API server returns
+//! them in: that is the node order of the simulation.
 //!
-//! The storage and DRA kinds are [`OPTIONAL_KINDS`]: a cluster may not serve them
-//! (`resource.k8s.io/v1` is off before Kubernetes v1.34 or when DRA is disabled), and a
-//! read-only role may not be allowed to list them. A list of one of them answered 404
-//! or 403 leaves that kind out with one warning naming it ([`ClusterDump::warnings`]);
+//! The storage, DRA, gang and quota kinds are optional ([`OPTIONAL_KINDS`] and every
+//! one of the [`DYNAMIC_KINDS`]): a cluster may not serve them (`resource.k8s.io/v1` is
+//! off before Kubernetes v1.34 or when DRA is disabled; the `scheduling.k8s.io` alpha
+//! versions are served only with `--runtime-config`; the `scheduling.x-k8s.io` kinds
+//! only where scheduler-plugins' CRDs are installed), and a read-only role may not be
+//! allowed to list them. A list of one of them answered 404 or 403 (or the API group
+//! absent) leaves that kind out with one warning naming it ([`ClusterDump::warnings`]);
 //! any other failure, and any failure of the other kinds, fails the dump.
 //!
 //! It only ever lists: nothing is created, changed or deleted, so it is safe against a
 //! production cluster with a read-only role. Lists are paged (`limit` 500 and
 //! `continue`, as kubectl pages them). Objects are decoded into the k8s-openapi types
 //! the runtime uses, so a field newer than kubesched's Kubernetes API version is dropped
-//! (as `kubesched run` drops it) instead of failing the strict loader.
+//! (as `kubesched run` drops it) instead of failing the strict loader. The
+//! [`DYNAMIC_KINDS`] are kept as the server returns them, with their `apiVersion` and
+//! `kind`: the loader reads them as it reads them from a YAML file.
 //!
 //! [`LiveCluster::connect`] builds the client from a kubeconfig (a file and a context, or
 //! `$KUBECONFIG` / `~/.kube/config`, or the in-cluster service account), with a short
@@ -64,13 +73,15 @@ use k8s_openapi::api::resource::v1::{
 use k8s_openapi::api::storage::v1::{
     CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment,
 };
-use kube::api::{Api, ListParams};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
+use kube::core::GroupVersionKind;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-/// The kinds [`dump`] lists, in the order their objects appear in the dump.
+/// The kinds [`dump`] lists with k8s-openapi types, in the order their objects appear
+/// in the dump; the [`DYNAMIC_KINDS`] follow them.
 pub const KINDS: [&str; 19] = [
     "Node",
     "Namespace",
@@ -94,7 +105,8 @@ pub const KINDS: [&str; 19] = [
 ];
 
 /// The [`KINDS`] a cluster may not serve or may not let the reader list: left out
-/// with a warning when their list is answered 404 or 403.
+/// with a warning when their list is answered 404 or 403 (as every one of the
+/// [`DYNAMIC_KINDS`] is).
 pub const OPTIONAL_KINDS: [&str; 11] = [
     "PersistentVolume",
     "PersistentVolumeClaim",
@@ -107,6 +119,71 @@ pub const OPTIONAL_KINDS: [&str; 11] = [
     "ResourceSlice",
     "ResourceClaim",
     "ResourceClaimTemplate",
+];
+
+/// A kind [`dump`] lists without a k8s-openapi type, as [`DynamicObject`]s: its
+/// group, version, kind and resource (plural), and its name in
+/// [`ClusterDump::counts`]: its `apiVersion` and kind, since two of them share a kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DynamicKind {
+    /// The API group, e.g. `scheduling.k8s.io`.
+    pub group: &'static str,
+    /// The version, e.g. `v1alpha2`.
+    pub version: &'static str,
+    /// The kind, e.g. `PodGroup`.
+    pub kind: &'static str,
+    /// The resource, e.g. `podgroups`.
+    pub plural: &'static str,
+    /// `apiVersion kind`, e.g. `scheduling.k8s.io/v1alpha2 PodGroup`: the kind's name in
+    /// [`ClusterDump::counts`] and [`ClusterDump::summary`].
+    pub name: &'static str,
+}
+
+impl DynamicKind {
+    /// `group/version`, the objects' `apiVersion`.
+    pub fn api_version(&self) -> String {
+        format!("{}/{}", self.group, self.version)
+    }
+}
+
+/// The gang and quota kinds, all optional, in the order of their objects in the dump
+/// (after those of the [`KINDS`]).
+pub const DYNAMIC_KINDS: [DynamicKind; 5] = [
+    DynamicKind {
+        group: "scheduling.k8s.io",
+        version: "v1alpha2",
+        kind: "PodGroup",
+        plural: "podgroups",
+        name: "scheduling.k8s.io/v1alpha2 PodGroup",
+    },
+    DynamicKind {
+        group: "scheduling.k8s.io",
+        version: "v1alpha2",
+        kind: "Workload",
+        plural: "workloads",
+        name: "scheduling.k8s.io/v1alpha2 Workload",
+    },
+    DynamicKind {
+        group: "scheduling.k8s.io",
+        version: "v1alpha1",
+        kind: "Workload",
+        plural: "workloads",
+        name: "scheduling.k8s.io/v1alpha1 Workload",
+    },
+    DynamicKind {
+        group: "scheduling.x-k8s.io",
+        version: "v1alpha1",
+        kind: "PodGroup",
+        plural: "podgroups",
+        name: "scheduling.x-k8s.io/v1alpha1 PodGroup",
+    },
+    DynamicKind {
+        group: "scheduling.x-k8s.io",
+        version: "v1alpha1",
+        kind: "ElasticQuota",
+        plural: "elasticquotas",
+        name: "scheduling.x-k8s.io/v1alpha1 ElasticQuota",
+    },
 ];
 
 /// How long connecting to the API server may take before the cluster counts as
@@ -122,14 +199,16 @@ const PAGE_SIZE: u32 = 500;
 /// The objects of a cluster, as one `kind: List` document.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClusterDump {
-    /// The `kind: List` JSON document: every object of the [`KINDS`], in that order of
-    /// kinds and, within a kind, in the API server's order.
+    /// The `kind: List` JSON document: every object of the [`KINDS`] and then of the
+    /// [`DYNAMIC_KINDS`], in that order of kinds and, within a kind, in the API
+    /// server's order.
     pub text: String,
-    /// How many objects of each of the [`KINDS`] were read, in that order (0 for a
-    /// kind left out).
+    /// How many objects of each of the [`KINDS`] and [`DYNAMIC_KINDS`] (by
+    /// [`DynamicKind::name`]) were read, in that order (0 for a kind left out).
     pub counts: Vec<(&'static str, usize)>,
-    /// One line for each of the [`OPTIONAL_KINDS`] that the server does not serve or
-    /// does not let the reader list, naming the kind: it is left out of the dump.
+    /// One line for each of the [`OPTIONAL_KINDS`] and [`DYNAMIC_KINDS`] that the server does not serve or
+    /// does not let the reader list, naming the kind and its `apiVersion`: it is left
+    /// out of the dump.
     pub warnings: Vec<String>,
 }
 
@@ -185,7 +264,7 @@ async fn dump_paged(client: &kube::Client, page_size: u32) -> Result<ClusterDump
     let nodes = list_all::<Node>(client, page_size).await?;
     let c = client;
     let p = page_size;
-    let others: Vec<BoxFuture<'_, Result<Listed, DumpError>>> = vec![
+    let mut others: Vec<BoxFuture<'_, Result<Listed, DumpError>>> = vec![
         required::<Namespace>(c, p),
         required::<Pod>(c, p),
         required::<Service>(c, p),
@@ -205,20 +284,29 @@ async fn dump_paged(client: &kube::Client, page_size: u32) -> Result<ClusterDump
         optional::<ResourceClaim>(c, p),
         optional::<ResourceClaimTemplate>(c, p),
     ];
+    others.extend(
+        DYNAMIC_KINDS
+            .iter()
+            .map(|kind| optional_dynamic(c, kind, p)),
+    );
     let others = futures::future::try_join_all(others).await?;
-    let mut counts = Vec::with_capacity(KINDS.len());
+    let mut counts = Vec::with_capacity(KINDS.len() + DYNAMIC_KINDS.len());
     let mut warnings = Vec::new();
     let mut items: Vec<Value> = Vec::new();
     counts.push((KINDS[0], nodes.len()));
     items.extend(nodes);
-    for (kind, listed) in KINDS[1..].iter().zip(others) {
+    let names = KINDS[1..]
+        .iter()
+        .copied()
+        .chain(DYNAMIC_KINDS.iter().map(|kind| kind.name));
+    for (kind, listed) in names.zip(others) {
         match listed {
             Listed::Items(list) => {
-                counts.push((*kind, list.len()));
+                counts.push((kind, list.len()));
                 items.extend(list);
             }
             Listed::LeftOut(warning) => {
-                counts.push((*kind, 0));
+                counts.push((kind, 0));
                 warnings.push(warning);
             }
         }
@@ -264,24 +352,86 @@ where
             Err(DumpError::List {
                 resource,
                 source: kube::Error::Api(status),
-            }) if status.code == 404 || status.code == 403 => {
-                let kind = K::kind(&());
-                let api_version = K::api_version(&());
-                let why = if status.code == 404 {
-                    format!("the server does not serve {api_version} {resource}")
-                } else {
-                    format!(
-                        "not allowed to list {resource} ({api_version}): {}",
-                        one_line(&status.message)
-                    )
-                };
-                Ok(Listed::LeftOut(format!(
-                    "{kind} objects left out: {why}; pods that need them are simulated as if there were none"
-                )))
-            }
+            }) if status.code == 404 || status.code == 403 => Ok(Listed::LeftOut(left_out(
+                &K::kind(&()),
+                &K::api_version(&()),
+                &resource,
+                &status,
+            ))),
             Err(e) => Err(e),
         }
     })
+}
+
+/// Lists one of the [`DYNAMIC_KINDS`] (all optional): a 404 (not served, or the API
+/// group absent) or 403 (not allowed) leaves it out with a warning.
+fn optional_dynamic<'a>(
+    client: &'a kube::Client,
+    kind: &'static DynamicKind,
+    page_size: u32,
+) -> BoxFuture<'a, Result<Listed, DumpError>> {
+    Box::pin(async move {
+        match list_dynamic(client, kind, page_size).await {
+            Ok(items) => Ok(Listed::Items(items)),
+            Err(DumpError::List {
+                resource,
+                source: kube::Error::Api(status),
+            }) if status.code == 404 || status.code == 403 => Ok(Listed::LeftOut(left_out(
+                kind.kind,
+                &kind.api_version(),
+                &resource,
+                &status,
+            ))),
+            Err(e) => Err(e),
+        }
+    })
+}
+
+/// The warning for an optional kind whose list was answered 404 or 403.
+fn left_out(kind: &str, api_version: &str, resource: &str, status: &kube::core::Status) -> String {
+    let why = if status.code == 404 {
+        format!("the server does not serve {api_version} {resource}")
+    } else {
+        format!(
+            "not allowed to list {resource} ({api_version}): {}",
+            one_line(&status.message)
+        )
+    };
+    format!(
+        "{kind} objects left out: {why}; pods that need them are simulated as if there were none"
+    )
+}
+
+/// Every object of a [`DynamicKind`] in all namespaces, page by page, each as the
+/// server returns it with its `apiVersion` and `kind`.
+async fn list_dynamic(
+    client: &kube::Client,
+    kind: &DynamicKind,
+    page_size: u32,
+) -> Result<Vec<Value>, DumpError> {
+    let gvk = GroupVersionKind::gvk(kind.group, kind.version, kind.kind);
+    let resource = ApiResource::from_gvk_with_plural(&gvk, kind.plural);
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+    let (objects, _) = list_pages(&api, page_size)
+        .await
+        .map_err(|source| DumpError::List {
+            resource: kind.plural.to_owned(),
+            source,
+        })?;
+    objects
+        .iter()
+        .map(|object| {
+            let mut value = serde_json::to_value(object).map_err(|source| DumpError::Encode {
+                kind: kind.kind.to_owned(),
+                source,
+            })?;
+            if let Value::Object(fields) = &mut value {
+                fields.insert("apiVersion".into(), json!(resource.api_version));
+                fields.insert("kind".into(), json!(kind.kind));
+            }
+            Ok(value)
+        })
+        .collect()
 }
 
 /// Every object of kind `K` in all namespaces, page by page, each as JSON with its

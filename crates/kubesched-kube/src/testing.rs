@@ -2,7 +2,8 @@
 //! wire protocol (JSON) for exactly what kubesched uses — list and watch of pods and
 //! nodes (and of Services, ReplicationControllers, ReplicaSets, StatefulSets,
 //! Namespaces and PodDisruptionBudgets; and lists of the storage and
-//! `resource.k8s.io/v1` kinds, which can be made to fail with 404 or 403) with
+//! `resource.k8s.io/v1` kinds and of the gang and quota kinds, which can be made to
+//! fail with 404 or 403) with
 //! resourceVersions, the pod `binding` subresource (409 when the pod is
 //! already bound), the pod `status` subresource (strategic merge of conditions and
 //! `nominatedNodeName`), pod deletion,
@@ -34,6 +35,7 @@ macro_rules! list_handlers {
     )*};
 }
 
+mod scheduling;
 mod storage;
 
 use std::collections::{BTreeMap, HashMap};
@@ -222,7 +224,7 @@ impl FakeApiServer {
                 "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{name}",
                 get(get_lease).put(replace_lease),
             );
-        let app = storage::routes(app)
+        let app = scheduling::routes(storage::routes(app))
             .layer(axum::middleware::from_fn_with_state(
                 fake.clone(),
                 record_request,
@@ -530,10 +532,16 @@ async fn list_or_watch(
         let message = if code == 404 {
             "the server could not find the requested resource".to_owned()
         } else {
-            let group = storage::group(resource);
+            let (plural, group, qualified) = match scheduling::plural_and_group(resource) {
+                Some((plural, group)) => (plural, group, format!("{plural}.{group}")),
+                None => (
+                    resource,
+                    storage::group(resource),
+                    storage::qualified(resource),
+                ),
+            };
             format!(
-                "{} is forbidden: User \"system:serviceaccount:kube-system:reader\" cannot list resource \"{resource}\" in API group \"{group}\" at the cluster scope",
-                storage::qualified(resource)
+                "{qualified} is forbidden: User \"system:serviceaccount:kube-system:reader\" cannot list resource \"{plural}\" in API group \"{group}\" at the cluster scope"
             )
         };
         let reason = if code == 404 { "NotFound" } else { "Forbidden" };

@@ -1,6 +1,6 @@
 //! Tests of the cluster dump against the loopback API server: the list it makes, paging,
-//! the storage and DRA kinds (loaded and used by the simulator), kinds not served or
-//! forbidden, and connection errors.
+//! the storage and DRA kinds and the gang and quota kinds (loaded and used by the
+//! simulator), kinds not served or forbidden, and connection errors.
 
 use std::collections::BTreeMap;
 
@@ -89,6 +89,11 @@ async fn the_dump_is_a_list_the_loader_reads_as_the_objects() {
             ("ResourceSlice", 0),
             ("ResourceClaim", 0),
             ("ResourceClaimTemplate", 0),
+            ("scheduling.k8s.io/v1alpha2 PodGroup", 0),
+            ("scheduling.k8s.io/v1alpha2 Workload", 0),
+            ("scheduling.k8s.io/v1alpha1 Workload", 0),
+            ("scheduling.x-k8s.io/v1alpha1 PodGroup", 0),
+            ("scheduling.x-k8s.io/v1alpha1 ElasticQuota", 0),
         ]
     );
     assert!(dump.warnings.is_empty(), "{:?}", dump.warnings);
@@ -463,4 +468,215 @@ async fn a_kind_not_served_or_forbidden_is_left_out_with_a_warning() {
         "{:?}",
         train.outcome
     );
+}
+
+/// The gang and quota objects as YAML: a v1alpha2 PodGroup `b` one pod short (minCount
+/// 3, two pods), a v1alpha2 Workload, a v1alpha1 Workload, a scheduler-plugins PodGroup
+/// and an ElasticQuota.
+const GANG_OBJECTS: &str = r#"
+apiVersion: scheduling.k8s.io/v1alpha2
+kind: PodGroup
+metadata: {name: b, namespace: default}
+spec:
+  schedulingPolicy: {gang: {minCount: 3}}
+---
+apiVersion: scheduling.k8s.io/v1alpha2
+kind: Workload
+metadata: {name: train, namespace: default}
+spec:
+  podGroupTemplates:
+  - name: workers
+    schedulingPolicy: {gang: {minCount: 2}}
+---
+apiVersion: scheduling.k8s.io/v1alpha1
+kind: Workload
+metadata: {name: legacy, namespace: default}
+spec:
+  podGroups:
+  - name: workers
+    policy: {gang: {minCount: 2}}
+---
+apiVersion: scheduling.x-k8s.io/v1alpha1
+kind: PodGroup
+metadata: {name: sigs, namespace: default}
+spec: {minMember: 2}
+---
+apiVersion: scheduling.x-k8s.io/v1alpha1
+kind: ElasticQuota
+metadata: {name: quota, namespace: default}
+spec:
+  min: {cpu: "2"}
+  max: {cpu: "4"}
+"#;
+
+/// Two nodes, the [`GANG_OBJECTS`] and PodGroup `b`'s two pods.
+async fn gang_server() -> FakeApiServer {
+    let server = FakeApiServer::start().await;
+    for name in ["n1", "n2"] {
+        server.add_node(FakeApiServer::node(name, "2", "8Gi"));
+    }
+    for document in GANG_OBJECTS.split("\n---\n") {
+        let value: Value = serde_norway::from_str(document).expect("YAML");
+        server.apply_value(value);
+    }
+    for name in ["b-1", "b-2"] {
+        server.add_pod(object(json!({
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {
+                "schedulingGroup": {"podGroupName": "b"},
+                "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"requests": {"cpu": "100m"}}}]
+            }
+        })));
+    }
+    server
+}
+
+/// `(kind, apiVersion, namespace/name, spec)` of the loaded objects of `kinds`.
+fn gang_objects(loaded: &scenario::Scenario) -> Vec<(String, String, String, Value)> {
+    loaded
+        .objects
+        .iter()
+        .filter(|o| matches!(o.kind.as_str(), "PodGroup" | "Workload" | "ElasticQuota"))
+        .map(|o| {
+            (
+                o.kind.clone(),
+                o.value["apiVersion"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                format!("{}/{}", o.namespace.as_deref().unwrap_or(""), o.name),
+                o.value["spec"].clone(),
+            )
+        })
+        .collect()
+}
+
+fn simulate_with(
+    loaded: &scenario::Scenario,
+    gates: &[&str],
+) -> Vec<(String, kubesched_sim::PodOutcome)> {
+    let options = kubesched_sim::SimulationOptions {
+        features: kubesched_framework::Features::with_gates(
+            kubesched_framework::KubernetesVersion::V1_36,
+            gates.iter().copied(),
+        )
+        .expect("gates"),
+        ..Default::default()
+    };
+    kubesched_sim::simulate(loaded, &options)
+        .expect("simulate")
+        .results
+        .into_iter()
+        .map(|r| (r.pod, r.outcome))
+        .collect()
+}
+
+#[tokio::test]
+async fn gang_and_quota_objects_are_dumped_and_loaded_as_from_yaml() {
+    let server = gang_server().await;
+    let dump = dump_paged(&server.client(), 2).await.expect("dump");
+    assert!(dump.warnings.is_empty(), "{:?}", dump.warnings);
+    for kind in DYNAMIC_KINDS {
+        assert_eq!(count(&dump, kind.name), 1, "{kind:?}: {:?}", dump.counts);
+    }
+    assert_eq!(
+        dump.summary(),
+        "2 Node(s), 2 Pod(s), 1 scheduling.k8s.io/v1alpha2 PodGroup(s), 1 scheduling.k8s.io/v1alpha2 Workload(s), 1 scheduling.k8s.io/v1alpha1 Workload(s), 1 scheduling.x-k8s.io/v1alpha1 PodGroup(s), 1 scheduling.x-k8s.io/v1alpha1 ElasticQuota(s)"
+    );
+    let requests = server.requests();
+    for path in [
+        "/apis/scheduling.k8s.io/v1alpha2/podgroups?",
+        "/apis/scheduling.k8s.io/v1alpha2/workloads?",
+        "/apis/scheduling.k8s.io/v1alpha1/workloads?",
+        "/apis/scheduling.x-k8s.io/v1alpha1/podgroups?",
+        "/apis/scheduling.x-k8s.io/v1alpha1/elasticquotas?",
+    ] {
+        assert!(
+            requests
+                .iter()
+                .any(|(m, t)| m == "GET" && t.starts_with(path) && t.contains("limit=2")),
+            "{path} not listed in pages: {requests:?}"
+        );
+    }
+    assert!(
+        requests.iter().all(|(method, _)| method == "GET"),
+        "{requests:?}"
+    );
+
+    // Loaded, they are the objects the same YAML gives.
+    let loaded = load(&dump);
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    let from_yaml = scenario::load(&[Source {
+        name: "gangs.yaml".into(),
+        text: GANG_OBJECTS.into(),
+    }])
+    .expect("the YAML loads");
+    assert_eq!(gang_objects(&loaded), gang_objects(&from_yaml));
+    assert_eq!(gang_objects(&loaded).len(), 5);
+
+    // And used: with the gates on, PodGroup b (one pod short) holds both pods; with
+    // them off, the pods are scheduled one by one.
+    let gated = simulate_with(&loaded, &["GenericWorkload=true,GangScheduling=true"]);
+    assert_eq!(gated.len(), 2, "{gated:?}");
+    assert!(
+        gated
+            .iter()
+            .all(|(_, o)| !matches!(o, kubesched_sim::PodOutcome::Scheduled(_))),
+        "{gated:?}"
+    );
+    let ungated = simulate_with(&loaded, &[]);
+    assert!(
+        ungated
+            .iter()
+            .all(|(_, o)| matches!(o, kubesched_sim::PodOutcome::Scheduled(_))),
+        "{ungated:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_gang_or_quota_kind_not_served_or_forbidden_is_left_out_with_a_warning() {
+    let server = gang_server().await;
+    server.refuse("podgroups.v1alpha1.scheduling.x-k8s.io", 404);
+    server.refuse("elasticquotas.v1alpha1.scheduling.x-k8s.io", 404);
+    server.refuse("workloads.v1alpha1.scheduling.k8s.io", 403);
+    let dump = dump(&server.client()).await.expect("the dump goes on");
+    assert_eq!(
+        dump.warnings,
+        [
+            "Workload objects left out: not allowed to list workloads (scheduling.k8s.io/v1alpha1): workloads.scheduling.k8s.io is forbidden: User \"system:serviceaccount:kube-system:reader\" cannot list resource \"workloads\" in API group \"scheduling.k8s.io\" at the cluster scope; pods that need them are simulated as if there were none",
+            "PodGroup objects left out: the server does not serve scheduling.x-k8s.io/v1alpha1 podgroups; pods that need them are simulated as if there were none",
+            "ElasticQuota objects left out: the server does not serve scheduling.x-k8s.io/v1alpha1 elasticquotas; pods that need them are simulated as if there were none",
+        ]
+    );
+    let counts: Vec<usize> = DYNAMIC_KINDS
+        .iter()
+        .map(|kind| count(&dump, kind.name))
+        .collect();
+    assert_eq!(counts, [1, 1, 0, 0, 0]);
+    let loaded = load(&dump);
+    let kinds: Vec<(String, String)> = gang_objects(&loaded)
+        .into_iter()
+        .map(|(kind, api_version, _, _)| (api_version, kind))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            (
+                "scheduling.k8s.io/v1alpha2".to_string(),
+                "PodGroup".to_string()
+            ),
+            (
+                "scheduling.k8s.io/v1alpha2".to_string(),
+                "Workload".to_string()
+            ),
+        ]
+    );
+}
+
+#[test]
+fn each_dynamic_kind_is_named_by_its_api_version_and_kind() {
+    for kind in DYNAMIC_KINDS {
+        assert_eq!(kind.name, format!("{} {}", kind.api_version(), kind.kind));
+    }
 }

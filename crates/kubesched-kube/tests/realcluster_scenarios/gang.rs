@@ -10,7 +10,8 @@
 //! GangScheduling's PreEnqueue: no condition at all), and the PodGroupScheduled
 //! condition (status, reason, message). A group's pods are compared as a sorted list:
 //! kube-scheduler attempts the pod whose arrival met the quorum first, and breaks score
-//! ties at random, so only the multiset is the same.
+//! ties at random, so only the multiset is the same. And `--from-cluster`'s dump of the
+//! API server reads the case's PodGroups, which the loader takes.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -207,10 +208,32 @@ async fn real(
             .push(outcome_of(&p));
     }
     placement.pods.values_mut().for_each(|v| v.sort());
-    placement.conditions = conditions(cluster)
-        .into_iter()
-        .filter(|(_, c)| c != "-")
+    let created = conditions(cluster);
+    // `simulate --from-cluster` reads the same PodGroups, and the loader takes them as
+    // it takes the case's YAML.
+    let dump = kubesched_kube::cluster_dump::dump(client)
+        .await
+        .expect("the --from-cluster dump");
+    let loaded = scenario::load(&[scenario::Source {
+        name: "cluster".into(),
+        text: dump.text.clone(),
+    }])
+    .expect("the dump loads");
+    let mut dumped: Vec<&str> = loaded
+        .objects
+        .iter()
+        .filter(|o| o.kind == "PodGroup" && o.value["apiVersion"] == "scheduling.k8s.io/v1alpha2")
+        .map(|o| o.name.as_str())
         .collect();
+    dumped.sort_unstable();
+    assert_eq!(
+        dumped,
+        created.keys().map(String::as_str).collect::<Vec<_>>(),
+        "{}: the PodGroups --from-cluster reads ({:?})",
+        path.display(),
+        dump.warnings
+    );
+    placement.conditions = created.into_iter().filter(|(_, c)| c != "-").collect();
     placement
 }
 

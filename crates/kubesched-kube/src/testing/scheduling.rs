@@ -1,0 +1,120 @@
+//! The fake API server's gang and quota kinds, which have no k8s-openapi type: lists
+//! of `scheduling.k8s.io/v1alpha2` PodGroups and Workloads, `scheduling.k8s.io/v1alpha1`
+//! Workloads and scheduler-plugins' `scheduling.x-k8s.io/v1alpha1` PodGroups and
+//! ElasticQuotas, each under the fully qualified resource name
+//! `plural.version.group` (e.g. `podgroups.v1alpha2.scheduling.k8s.io`), which
+//! [`FakeApiServer::refuse`] takes too. Objects are added as JSON
+//! ([`FakeApiServer::apply_value`]).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Query, State};
+use axum::response::Response;
+use axum::routing::get;
+use serde_json::{Value, json};
+
+use super::{Fake, FakeApiServer, key, list_or_watch};
+
+list_handlers!(
+    list_podgroups_v1alpha2 => "podgroups.v1alpha2.scheduling.k8s.io",
+    list_workloads_v1alpha2 => "workloads.v1alpha2.scheduling.k8s.io",
+    list_workloads_v1alpha1 => "workloads.v1alpha1.scheduling.k8s.io",
+    list_podgroups_sigs => "podgroups.v1alpha1.scheduling.x-k8s.io",
+    list_elasticquotas => "elasticquotas.v1alpha1.scheduling.x-k8s.io"
+);
+
+/// The resources this module serves: (apiVersion, kind, resource).
+const RESOURCES: [(&str, &str, &str); 5] = [
+    (
+        "scheduling.k8s.io/v1alpha2",
+        "PodGroup",
+        "podgroups.v1alpha2.scheduling.k8s.io",
+    ),
+    (
+        "scheduling.k8s.io/v1alpha2",
+        "Workload",
+        "workloads.v1alpha2.scheduling.k8s.io",
+    ),
+    (
+        "scheduling.k8s.io/v1alpha1",
+        "Workload",
+        "workloads.v1alpha1.scheduling.k8s.io",
+    ),
+    (
+        "scheduling.x-k8s.io/v1alpha1",
+        "PodGroup",
+        "podgroups.v1alpha1.scheduling.x-k8s.io",
+    ),
+    (
+        "scheduling.x-k8s.io/v1alpha1",
+        "ElasticQuota",
+        "elasticquotas.v1alpha1.scheduling.x-k8s.io",
+    ),
+];
+
+/// For a resource of this module, its plural and API group, as the API server's
+/// messages name them.
+pub(super) fn plural_and_group(resource: &str) -> Option<(&str, &str)> {
+    let (plural, version_group) = resource.split_once('.')?;
+    let (_, group) = version_group.split_once('.')?;
+    Some((plural, group))
+}
+
+/// Adds the list routes of the gang and quota kinds.
+pub(super) fn routes(router: Router<Arc<Fake>>) -> Router<Arc<Fake>> {
+    router
+        .route(
+            "/apis/scheduling.k8s.io/v1alpha2/podgroups",
+            get(list_podgroups_v1alpha2),
+        )
+        .route(
+            "/apis/scheduling.k8s.io/v1alpha2/workloads",
+            get(list_workloads_v1alpha2),
+        )
+        .route(
+            "/apis/scheduling.k8s.io/v1alpha1/workloads",
+            get(list_workloads_v1alpha1),
+        )
+        .route(
+            "/apis/scheduling.x-k8s.io/v1alpha1/podgroups",
+            get(list_podgroups_sigs),
+        )
+        .route(
+            "/apis/scheduling.x-k8s.io/v1alpha1/elasticquotas",
+            get(list_elasticquotas),
+        )
+}
+
+impl FakeApiServer {
+    /// Adds (or replaces) a gang or quota object given as JSON with its `apiVersion`
+    /// and `kind` (a `scheduling.k8s.io` v1alpha2 PodGroup or Workload, a v1alpha1
+    /// Workload, a `scheduling.x-k8s.io/v1alpha1` PodGroup or ElasticQuota); a UID is
+    /// given when it has none. Panics on any other kind.
+    pub fn apply_value(&self, mut value: Value) {
+        let api_version = value["apiVersion"].as_str().unwrap_or_default();
+        let kind = value["kind"].as_str().unwrap_or_default();
+        let resource = RESOURCES
+            .iter()
+            .find(|(a, k, _)| *a == api_version && *k == kind)
+            .map(|(_, _, r)| *r)
+            .unwrap_or_else(|| panic!("FakeApiServer does not serve {api_version} {kind}"));
+        let name = value["metadata"]["name"].as_str().unwrap_or_default();
+        let k = match value["metadata"]["namespace"].as_str() {
+            Some(ns) => key(ns, name),
+            None => name.to_owned(),
+        };
+        if value["metadata"]["uid"].is_null() {
+            value["metadata"]["uid"] = json!(format!("uid-{resource}-{k}"));
+        }
+        let mut s = self.fake.lock();
+        let type_ = if s.objects.get(resource).is_some_and(|o| o.contains_key(&k)) {
+            "MODIFIED"
+        } else {
+            "ADDED"
+        };
+        s.record(&self.fake.changes, resource, type_, &mut value);
+        s.objects.entry(resource).or_default().insert(k, value);
+    }
+}
