@@ -7,8 +7,9 @@ use kubesched_framework::{
     Code, CycleState, NodeInfo, NodeToStatus, PodInfo, PostFilterContext, Status,
 };
 use kubesched_plugins::default_preemption::{
-    Budget, NOT_ELIGIBLE_POLICY_NEVER, NOT_ELIGIBLE_TERMINATING, Preemptor,
-    filter_pods_with_pdb_violation, go_sort, more_important, sort_by_importance,
+    Budget, NOT_ELIGIBLE_POLICY_NEVER, NOT_ELIGIBLE_TERMINATING, Preemptor, dry_run_add_pod,
+    dry_run_remove_pod, filter_pods_with_pdb_violation, go_sort, more_important,
+    sort_by_importance,
 };
 
 use super::quota::{ElasticQuotaInfos, aggregated_used_over_min_with};
@@ -128,28 +129,10 @@ impl Preemptor for CapacityScheduling {
         };
         let fwk = ctx.framework;
         let remove = |state: &mut CycleState, node: &mut NodeInfo, p: &Arc<PodInfo>| {
-            if node.remove_pod(p.key()).is_none() {
-                return Err(Status::error(format!(
-                    "no corresponding pod {} in pods of node {}",
-                    p.name(),
-                    node.name()
-                )));
-            }
-            let s = fwk.run_pre_filter_extension_remove_pod(state, pod, p, node);
-            if s.is_success() {
-                Ok(())
-            } else {
-                Err(Status::error(s.message()))
-            }
+            dry_run_remove_pod(fwk, state, pod, p, node)
         };
         let add = |state: &mut CycleState, node: &mut NodeInfo, p: &Arc<PodInfo>| {
-            node.add_pod(p.clone());
-            let s = fwk.run_pre_filter_extension_add_pod(state, pod, p, node);
-            if s.is_success() {
-                Ok(())
-            } else {
-                Err(Status::error(s.message()))
-            }
+            dry_run_add_pod(fwk, state, pod, p, node)
         };
         let infos = quotas;
         let with_eq = infos(state).contains_key(pod.namespace());

@@ -38,8 +38,8 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::jiff::Timestamp;
 use kubesched_config::args::DefaultPreemptionArgs;
 use kubesched_framework::{
-    Code, CycleState, Diagnosis, FitError, NodeInfo, NodeToStatus, NominationCandidate, Plugin,
-    PodInfo, PostFilterContext, PostFilterPlugin, PostFilterResult, Snapshot, Status,
+    Code, CycleState, Diagnosis, FitError, Framework, NodeInfo, NodeToStatus, NominationCandidate,
+    Plugin, PodInfo, PostFilterContext, PostFilterPlugin, PostFilterResult, Snapshot, Status,
 };
 
 use crate::label_selector::Selector;
@@ -313,6 +313,49 @@ pub fn pod_terminating_by_preemption(pod: &PodInfo) -> bool {
         .is_some_and(|c| c.status == "True" && c.reason.as_deref() == Some("PreemptionByScheduler"))
 }
 
+/// Takes `victim` off `node` in a preemption dry run and tells the PreFilter extensions
+/// (the `removePod` step of kube-scheduler's `SelectVictimsOnNode`, as DefaultPreemption
+/// and CapacityScheduling both take it). A victim not on the node, or an extension
+/// that fails, is an error.
+pub fn dry_run_remove_pod(
+    framework: &Framework,
+    state: &mut CycleState,
+    pod: &PodInfo,
+    victim: &Arc<PodInfo>,
+    node: &mut NodeInfo,
+) -> Result<(), Status> {
+    if node.remove_pod(victim.key()).is_none() {
+        return Err(Status::error(format!(
+            "no corresponding pod {} in pods of node {}",
+            victim.name(),
+            node.name()
+        )));
+    }
+    extension_result(framework.run_pre_filter_extension_remove_pod(state, pod, victim, node))
+}
+
+/// Puts `victim` back on `node` in a preemption dry run and tells the PreFilter
+/// extensions (the `addPod` step of `SelectVictimsOnNode`).
+pub fn dry_run_add_pod(
+    framework: &Framework,
+    state: &mut CycleState,
+    pod: &PodInfo,
+    victim: &Arc<PodInfo>,
+    node: &mut NodeInfo,
+) -> Result<(), Status> {
+    node.add_pod(victim.clone());
+    extension_result(framework.run_pre_filter_extension_add_pod(state, pod, victim, node))
+}
+
+/// A PreFilter extension's status in a dry run: a failure of any code is an error.
+fn extension_result(s: Status) -> Result<(), Status> {
+    if s.is_success() {
+        Ok(())
+    } else {
+        Err(Status::error(s.message()))
+    }
+}
+
 /// kube-scheduler's `PodEligibleToPreemptOthers`: `Err` with the reason when the pod
 /// may not preempt.
 pub fn pod_eligible_to_preempt_others(
@@ -506,22 +549,10 @@ impl DefaultPreemption {
     ) -> Result<(Vec<Arc<PodInfo>>, i64), Status> {
         let fwk = ctx.framework;
         let remove = |state: &mut CycleState, node: &mut NodeInfo, p: &Arc<PodInfo>| {
-            node.remove_pod(p.key());
-            let s = fwk.run_pre_filter_extension_remove_pod(state, pod, p, node);
-            if s.is_success() {
-                Ok(())
-            } else {
-                Err(Status::error(s.message()))
-            }
+            dry_run_remove_pod(fwk, state, pod, p, node)
         };
         let add = |state: &mut CycleState, node: &mut NodeInfo, p: &Arc<PodInfo>| {
-            node.add_pod(p.clone());
-            let s = fwk.run_pre_filter_extension_add_pod(state, pod, p, node);
-            if s.is_success() {
-                Ok(())
-            } else {
-                Err(Status::error(s.message()))
-            }
+            dry_run_add_pod(fwk, state, pod, p, node)
         };
         let mut potential: Vec<Arc<PodInfo>> = node
             .pods()
