@@ -121,6 +121,22 @@ pub struct FitError {
     pub diagnosis: Diagnosis,
 }
 
+impl FitError {
+    /// What kube-scheduler reports when Reserve, Permit or the wait at Permit rejects
+    /// a pod on the node chosen for it (`host`, its index): a FitError over that one
+    /// node with the plugin's status (`0/1 nodes are available: 1 rejected due to
+    /// timeout after waiting 5m0s at plugin GangScheduling.`).
+    pub fn on_chosen_node(host: usize, status: Status) -> FitError {
+        let mut diagnosis = Diagnosis::default();
+        diagnosis.add_plugin_status(&status);
+        diagnosis.node_to_status.statuses.push((host, status));
+        FitError {
+            num_all_nodes: 1,
+            diagnosis,
+        }
+    }
+}
+
 impl fmt::Display for FitError {
     /// kube-scheduler's `FitError.Error()`: "0/N nodes are available: " with the
     /// PreFilter message, or the reasons histogram sorted as strings, then the
@@ -717,14 +733,8 @@ impl Scheduler {
         }
         self.profiles[profile].run_reserve_plugins_unreserve(state, assumed, node);
         self.snapshot.remove_pod(node, assumed.key());
-        let mut diagnosis = Diagnosis::default();
-        diagnosis.add_plugin_status(&status);
-        diagnosis.node_to_status.statuses.push((host, status));
         Outcome::Unschedulable {
-            error: ScheduleError::Unfit(Box::new(FitError {
-                num_all_nodes: 1,
-                diagnosis,
-            })),
+            error: ScheduleError::Unfit(Box::new(FitError::on_chosen_node(host, status))),
             nominated: None,
         }
     }

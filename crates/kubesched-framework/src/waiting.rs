@@ -240,6 +240,42 @@ impl WaitingPods {
         Some((w.pod, w.node, status))
     }
 
+    /// When the wait of the pod with this uid ends (clock nanoseconds): the earliest
+    /// deadline of the plugins it still waits for. `None` when it does not wait or is
+    /// decided.
+    pub fn deadline_of(&self, uid: &str) -> Option<u64> {
+        let inner = self.lock();
+        if !inner.uids.contains(uid) {
+            return None;
+        }
+        let w = inner.pods.iter().find(|w| w.pod.uid() == uid)?;
+        w.deadline().map(|(at, _, _)| at)
+    }
+
+    /// Rejects the pod with this uid with kube-scheduler's timeout message if, at
+    /// `now` (clock nanoseconds), the wait of a plugin it still waits for has ended:
+    /// what that plugin's timer does in a running scheduler. Returns whether it did.
+    pub fn time_out_if_due(&self, uid: &str, now: u64) -> bool {
+        let mut inner = self.lock();
+        if !inner.uids.contains(uid) {
+            return false;
+        }
+        let Inner { pods, decided, .. } = &mut *inner;
+        let Some(w) = pods.iter_mut().find(|w| w.pod.uid() == uid) else {
+            return false;
+        };
+        let Some((at, plugin, wait)) = w.deadline().map(|(at, p, d)| (at, p.to_string(), d)) else {
+            return false;
+        };
+        if at > now {
+            return false;
+        }
+        Inner::decide(decided, w, |w| {
+            w.reject(&plugin, &timeout_message(wait, &plugin))
+        });
+        true
+    }
+
     /// Rejects the undecided pod whose wait ends first (ties: the one that waited
     /// first) with kube-scheduler's timeout message, as its timer would; returns the
     /// time its wait ended (clock nanoseconds), or `None` when no pod is undecided.
@@ -348,5 +384,33 @@ mod tests {
         );
         assert_eq!(status.code(), Code::Unschedulable);
         assert!(map.is_empty());
+    }
+
+    #[test]
+    fn one_pod_times_out_at_the_deadline_of_a_plugin_it_still_waits_for() {
+        let pod = crate::build::PodBuilder::new("default", "p")
+            .pod_info()
+            .unwrap();
+        let map = WaitingPods::new();
+        let waits = BTreeMap::from([
+            ("A".to_string(), Duration::from_secs(2)),
+            ("B".to_string(), Duration::from_secs(5)),
+        ]);
+        map.add(pod.clone(), "n1", waits, 1_000);
+        assert_eq!(map.deadline_of(pod.uid()), Some(2_000_001_000));
+        assert!(!map.time_out_if_due(pod.uid(), 2_000_000_999));
+        // A allowed: the wait now ends at B's deadline.
+        map.get(pod.uid(), |w| w.allow("A"));
+        assert_eq!(map.deadline_of(pod.uid()), Some(5_000_001_000));
+        assert!(!map.time_out_if_due(pod.uid(), 3_000_000_000));
+        assert!(map.time_out_if_due(pod.uid(), 5_000_001_000));
+        assert_eq!(map.deadline_of(pod.uid()), None, "decided");
+        assert!(!map.time_out_if_due(pod.uid(), u64::MAX), "decided once");
+        let (_, _, status) = map.take_decided().unwrap();
+        assert_eq!(
+            status.message(),
+            "rejected due to timeout after waiting 5s at plugin B"
+        );
+        assert!(!map.time_out_if_due("nobody", u64::MAX));
     }
 }

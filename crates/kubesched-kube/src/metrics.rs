@@ -86,6 +86,8 @@ pub struct Metrics {
     preemption_victims: Histogram,
     cache_size: Family<Labels, Gauge>,
     goroutines: Family<Labels, Gauge>,
+    permit_wait: HistogramFamily,
+    waiting_pods: Gauge,
     unschedulable_pods: Family<Labels, Gauge>,
     plugin_evaluation: Family<Labels, Counter>,
     /// The counters of `plugin_evaluation` by profile, plugin and extension point, so
@@ -371,6 +373,18 @@ impl Metrics {
         goroutines
             .get_or_create(&labels(&[("operation", "binding")]))
             .set(0);
+        let permit_wait = registered(
+            &mut registry,
+            "scheduler_permit_wait_duration_seconds",
+            "Duration of waiting on permit",
+            HistogramFamily::new_with_constructor(attempt_histogram),
+        );
+        let waiting_pods = registered(
+            &mut registry,
+            "kubesched_permit_waiting_pods",
+            "Number of pods waiting at Permit, assumed on their nodes (kube-scheduler exports no such gauge)",
+            Gauge::default(),
+        );
         let unschedulable_pods = registered(
             &mut registry,
             "scheduler_unschedulable_pods",
@@ -444,6 +458,8 @@ impl Metrics {
             preemption_victims,
             cache_size,
             goroutines,
+            permit_wait,
+            waiting_pods,
             unschedulable_pods,
             plugin_evaluation,
             evaluation_counters: RwLock::new(HashMap::new()),
@@ -488,6 +504,19 @@ impl Metrics {
         self.goroutines
             .get_or_create(&labels(&[("operation", "binding")]))
             .inc_by(delta);
+    }
+
+    /// A pod waited `took` at Permit, and was then decided with `code`
+    /// (`scheduler_permit_wait_duration_seconds{result}`).
+    pub fn permit_wait(&self, code: kubesched_framework::Code, took: Duration) {
+        self.permit_wait
+            .get_or_create(&labels(&[("result", code.as_str())]))
+            .observe(took.as_secs_f64());
+    }
+
+    /// How many pods wait at Permit now.
+    pub fn set_waiting_pods(&self, n: usize) {
+        self.waiting_pods.set(i64::try_from(n).unwrap_or(i64::MAX));
     }
 
     /// One request to the API server ended (`code` is the HTTP status, or `<error>`

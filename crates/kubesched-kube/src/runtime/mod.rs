@@ -121,6 +121,7 @@ impl Shared {
         dra: Arc<DraState>,
     ) -> Arc<Shared> {
         let fwk = sched.profiles()[0].clone();
+        let waiting = Arc::new(WaitingPods::new(fwk.waiting_pods().clone()));
         let hints = QueueingHints::from_frameworks(sched.profiles().iter().map(|f| &**f));
         let profiles = sched
             .profiles()
@@ -148,7 +149,7 @@ impl Shared {
             }),
             wake: Condvar::new(),
             metrics,
-            waiting: Arc::new(WaitingPods::default()),
+            waiting,
             leading: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
             dra,
@@ -168,6 +169,7 @@ impl Shared {
         let weak = Arc::downgrade(&shared);
         shared.metrics.set_refresher(Arc::new(move |m| {
             if let Some(shared) = weak.upgrade() {
+                m.set_waiting_pods(shared.waiting.len());
                 let inner = lock(&shared.inner);
                 m.set_queue_gauges(
                     &inner.queue.unschedulable_by_plugin(),

@@ -7,14 +7,16 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use tokio::sync::oneshot;
+
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kubesched_framework::queue::QueuedPod;
 use kubesched_framework::{
-    ClusterEvent, CycleState, Framework, PodInfo, RecordPluginMetrics, ScheduleError, Snapshot,
-    Status,
+    ClusterEvent, CycleState, FitError, Framework, PodInfo, RecordPluginMetrics, ScheduleError,
+    Snapshot, Status,
 };
 
 use crate::events::EventSpec;
@@ -49,6 +51,9 @@ impl Shared {
                 Some(qp) => {
                     self.update_pending_metrics(&inner);
                     self.schedule_one(&mut inner, qp);
+                    // Plugins may have decided waiting pods in the cycle (a Permit
+                    // reaching a gang's quorum, a PostFilter rejecting a group).
+                    self.waiting.deliver();
                 }
                 None => {
                     let wait = inner
@@ -210,22 +215,31 @@ impl Shared {
         if !s.is_success() {
             fwk.run_reserve_plugins_unreserve(&mut state, &assumed, &node);
             Self::forget(inner, &key);
-            self.fail_after_assume(inner, qp, &profile, s, start);
+            self.fail_after_assume(inner, qp, &profile, s, result.suggested_host, start);
             return;
         }
-        let (s, timeout) = fwk.run_permit_plugins(&mut state, &assumed, &node);
+        let (s, waits) = fwk.run_permit_plugins_waits(&mut state, &assumed, &node);
         if !s.is_success() && !s.is_wait() {
             fwk.run_reserve_plugins_unreserve(&mut state, &assumed, &node);
             Self::forget(inner, &key);
-            self.fail_after_assume(inner, qp, &profile, s, start);
+            // Unreserve may have rejected pods waiting for this one (a gang's).
+            self.waiting.deliver();
+            self.fail_after_assume(inner, qp, &profile, s, result.suggested_host, start);
             return;
         }
-        let wait = if s.is_wait() { timeout } else { None };
+        // A pod that waits stays assumed (its reservation holds) while its binding task
+        // waits for the decision; this Permit may also have allowed pods that waited
+        // for it.
+        let wait = s
+            .is_wait()
+            .then(|| self.waiting.park(assumed.clone(), &node, waits));
+        self.waiting.deliver();
         let me = self.clone();
         let metrics = self.metrics.clone();
         metrics.binding_tasks(1);
         self.rt.spawn(async move {
-            me.binding_cycle(fwk, state, assumed, node, qp, wait, start)
+            let host = result.suggested_host;
+            me.binding_cycle(fwk, state, assumed, (node, host), qp, wait, start)
                 .await;
             metrics.binding_tasks(-1);
         });
@@ -237,9 +251,14 @@ impl Shared {
         qp: QueuedPod,
         profile: &str,
         status: Status,
+        host: usize,
         start: Instant,
     ) {
-        let message = status.message();
+        let message = if status.is_rejected() {
+            FitError::on_chosen_node(host, status.clone()).to_string()
+        } else {
+            status.message()
+        };
         let key = qp.key().to_string();
         if status.is_rejected() {
             self.metrics
@@ -264,35 +283,46 @@ impl Shared {
         );
     }
 
+    /// kube-scheduler's `WaitOnPermit`: waits for the pod's decision, and times it out
+    /// at the deadline of a plugin it still waits for; records how long it waited in
+    /// `scheduler_permit_wait_duration_seconds`.
+    async fn wait_on_permit(&self, uid: &str, mut decision: oneshot::Receiver<Status>) -> Status {
+        let started = Instant::now();
+        let status = loop {
+            let Some(left) = self.waiting.time_left(uid) else {
+                // Decided: hand the decision over (if its maker has not yet).
+                self.waiting.deliver();
+                break decision.await;
+            };
+            match tokio::time::timeout(left, &mut decision).await {
+                Ok(answer) => break answer,
+                Err(_) => self.waiting.time_out_if_due(uid),
+            }
+        };
+        let status = status.unwrap_or_else(|_| Status::error("the waiting pod was dropped"));
+        self.metrics.permit_wait(status.code(), started.elapsed());
+        status
+    }
+
     #[allow(clippy::too_many_arguments)]
     async fn binding_cycle(
         self: Arc<Self>,
         fwk: Arc<Framework>,
         mut state: CycleState,
         assumed: Arc<PodInfo>,
-        node: String,
+        (node, host): (String, usize),
         qp: QueuedPod,
-        wait: Option<Duration>,
+        wait: Option<oneshot::Receiver<Status>>,
         start: Instant,
     ) {
         let profile = fwk.profile_name().to_string();
         let key = assumed.key().to_string();
         let mut status = Status::success();
-        if let Some(timeout) = wait {
-            let uid = assumed.uid().to_string();
-            let rx = self.waiting.register(&uid);
-            status = match tokio::time::timeout(timeout, rx).await {
-                Ok(Ok(Ok(()))) => Status::success(),
-                Ok(Ok(Err(msg))) => Status::new(kubesched_framework::Code::Unschedulable, msg),
-                Ok(Err(_)) => Status::error("waiting pod dropped"),
-                Err(_) => {
-                    self.waiting.take(&uid);
-                    Status::new(
-                        kubesched_framework::Code::Unschedulable,
-                        format!("rejected due to timeout after waiting {timeout:?} at plugin"),
-                    )
-                }
-            };
+        // Whether the wait at Permit (rather than PreBind or Bind) failed.
+        let mut at_permit = false;
+        if let Some(decision) = wait {
+            status = self.wait_on_permit(assumed.uid(), decision).await;
+            at_permit = !status.is_success();
         }
         // Whether PreBind (rather than Permit or Bind) failed.
         let mut at_pre_bind = false;
@@ -358,8 +388,16 @@ impl Shared {
                 fwk2.run_reserve_plugins_unreserve(&mut state, &assumed2, &node2);
             })
             .await;
+            // Unreserve may have rejected pods waiting with this one (a gang's).
+            self.waiting.deliver();
         }
-        let message = if at_pre_bind && status.is_rejected() {
+        let message = if at_permit && status.is_rejected() {
+            // bindingCycle reports a pod rejected while it waited as a FitError over
+            // its node.
+            FitError::on_chosen_node(host, status.clone()).to_string()
+        } else if at_permit {
+            format!("waiting on permit for pod: {}", status.message())
+        } else if at_pre_bind && status.is_rejected() {
             status.message()
         } else if at_pre_bind {
             // kube-scheduler's RunPreBindPlugins wraps a plugin's error so.
@@ -528,7 +566,11 @@ impl Shared {
         let ns = victim.metadata.namespace.as_deref().unwrap_or("default");
         let name = victim.metadata.name.as_deref().unwrap_or("");
         let uid = victim.metadata.uid.as_deref().unwrap_or("");
-        let waiting = self.waiting.reject(uid, "preempted");
+        // As kube-scheduler's preemption rejects a victim waiting at Permit, in the
+        // name of the PostFilter plugin that chose it.
+        let waiting = self
+            .waiting
+            .reject_by(uid, "DefaultPreemption", "preempted");
         if !waiting {
             let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
             let patch = serde_json::json!({
