@@ -176,8 +176,10 @@ fn gang_gates_follow_kube_schedulers_dependencies() {
             &file,
             "--feature-gates",
             "GenericWorkload=true",
+            "--kubernetes-version",
+            "1.35",
         ],
-        "--feature-gates GenericWorkload=true: run does not schedule PodGroups yet (no PodGroup cycle, no PodGroupScheduled condition); simulate does (docs/gangs-and-quotas.md)",
+        "--feature-gates GenericWorkload=true: run schedules gangs as kube-scheduler v1.36 does (PodGroups); under --kubernetes-version 1.35 they are v1alpha1 Workloads, which run does not watch; simulate reads them (docs/gangs-and-quotas.md)",
     );
     exits_saying(
         &[

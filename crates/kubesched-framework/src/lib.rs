@@ -55,6 +55,7 @@ pub mod framework;
 // (docs/api-stability.md).
 #[doc(hidden)]
 pub mod incremental;
+pub mod live;
 pub mod node_info;
 pub mod observer;
 pub mod plugin;
@@ -77,6 +78,7 @@ pub use events::{ActionType, ClusterEvent, EventResource, QueueingHints};
 pub use features::{Features, KubernetesVersion};
 pub use fill::NoFill;
 pub use framework::{Framework, FrameworkError, NominatedPods, ScoreTable};
+pub use live::LiveObjects;
 pub use node_info::{BaseResources, HostPortInfo, ImageStateSummary, NodeCounts, NodeInfo};
 pub use observer::{PluginObserver, RecordPluginMetrics};
 pub use plugin::*;
@@ -88,6 +90,7 @@ pub use registry::{Handle, PluginError, PluginFactory, PodBinder, Registry};
 pub use schedule::{
     Diagnosis, FitError, HostSelection, NodeSearch, Outcome, PodGroupCondition, PodGroupCycle,
     ScheduleError, ScheduleResult, Scheduler, SchedulerError, SchedulerOptions,
+    mixed_schedulers_message, other_pod_failed_message, pod_group_unschedulable_message,
 };
 pub use snapshot::{ChangeMark, ClusterObjects, CustomObject, Snapshot, SnapshotError};
 pub use status::{Code, Reason, Status};

@@ -41,6 +41,11 @@ pub struct Handle {
     /// pod, pending or bound, for plugins that list them outside a cycle (a sibling
     /// crate's QueueSort or Permit); `None` where nothing provides them.
     pub objects: Option<Arc<crate::snapshot::ClusterObjects>>,
+    /// The objects as a running scheduler keeps them, replaced as its watches see
+    /// changes (see [`LiveObjects`](crate::LiveObjects)); `None` in a simulation, where
+    /// [`Handle::objects`] is the whole cluster. Where set, it is what plugins read
+    /// outside a cycle, and `objects` is empty.
+    pub live_objects: Option<Arc<crate::live::LiveObjects>>,
 }
 
 impl fmt::Debug for Handle {
@@ -53,6 +58,7 @@ impl fmt::Debug for Handle {
             .field("features", &self.features)
             .field("waiting_pods", &self.waiting_pods.len())
             .field("objects", &self.objects.is_some())
+            .field("live_objects", &self.live_objects.is_some())
             .finish()
     }
 }

@@ -24,7 +24,10 @@ mod filtering;
 mod pod_group;
 mod selection;
 
-pub use pod_group::{PodGroupCondition, PodGroupCycle};
+pub use pod_group::{
+    PodGroupCondition, PodGroupCycle, mixed_schedulers_message, other_pod_failed_message,
+    pod_group_unschedulable_message,
+};
 
 use selection::sorted_other_nodes;
 

@@ -265,6 +265,13 @@ impl Runtime {
         };
         let features = Features::with_gates(version, self.feature_gates.iter().map(String::as_str))
             .map_err(|e| RuntimeError::Features(format!("--feature-gates: {e}")))?;
+        // v1.35's gangs are Workloads that the runtime does not watch: its
+        // GangScheduling would hold every gang pod for want of its Workload.
+        if features.generic_workload() && version < KubernetesVersion::V1_36 {
+            return Err(RuntimeError::Features(format!(
+                "--feature-gates GenericWorkload=true: run schedules gangs as kube-scheduler v1.36 does (PodGroups); under v{version} they are v1alpha1 Workloads, which run does not watch ({why}); simulate reads them"
+            )));
+        }
         tracing::info!("{} ({why})", features.describe());
         Ok(features)
     }
@@ -291,12 +298,15 @@ impl Runtime {
         let writer = Arc::new(writer::ApiWriter::new(self.client.clone(), rt.clone()));
         let dra = Arc::new(kubesched_framework::DraState::default());
         let batching = features.enabled("OpportunisticBatching");
+        let gangs = features.generic_workload();
+        let live = Arc::new(kubesched_framework::LiveObjects::default());
         let handle = Handle {
             profile_name: String::new(),
             binder: Some(binder),
             dra: Some(dra.clone()),
             writer: Some(writer.clone()),
             features,
+            live_objects: Some(live.clone()),
             ..Handle::default()
         };
         let profiles = self
@@ -333,6 +343,8 @@ impl Runtime {
             self.assumed_pod_ttl,
             self.plugin_metrics_sample_percent,
             dra,
+            live,
+            gangs,
         );
         writer.attach(&shared);
         let (stop_tx, stop_rx) = tokio_watch::channel(false);
@@ -418,6 +430,9 @@ impl Runtime {
                 ResourceSlice,
                 ResourceClaim
             );
+        }
+        if gangs {
+            watch_objects!(runtime::PodGroupObject);
         }
         let _ = nodes_rx.await;
         let _ = pods_rx.await;

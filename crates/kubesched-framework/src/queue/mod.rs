@@ -416,6 +416,12 @@ impl SchedulingQueue {
         self.flush();
         let mut p = self.pop_active()?;
         self.scheduling_cycle += 1;
+        self.start_flight(&mut p);
+        Some(p)
+    }
+
+    /// Counts `p`'s attempt and puts it in flight in the current scheduling cycle.
+    fn start_flight(&mut self, p: &mut QueuedPod) {
         p.info.attempts += 1;
         p.scheduling_cycle = self.scheduling_cycle;
         self.in_flight.insert(
@@ -426,7 +432,42 @@ impl SchedulingQueue {
                 updated: false,
             },
         );
+    }
+
+    /// Takes the pod with this key out of the queue wherever it waits (active,
+    /// backoff or unschedulable; not gated), in flight in the current scheduling cycle
+    /// as if popped with it: kube-scheduler's `PopSpecificPod`, by which a PodGroup
+    /// cycle gathers the group's other pending pods. `None` when it is not there.
+    pub fn pop_specific(&mut self, key: &str) -> Option<QueuedPod> {
+        let mut p = if let Some(i) = self.active.iter().position(|p| p.key() == key) {
+            let p = self.active.swap_remove(i);
+            self.heapify();
+            p
+        } else if let Some(p) = self.backoff.remove(key) {
+            p
+        } else {
+            self.unschedulable.remove(key)?
+        };
+        self.start_flight(&mut p);
         Some(p)
+    }
+
+    /// Moves the gated pods `eligible` accepts back to be checked against their
+    /// PreEnqueue plugins again, after `event` that may let them in (a gang's PodGroup
+    /// created, its quorum's last pod added).
+    pub fn move_gated_if(&mut self, event: ClusterEvent, eligible: impl Fn(&QueuedPod) -> bool) {
+        let moving: Vec<String> = self
+            .gated
+            .iter()
+            .filter(|(_, p)| eligible(p))
+            .map(|(k, _)| k.clone())
+            .collect();
+        let label = event.label();
+        for k in moving {
+            if let Some(p) = self.gated.remove(&k) {
+                self.requeue(p, &label);
+            }
+        }
     }
 
     /// The pod is done (bound, or dropped): it leaves the in-flight set.

@@ -435,6 +435,31 @@ fn gated_pod_moves_when_updated() {
 }
 
 #[test]
+fn a_pod_group_cycle_pops_the_group_s_pods_and_moves_its_gated_ones() {
+    let (mut q, _) = queue();
+    q.add(pod("a", 0));
+    q.add(pod("b", 5));
+    q.add(pod("g", 0));
+    let g = q.pop().unwrap();
+    assert_eq!(g.info.pod_info.name(), "b");
+    let g = {
+        let mut g = g;
+        g.info.attempts = 0;
+        g
+    };
+    q.add_gated(g);
+    let a = q.pop_specific("default/a").expect("a is active");
+    assert_eq!(a.info.attempts, 1);
+    assert!(q.is_in_flight("default/a"));
+    assert!(q.pop_specific("default/a").is_none(), "popped once");
+    assert!(q.pop_specific("default/b").is_none(), "gated pods stay");
+    q.move_gated_if(ClusterEvent::UNSCHEDULABLE_POD_ADD, |p| {
+        p.key() == "default/b"
+    });
+    assert_eq!(names(&mut q), ["b", "g"]);
+}
+
+#[test]
 fn incoming_hook_counts_events() {
     let (mut q, clock) = hinted_queue();
     let seen = Arc::new(Mutex::new(Vec::new()));

@@ -39,6 +39,35 @@ pub struct PodGroupCondition {
     pub message: String,
 }
 
+impl PodGroupCondition {
+    /// `True`, `Scheduled`: the group was placed.
+    pub fn scheduled() -> PodGroupCondition {
+        PodGroupCondition {
+            status: true,
+            reason: "Scheduled".into(),
+            message: String::new(),
+        }
+    }
+
+    /// `False`, `Unschedulable`, `pod group is unschedulable`.
+    pub fn unschedulable() -> PodGroupCondition {
+        PodGroupCondition {
+            status: false,
+            reason: "Unschedulable".into(),
+            message: POD_GROUP_UNSCHEDULABLE.into(),
+        }
+    }
+
+    /// `False`, `SchedulerError`, with the error's message.
+    pub fn scheduler_error(message: &str) -> PodGroupCondition {
+        PodGroupCondition {
+            status: false,
+            reason: "SchedulerError".into(),
+            message: message.to_string(),
+        }
+    }
+}
+
 /// What one PodGroup scheduling cycle did.
 #[derive(Debug, Default)]
 pub struct PodGroupCycle {
@@ -109,11 +138,7 @@ impl Scheduler {
             .iter()
             .find(|p| p.scheduler_name() != queued[0].scheduler_name())
         {
-            let message = format!(
-                "all pods in a single pod group should have the same .spec.schedulerName set, got: {:?} and {:?}",
-                other.scheduler_name(),
-                queued[0].scheduler_name()
-            );
+            let message = mixed_schedulers_message(other, &queued[0]);
             for pod in queued {
                 let error = ScheduleError::Internal(Status::error(message.clone()));
                 cycle.decide(
@@ -135,7 +160,7 @@ impl Scheduler {
                     ScheduleError::Internal(_) | ScheduleError::FailedAfterFilter { .. }
                 )
             {
-                let message = format!("failed to schedule other pod from a pod group: {}", error);
+                let message = other_pod_failed_message(error);
                 cycle.decide(pod.clone(), outcome);
                 self.fail_group(&mut cycle, &queued[i + 1..], &message);
                 return cycle;
@@ -159,17 +184,9 @@ impl Scheduler {
             self.reject_waiting(&mut cycle, group_message);
         }
         cycle.condition = Some(if placed {
-            PodGroupCondition {
-                status: true,
-                reason: "Scheduled".into(),
-                message: String::new(),
-            }
+            PodGroupCondition::scheduled()
         } else {
-            PodGroupCondition {
-                status: false,
-                reason: "Unschedulable".into(),
-                message: POD_GROUP_UNSCHEDULABLE.into(),
-            }
+            PodGroupCondition::unschedulable()
         });
         cycle
     }
@@ -191,11 +208,7 @@ impl Scheduler {
                 },
             );
         }
-        cycle.condition = Some(PodGroupCondition {
-            status: false,
-            reason: "SchedulerError".into(),
-            message: message.to_string(),
-        });
+        cycle.condition = Some(PodGroupCondition::scheduler_error(message));
     }
 
     /// The group is not placed: each of its pods still waiting at Permit is
@@ -222,7 +235,14 @@ impl Scheduler {
 /// `pod group is unschedulable, <Permit's Wait message>`, the Wait message as v1.36's
 /// RunPermitPlugins words it.
 fn group_message(parked: &Parked) -> String {
-    let reasons = parked.wait.reasons();
+    pod_group_unschedulable_message(&parked.wait)
+}
+
+/// What kube-scheduler v1.36 reports for a pod of a PodGroup cycle that found a node
+/// and waited at Permit with `wait` when the group is not placed: `pod group is
+/// unschedulable, ` and the Wait status' reasons as its RunPermitPlugins words them.
+pub fn pod_group_unschedulable_message(wait: &Status) -> String {
+    let reasons = wait.reasons();
     let mut parts = vec![POD_GROUP_UNSCHEDULABLE.to_string()];
     parts.extend(
         reasons[..reasons.len().saturating_sub(1)]
@@ -232,4 +252,19 @@ fn group_message(parked: &Parked) -> String {
     parts.push(WAIT_REASON.into());
     let status = Status::with_reasons(Code::Unschedulable, parts);
     status.message()
+}
+
+/// `frameworkForPodGroup`'s error for a group whose pods name two schedulers.
+pub fn mixed_schedulers_message(other: &PodInfo, first: &PodInfo) -> String {
+    format!(
+        "all pods in a single pod group should have the same .spec.schedulerName set, got: {:?} and {:?}",
+        other.scheduler_name(),
+        first.scheduler_name()
+    )
+}
+
+/// `podGroupSchedulingDefaultAlgorithm`'s error when a pod of the group failed with
+/// an error (not a rejection).
+pub fn other_pod_failed_message(error: &impl std::fmt::Display) -> String {
+    format!("failed to schedule other pod from a pod group: {error}")
 }

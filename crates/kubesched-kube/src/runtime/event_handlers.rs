@@ -114,6 +114,7 @@ impl Shared {
             "UnschedulablePodDelete"
         };
         inner.queue.delete(key);
+        self.group_pod_deleted(&mut inner, key);
         if let Some(p) = inner.pending.remove(key)
             && let Some(uid) = p.metadata.uid.as_deref()
             && inner.sched.nominated_pods_mut().remove(uid).is_some()
@@ -174,6 +175,7 @@ impl Shared {
         // A pod we assumed arrives bound: to kube-scheduler's informer it is new to the
         // assigned pods (an add), as a pod bound by another scheduler.
         let known_bound = inner.pods.contains_key(&key) && !inner.assumed.contains_key(&key);
+        self.group_pod_changed(&mut inner, &info);
         let label = match (info.node_name().is_some(), known_bound) {
             (true, true) => "AssignedPodUpdate",
             (true, false) => "AssignedPodAdd",

@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kubesched_framework::{
-    DraState, PodInfo, QueueOptions, QueueingHints, Scheduler, SchedulingQueue, SystemClock,
+    DraState, LiveObjects, PodInfo, QueueOptions, QueueingHints, Scheduler, SchedulingQueue,
+    SystemClock,
 };
 
 use crate::events::Recorder;
@@ -26,11 +27,13 @@ use crate::watch::ObjectCache;
 
 mod binder;
 mod event_handlers;
+mod pod_groups;
 mod schedule_one;
 mod waiting_pods;
 
 pub use binder::ApiBinder;
 pub(crate) use binder::Unanswered;
+pub(crate) use pod_groups::PodGroupObject;
 pub use waiting_pods::WaitingPods;
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -60,6 +63,8 @@ pub(crate) struct Inner {
     pub(crate) storage: StorageCache,
     /// DeviceClasses and ResourceSlices (the DRA catalog's sources).
     pub(crate) dra_cache: DraCache,
+    /// PodGroups and the pods that name one (with the `GenericWorkload` gate).
+    groups: pod_groups::GroupObjects,
     dirty: bool,
 }
 
@@ -88,6 +93,11 @@ pub(crate) struct Shared {
     /// The share of cycles whose plugin calls are timed, in percent.
     sample_percent: u64,
     cycles: AtomicU64,
+    /// What plugins read outside a cycle (GangScheduling's PodGroups and pods).
+    live: Arc<LiveObjects>,
+    /// The `GenericWorkload` gate: PodGroups are watched and scheduled in PodGroup
+    /// cycles.
+    gangs: bool,
 }
 
 fn terminal(pod: &Pod) -> bool {
@@ -119,6 +129,8 @@ impl Shared {
         assumed_ttl: Duration,
         sample_percent: u8,
         dra: Arc<DraState>,
+        live: Arc<LiveObjects>,
+        gangs: bool,
     ) -> Arc<Shared> {
         let fwk = sched.profiles()[0].clone();
         let waiting = Arc::new(WaitingPods::new(fwk.waiting_pods().clone()));
@@ -145,6 +157,7 @@ impl Shared {
                 objects: ObjectCache::default(),
                 storage: StorageCache::default(),
                 dra_cache: DraCache::default(),
+                groups: pod_groups::GroupObjects::default(),
                 dirty: true,
             }),
             wake: Condvar::new(),
@@ -163,6 +176,8 @@ impl Shared {
             profiles,
             sample_percent: u64::from(sample_percent),
             cycles: AtomicU64::new(0),
+            live,
+            gangs,
         });
         // The queue's gauges are read when /metrics is scraped: counting them on every
         // event would walk the unschedulable pods each time.

@@ -24,6 +24,35 @@ use crate::metrics::AttemptResult;
 
 use super::{Assumed, Inner, Shared, lock};
 
+/// How one pod's scheduling cycle ended ([`Shared::attempt`]).
+pub(super) enum Attempt {
+    /// No profile of ours schedules it.
+    NotOurs,
+    /// A PreEnqueue plugin keeps it out.
+    Gated,
+    /// It failed (reported, and back in the queue); `error` is the message when it
+    /// failed with an error rather than a rejection.
+    Failed { error: Option<String> },
+    /// It passed Permit, or waits there: its binding cycle is next.
+    Bind(Box<BindingJob>),
+}
+
+/// A pod assumed on its node after Permit, and what its binding cycle needs.
+pub(super) struct BindingJob {
+    pub(super) fwk: Arc<Framework>,
+    pub(super) state: CycleState,
+    pub(super) assumed: Arc<PodInfo>,
+    pub(super) node: String,
+    /// The node's index in the snapshot.
+    pub(super) host: usize,
+    pub(super) qp: QueuedPod,
+    /// Where its decision comes, when Permit made it wait.
+    pub(super) wait: Option<oneshot::Receiver<Status>>,
+    /// Permit's Wait status, when it waits.
+    pub(super) wait_status: Option<Status>,
+    pub(super) start: Instant,
+}
+
 impl Shared {
     /// Runs scheduling cycles until stopping, on the calling (dedicated) thread.
     pub(crate) fn scheduling_loop(self: &Arc<Self>) {
@@ -104,7 +133,7 @@ impl Shared {
         }
     }
 
-    fn forget(inner: &mut Inner, key: &str) {
+    pub(super) fn forget(inner: &mut Inner, key: &str) {
         if let Some(a) = inner.assumed.remove(key) {
             inner.pods.remove(key);
             inner.sched.snapshot_mut().remove_pod(&a.node, key);
@@ -112,18 +141,35 @@ impl Shared {
     }
 
     fn schedule_one(self: &Arc<Self>, inner: &mut Inner, qp: QueuedPod) {
+        if self.in_pod_group(&qp) {
+            self.schedule_pod_group(inner, qp);
+        } else if let Attempt::Bind(job) = self.attempt(inner, qp, true) {
+            self.spawn_binding(job);
+        }
+    }
+
+    /// One pod's scheduling cycle, up to Permit: a failure is reported and the pod
+    /// requeued here; a pod that passed Permit (or waits there) is returned assumed,
+    /// for its binding cycle. Without `evict`, a PostFilter nomination is neither
+    /// acted on nor recorded (a PodGroup cycle's pods: see `pod_groups`).
+    pub(super) fn attempt(
+        self: &Arc<Self>,
+        inner: &mut Inner,
+        qp: QueuedPod,
+        evict: bool,
+    ) -> Attempt {
         let pod = qp.info.pod_info.clone();
         let key = pod.key().to_string();
         let Some(index) = inner.sched.profile_index(pod.scheduler_name()) else {
             inner.queue.done(&key);
-            return;
+            return Attempt::NotOurs;
         };
         let fwk: Arc<Framework> = inner.sched.profiles()[index].clone();
         let profile = fwk.profile_name().to_string();
         let gate = fwk.run_pre_enqueue_plugins(&pod);
         if !gate.is_success() {
             inner.queue.add_gated(qp);
-            return;
+            return Attempt::Gated;
         }
         let start = Instant::now();
         let mut state = CycleState::new();
@@ -163,6 +209,11 @@ impl Shared {
                 let took = start.elapsed();
                 self.metrics.algorithm(took);
                 let message = error.to_string();
+                let failed_with_error = matches!(
+                    error,
+                    ScheduleError::Internal(_) | ScheduleError::FailedAfterFilter { .. }
+                )
+                .then(|| message.clone());
                 match &error {
                     ScheduleError::Unfit(fit) => {
                         self.metrics
@@ -181,7 +232,7 @@ impl Shared {
                     }
                 }
                 tracing::info!(pod = %key, profile = %profile, %message, "unable to schedule pod; waiting");
-                let nominated_node = match nomination {
+                let nominated_node = match nomination.filter(|_| evict) {
                     Some((node, victims)) => {
                         self.preempt(inner, &pod, &profile, &node, &victims);
                         Some(node)
@@ -189,7 +240,9 @@ impl Shared {
                     None => None,
                 };
                 self.report_failure(pod.pod_arc().clone(), profile, message, nominated_node);
-                return;
+                return Attempt::Failed {
+                    error: failed_with_error,
+                };
             }
         };
         self.metrics.algorithm(start.elapsed());
@@ -215,8 +268,7 @@ impl Shared {
         if !s.is_success() {
             fwk.run_reserve_plugins_unreserve(&mut state, &assumed, &node);
             Self::forget(inner, &key);
-            self.fail_after_assume(inner, qp, &profile, s, result.suggested_host, start);
-            return;
+            return self.fail_after_assume(inner, qp, &profile, s, result.suggested_host, start);
         }
         let (s, waits) = fwk.run_permit_plugins_waits(&mut state, &assumed, &node);
         if !s.is_success() && !s.is_wait() {
@@ -224,8 +276,7 @@ impl Shared {
             Self::forget(inner, &key);
             // Unreserve may have rejected pods waiting for this one (a gang's).
             self.waiting.deliver();
-            self.fail_after_assume(inner, qp, &profile, s, result.suggested_host, start);
-            return;
+            return self.fail_after_assume(inner, qp, &profile, s, result.suggested_host, start);
         }
         // A pod that waits stays assumed (its reservation holds) while its binding task
         // waits for the decision; this Permit may also have allowed pods that waited
@@ -234,17 +285,45 @@ impl Shared {
             .is_wait()
             .then(|| self.waiting.park(assumed.clone(), &node, waits));
         self.waiting.deliver();
+        Attempt::Bind(Box::new(BindingJob {
+            fwk,
+            state,
+            assumed,
+            node,
+            host: result.suggested_host,
+            qp,
+            wait_status: wait.is_some().then_some(s),
+            wait,
+            start,
+        }))
+    }
+
+    /// Starts the binding cycle of a pod that passed (or waits at) Permit, as a task.
+    pub(super) fn spawn_binding(self: &Arc<Self>, job: Box<BindingJob>) {
+        let BindingJob {
+            fwk,
+            state,
+            assumed,
+            node,
+            host,
+            qp,
+            wait,
+            start,
+            ..
+        } = *job;
         let me = self.clone();
         let metrics = self.metrics.clone();
         metrics.binding_tasks(1);
         self.rt.spawn(async move {
-            let host = result.suggested_host;
             me.binding_cycle(fwk, state, assumed, (node, host), qp, wait, start)
                 .await;
             metrics.binding_tasks(-1);
         });
     }
 
+    /// A pod that Reserve or Permit turned down in its scheduling cycle (already
+    /// unreserved and forgotten): reported as kube-scheduler's `schedulingCycle` does,
+    /// a rejection as a FitError over the chosen node.
     fn fail_after_assume(
         self: &Arc<Self>,
         inner: &mut Inner,
@@ -253,12 +332,28 @@ impl Shared {
         status: Status,
         host: usize,
         start: Instant,
-    ) {
+    ) -> Attempt {
         let message = if status.is_rejected() {
             FitError::on_chosen_node(host, status.clone()).to_string()
         } else {
             status.message()
         };
+        let error = (!status.is_rejected()).then(|| message.clone());
+        self.requeue_and_report(inner, qp, profile, &status, message, start);
+        Attempt::Failed { error }
+    }
+
+    /// Puts a pod that failed after it was popped back in the queue (unschedulable
+    /// when `status` is a rejection, else to backoff) and reports `message`.
+    pub(super) fn requeue_and_report(
+        self: &Arc<Self>,
+        inner: &mut Inner,
+        qp: QueuedPod,
+        profile: &str,
+        status: &Status,
+        message: String,
+        start: Instant,
+    ) {
         let key = qp.key().to_string();
         if status.is_rejected() {
             self.metrics

@@ -23,7 +23,8 @@
 //! them, nothing reads them.
 //!
 //! Floor: `kubesched-framework`; PodGroups and the pod list come from
-//! [`Handle::objects`].
+//! [`Handle::objects`] in a simulation, and from [`Handle::live_objects`] in a running
+//! scheduler, where the plugin derives its view again whenever they change.
 
 pub mod api;
 pub mod v1_35;
@@ -35,8 +36,8 @@ use std::time::Duration;
 
 use kubesched_framework::waiting::WaitingPods;
 use kubesched_framework::{
-    Code, CycleState, Handle, PermitPlugin, Plugin, PluginError, PodInfo, PreEnqueuePlugin, Status,
-    extension_points,
+    ClusterObjects, Code, CycleState, Handle, LiveObjects, PermitPlugin, Plugin, PluginError,
+    PodInfo, PreEnqueuePlugin, Status, extension_points,
 };
 
 use api::PodGroup;
@@ -65,17 +66,23 @@ pub fn pod_group_name(pod: &PodInfo) -> Option<&str> {
 /// The PodGroups of `handle.objects`, by `namespace/name`; an object that does not
 /// decode is an error naming it.
 pub fn pod_groups(handle: &Handle) -> Result<HashMap<String, Arc<PodGroup>>, PluginError> {
+    match &handle.objects {
+        Some(objects) => pod_groups_of(objects),
+        None => Ok(HashMap::new()),
+    }
+}
+
+/// The v1alpha2 PodGroups among `objects`, by `namespace/name`.
+fn pod_groups_of(objects: &ClusterObjects) -> Result<HashMap<String, Arc<PodGroup>>, PluginError> {
     let mut groups = HashMap::new();
-    if let Some(objects) = &handle.objects {
-        for o in objects.custom_of(api::GROUP, "PodGroup") {
-            if o.api_version != api::API_VERSION {
-                continue;
-            }
-            let mut group: PodGroup = serde_json::from_value(o.value.clone())
-                .map_err(|e| PluginError::new(format!("PodGroup {}: {e}", o.name)))?;
-            group.metadata.namespace = o.namespace.clone();
-            groups.insert(group.full_name(), Arc::new(group));
+    for o in objects.custom_of(api::GROUP, "PodGroup") {
+        if o.api_version != api::API_VERSION {
+            continue;
         }
+        let mut group: PodGroup = serde_json::from_value(o.value.clone())
+            .map_err(|e| PluginError::new(format!("PodGroup {}: {e}", o.name)))?;
+        group.metadata.namespace = o.namespace.clone();
+        groups.insert(group.full_name(), Arc::new(group));
     }
     Ok(groups)
 }
@@ -83,14 +90,54 @@ pub fn pod_groups(handle: &Handle) -> Result<HashMap<String, Arc<PodGroup>>, Plu
 /// The plugin.
 pub struct GangScheduling {
     waiting: Arc<WaitingPods>,
-    /// PodGroups by `namespace/name`.
-    groups: HashMap<String, Arc<PodGroup>>,
-    /// How many pods name each group (`PodGroupState.AllPodsCount`).
-    all_pods: HashMap<String, usize>,
+    /// Where a running scheduler keeps the PodGroups and pods as they change; `None`
+    /// in a simulation, whose objects `view` holds from the start.
+    live: Option<Arc<LiveObjects>>,
+    /// The PodGroups and how many pods name each.
+    view: Mutex<GroupView>,
     /// The pods of each group bound, or allowed at Permit, by uid.
     scheduled: Mutex<HashMap<String, HashSet<String>>>,
     /// The pods of each group this plugin made wait and has not allowed yet.
     made_to_wait: Mutex<HashMap<String, MadeToWait>>,
+}
+
+/// What the plugin derives from the objects, at one generation of them.
+#[derive(Debug, Default)]
+struct GroupView {
+    /// The [`LiveObjects`] generation it was derived at.
+    generation: u64,
+    /// PodGroups by `namespace/name`.
+    groups: HashMap<String, Arc<PodGroup>>,
+    /// How many pods name each group (`PodGroupState.AllPodsCount`).
+    all_pods: HashMap<String, usize>,
+}
+
+impl GroupView {
+    /// Derives the view of `objects`, adding the group pods bound there to
+    /// `scheduled`.
+    fn of(
+        objects: &ClusterObjects,
+        generation: u64,
+        scheduled: &mut HashMap<String, HashSet<String>>,
+    ) -> Result<GroupView, PluginError> {
+        let groups = pod_groups_of(objects)?;
+        let mut all_pods: HashMap<String, usize> = HashMap::new();
+        for pod in &objects.pods {
+            let Some(key) = group_key(pod) else { continue };
+            if pod.node_name().is_some() {
+                scheduled
+                    .entry(key.clone())
+                    .or_default()
+                    .insert(pod.uid().to_string());
+            }
+            *all_pods.entry(key).or_default() += 1;
+        }
+        Ok(GroupView {
+            generation,
+            groups,
+            all_pods,
+        })
+    }
 }
 
 /// The pods of one gang that Permit answered `Wait`, kept so that each Permit counts
@@ -130,7 +177,8 @@ impl MadeToWait {
 impl std::fmt::Debug for GangScheduling {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GangScheduling")
-            .field("groups", &self.groups.len())
+            .field("groups", &self.view().groups.len())
+            .field("live", &self.live.is_some())
             .finish()
     }
 }
@@ -156,27 +204,22 @@ fn same_group(other: &PodInfo, pod: &PodInfo, name: &str) -> bool {
 }
 
 impl GangScheduling {
-    /// The plugin over `handle`'s objects.
+    /// The plugin over `handle`'s objects: its live objects in a running scheduler,
+    /// else the simulation's.
     pub fn new(handle: &Handle) -> Result<GangScheduling, PluginError> {
-        let groups = pod_groups(handle)?;
-        let mut all_pods: HashMap<String, usize> = HashMap::new();
-        let mut scheduled: HashMap<String, HashSet<String>> = HashMap::new();
-        if let Some(objects) = &handle.objects {
-            for pod in &objects.pods {
-                let Some(key) = group_key(pod) else { continue };
-                *all_pods.entry(key.clone()).or_default() += 1;
-                if pod.node_name().is_some() {
-                    scheduled
-                        .entry(key)
-                        .or_default()
-                        .insert(pod.uid().to_string());
-                }
+        let mut scheduled = HashMap::new();
+        let view = match (&handle.live_objects, &handle.objects) {
+            (Some(live), _) => {
+                let (generation, objects) = live.current();
+                GroupView::of(&objects, generation, &mut scheduled)?
             }
-        }
+            (None, Some(objects)) => GroupView::of(objects, 0, &mut scheduled)?,
+            (None, None) => GroupView::default(),
+        };
         Ok(GangScheduling {
             waiting: handle.waiting_pods.clone(),
-            groups,
-            all_pods,
+            live: handle.live_objects.clone(),
+            view: Mutex::new(view),
             scheduled: Mutex::new(scheduled),
             made_to_wait: Mutex::default(),
         })
@@ -184,6 +227,24 @@ impl GangScheduling {
 
     fn lock(&self) -> MutexGuard<'_, HashMap<String, HashSet<String>>> {
         self.scheduled.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The view, derived again first if the live objects changed since. A PodGroup
+    /// that does not decode (the API server validated it, so it should not happen)
+    /// keeps the view as it was.
+    fn view(&self) -> MutexGuard<'_, GroupView> {
+        let mut view = self.view.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(live) = &self.live
+            && live.generation() != view.generation
+        {
+            let (generation, objects) = live.current();
+            let mut scheduled = self.lock();
+            match GroupView::of(&objects, generation, &mut scheduled) {
+                Ok(fresh) => *view = fresh,
+                Err(_) => view.generation = generation,
+            }
+        }
+        view
     }
 }
 
@@ -200,7 +261,8 @@ impl PreEnqueuePlugin for GangScheduling {
         let (Some(name), Some(key)) = (pod_group_name(pod), group_key(pod)) else {
             return Status::success();
         };
-        let Some(group) = self.groups.get(&key) else {
+        let view = self.view();
+        let Some(group) = view.groups.get(&key) else {
             return Status::new(
                 Code::UnschedulableAndUnresolvable,
                 format!("waiting for pods's pod group {name:?} to appear in scheduling queue"),
@@ -209,7 +271,7 @@ impl PreEnqueuePlugin for GangScheduling {
         let Some(min_count) = group.spec.scheduling_policy.gang_min_count() else {
             return Status::success();
         };
-        let all = self.all_pods.get(&key).copied().unwrap_or(0);
+        let all = view.all_pods.get(&key).copied().unwrap_or(0);
         if (all as i64) < i64::from(min_count) {
             return Status::new(Code::UnschedulableAndUnresolvable, QUORUM_MESSAGE);
         }
@@ -224,15 +286,18 @@ impl PermitPlugin for GangScheduling {
         let (Some(name), Some(key)) = (pod_group_name(pod), group_key(pod)) else {
             return (Status::success(), Duration::ZERO);
         };
-        let Some(group) = self.groups.get(&key) else {
-            return (
-                Status::error(format!(
-                    "failed to get podGroup {key}: podgroup.scheduling.k8s.io {name:?} not found"
-                )),
-                Duration::ZERO,
-            );
-        };
-        let Some(min_count) = group.spec.scheduling_policy.gang_min_count() else {
+        let Some(min_count) = ({
+            let view = self.view();
+            let Some(group) = view.groups.get(&key) else {
+                return (
+                    Status::error(format!(
+                        "failed to get podGroup {key}: podgroup.scheduling.k8s.io {name:?} not found"
+                    )),
+                    Duration::ZERO,
+                );
+            };
+            group.spec.scheduling_policy.gang_min_count()
+        }) else {
             return (Status::success(), Duration::ZERO);
         };
         let mut made_to_wait = self.made_to_wait.lock().unwrap_or_else(|e| e.into_inner());

@@ -68,6 +68,44 @@ fn pre_enqueue_waits_for_the_group_and_its_quorum() {
     );
 }
 
+/// In a running scheduler the groups and pods come and go: the plugin follows the
+/// live objects' replacements.
+#[test]
+fn a_running_scheduler_s_plugin_follows_the_live_objects() {
+    let gang = serde_json::json!({"gang": {"minCount": 2}});
+    let first = handle(&[], vec![pod("a-1", "a", None)]);
+    let live = Arc::new(LiveObjects::new(first.objects.clone().unwrap()));
+    let h = Handle {
+        objects: None,
+        live_objects: Some(live.clone()),
+        ..Handle::default()
+    };
+    let p = GangScheduling::new(&h).unwrap();
+    let a1 = pod("a-1", "a", None);
+    assert_eq!(
+        p.pre_enqueue(&a1).message(),
+        "waiting for pods's pod group \"a\" to appear in scheduling queue"
+    );
+    // The group appears: one pod of two.
+    live.replace(
+        handle(&[("a", gang.clone())], vec![a1.clone()])
+            .objects
+            .unwrap(),
+    );
+    assert_eq!(p.pre_enqueue(&a1).message(), QUORUM_MESSAGE);
+    // The second pod comes, bound already: the quorum is there, and it counts as
+    // scheduled at Permit.
+    let a2 = pod("a-2", "a", Some("n1"));
+    live.replace(
+        handle(&[("a", gang)], vec![a1.clone(), a2])
+            .objects
+            .unwrap(),
+    );
+    assert!(p.pre_enqueue(&a1).is_success());
+    let (s, _) = p.permit(&mut CycleState::new(), &a1, "n1");
+    assert!(s.is_success(), "{s:?}");
+}
+
 #[test]
 fn permit_waits_until_min_count_pods_are_scheduled() {
     let pods = vec![

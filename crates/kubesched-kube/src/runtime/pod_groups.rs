@@ -1,0 +1,437 @@
+//! kube-scheduler v1.36's gang scheduling in the runtime, with the `GenericWorkload`
+//! gate on: the `scheduling.k8s.io/v1alpha2` PodGroups watched (the runtime goes on
+//! without them, with one warning, where the server does not serve them), the live
+//! objects GangScheduling reads kept in step with them and with the pods that name a
+//! group, and the PodGroup scheduling cycle (`scheduleOnePodGroup`): when the queue
+//! gives a pod that names a PodGroup, the group's other pending pods are taken out of
+//! the queue (`PopSpecificPod`), ordered by priority and first attempt, and attempted
+//! one after the other on one cluster state. The group is placed when some pod's
+//! Permit succeeds (the Permit that reaches the quorum allows the pods waiting for it);
+//! only then do the binding cycles start. Otherwise every pod that found a node is
+//! unreserved and goes back unschedulable with `pod group is unschedulable, ` and its
+//! Permit message. The `PodGroupScheduled` condition is written on the PodGroup.
+//!
+//! Not modelled, as in `simulate`: preemption inside the cycle. A pod of the group that
+//! fits nowhere is reported with PostFilter's message, but nothing is evicted and no
+//! node is nominated for it.
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Instant;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, PostParams};
+use kubesched_framework::queue::QueuedPod;
+use kubesched_framework::{
+    ClusterEvent, ClusterObjects, CustomObject, PodGroupCondition, PodInfo, Status,
+    mixed_schedulers_message, pod_group_unschedulable_message,
+};
+use kubesched_plugins::gang_scheduling::pod_group_name;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::schedule_one::{Attempt, BindingJob};
+use super::{Inner, Shared, lock};
+use crate::watch::Watched;
+
+/// The API group and version of the PodGroups kube-scheduler v1.36 reads.
+const API_VERSION: &str = "scheduling.k8s.io/v1alpha2";
+
+/// A `scheduling.k8s.io/v1alpha2` PodGroup as the API server sends it: its metadata,
+/// and the rest kept as JSON for GangScheduling to decode (k8s-openapi has no type for
+/// this alpha kind).
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+pub(crate) struct PodGroupObject {
+    #[serde(default)]
+    metadata: ObjectMeta,
+    #[serde(flatten)]
+    rest: serde_json::Map<String, Value>,
+}
+
+impl kube::Resource for PodGroupObject {
+    type DynamicType = ();
+    type Scope = k8s_openapi::NamespaceResourceScope;
+
+    fn kind(_: &()) -> Cow<'_, str> {
+        "PodGroup".into()
+    }
+    fn group(_: &()) -> Cow<'_, str> {
+        "scheduling.k8s.io".into()
+    }
+    fn version(_: &()) -> Cow<'_, str> {
+        "v1alpha2".into()
+    }
+    fn plural(_: &()) -> Cow<'_, str> {
+        "podgroups".into()
+    }
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+impl Watched for PodGroupObject {
+    const OPTIONAL: bool = true;
+    fn listed(shared: &Shared, items: Vec<Self>) {
+        shared.pod_groups_listed(items);
+    }
+    fn changed(shared: &Shared, object: Self, deleted: bool) {
+        shared.pod_group_changed(object, deleted);
+    }
+}
+
+impl PodGroupObject {
+    fn key(&self) -> String {
+        format!(
+            "{}/{}",
+            self.metadata.namespace.as_deref().unwrap_or("default"),
+            self.metadata.name.as_deref().unwrap_or("")
+        )
+    }
+
+    /// The object as the framework's plugins read it.
+    fn into_custom(mut self) -> CustomObject {
+        self.metadata.managed_fields = None;
+        let namespace = self.metadata.namespace.clone();
+        let name = self.metadata.name.clone().unwrap_or_default();
+        let value = serde_json::to_value(&self).unwrap_or(Value::Null);
+        CustomObject {
+            api_version: API_VERSION.into(),
+            kind: "PodGroup".into(),
+            namespace,
+            name,
+            value,
+        }
+    }
+}
+
+/// The PodGroups and the pods that name one, as GangScheduling reads them.
+#[derive(Default)]
+pub(crate) struct GroupObjects {
+    pod_groups: BTreeMap<String, Arc<CustomObject>>,
+    /// Pods that name a PodGroup, pending or bound, by key.
+    pods: HashMap<String, Arc<PodInfo>>,
+}
+
+impl GroupObjects {
+    fn build(&self) -> ClusterObjects {
+        ClusterObjects {
+            custom: self.pod_groups.values().cloned().collect(),
+            pods: self.pods.values().cloned().collect(),
+            ..ClusterObjects::default()
+        }
+    }
+}
+
+/// `namespace/name` of the PodGroup `pod` names.
+fn group_key(pod: &PodInfo) -> Option<String> {
+    pod_group_name(pod).map(|g| format!("{}/{g}", pod.namespace()))
+}
+
+impl Shared {
+    /// Hands GangScheduling the PodGroups and group pods as they are now.
+    fn publish_groups(&self, inner: &Inner) {
+        self.live.replace(Arc::new(inner.groups.build()));
+    }
+
+    /// Gated pods of the group `key` are checked against PreEnqueue again.
+    fn ungate_group(inner: &mut Inner, key: &str, event: ClusterEvent) {
+        inner.queue.move_gated_if(event, |p| {
+            group_key(&p.info.pod_info).as_deref() == Some(key)
+        });
+    }
+
+    pub(crate) fn pod_groups_listed(&self, items: Vec<PodGroupObject>) {
+        let mut inner = lock(&self.inner);
+        let keys: Vec<String> = items.iter().map(PodGroupObject::key).collect();
+        inner.groups.pod_groups = items
+            .into_iter()
+            .map(|g| (g.key(), Arc::new(g.into_custom())))
+            .collect();
+        self.publish_groups(&inner);
+        for key in keys {
+            Self::ungate_group(&mut inner, &key, ClusterEvent::WILDCARD);
+        }
+        drop(inner);
+        self.notify();
+    }
+
+    pub(crate) fn pod_group_changed(&self, group: PodGroupObject, deleted: bool) {
+        let key = group.key();
+        let mut inner = lock(&self.inner);
+        if deleted {
+            inner.groups.pod_groups.remove(&key);
+        } else {
+            // A status-only change (the condition this scheduler writes) changes
+            // nothing GangScheduling reads.
+            let custom = group.into_custom();
+            let same_spec = inner
+                .groups
+                .pod_groups
+                .get(&key)
+                .is_some_and(|old| old.value.get("spec") == custom.value.get("spec"));
+            inner
+                .groups
+                .pod_groups
+                .insert(key.clone(), Arc::new(custom));
+            if same_spec {
+                return;
+            }
+        }
+        self.publish_groups(&inner);
+        Self::ungate_group(&mut inner, &key, ClusterEvent::WILDCARD);
+        drop(inner);
+        self.notify();
+    }
+
+    /// A pod that names a PodGroup was added, changed or bound: GangScheduling counts
+    /// it, and the group's gated pods may now have their quorum.
+    pub(crate) fn group_pod_changed(&self, inner: &mut Inner, info: &Arc<PodInfo>) {
+        if !self.gangs {
+            return;
+        }
+        let Some(group) = group_key(info) else {
+            return;
+        };
+        let old = inner
+            .groups
+            .pods
+            .insert(info.key().to_string(), info.clone());
+        let counted_before = old.as_ref().is_some_and(|o| {
+            o.node_name() == info.node_name() && group_key(o).as_deref() == Some(&group)
+        });
+        if counted_before {
+            return;
+        }
+        self.publish_groups(inner);
+        Self::ungate_group(inner, &group, ClusterEvent::UNSCHEDULABLE_POD_ADD);
+    }
+
+    /// A pod left: GangScheduling no longer counts it.
+    pub(crate) fn group_pod_deleted(&self, inner: &mut Inner, key: &str) {
+        if self.gangs && inner.groups.pods.remove(key).is_some() {
+            self.publish_groups(inner);
+        }
+    }
+
+    /// Whether `qp` is scheduled in a PodGroup cycle.
+    pub(crate) fn in_pod_group(&self, qp: &QueuedPod) -> bool {
+        self.gangs && pod_group_name(&qp.info.pod_info).is_some()
+    }
+
+    /// One PodGroup scheduling cycle, from the popped pod `first` (see the module doc).
+    pub(crate) fn schedule_pod_group(self: &Arc<Self>, inner: &mut Inner, first: QueuedPod) {
+        let Some(key) = group_key(&first.info.pod_info) else {
+            return;
+        };
+        let (namespace, name) = {
+            let pod = &first.info.pod_info;
+            (
+                pod.namespace().to_string(),
+                pod_group_name(pod).unwrap_or("").to_string(),
+            )
+        };
+        // The group's other pending pods, as PodGroupState's unscheduled pods.
+        let others: Vec<String> = inner
+            .groups
+            .pods
+            .values()
+            .filter(|p| {
+                p.node_name().is_none()
+                    && p.key() != first.key()
+                    && group_key(p).as_deref() == Some(key.as_str())
+            })
+            .map(|p| p.key().to_string())
+            .collect();
+        let mut queued = vec![first];
+        for k in others {
+            if let Some(qp) = inner.queue.pop_specific(&k) {
+                queued.push(qp);
+            }
+        }
+        // First by priority, then by their first attempt.
+        queued.sort_by(|a, b| {
+            let (pa, pb) = (a.info.pod_info.priority(), b.info.pod_info.priority());
+            pb.cmp(&pa).then(a.initial_attempt.cmp(&b.initial_attempt))
+        });
+        let start = Instant::now();
+        // frameworkForPodGroup: one scheduler name for the group's pods.
+        if let Some(other) = queued
+            .iter()
+            .find(|p| p.info.pod_info.scheduler_name() != queued[0].info.pod_info.scheduler_name())
+        {
+            let message = mixed_schedulers_message(&other.info.pod_info, &queued[0].info.pod_info);
+            for qp in queued {
+                self.fail_unattempted(inner, qp, &message, start);
+            }
+            return;
+        }
+        let mut jobs: Vec<Box<BindingJob>> = Vec::new();
+        let mut placed = false;
+        let mut failure = None;
+        let mut attempted = false;
+        let mut rest = queued.into_iter();
+        for qp in rest.by_ref() {
+            match self.attempt(inner, qp, false) {
+                Attempt::Gated | Attempt::NotOurs => {}
+                Attempt::Failed { error } => {
+                    attempted = true;
+                    if let Some(error) = error {
+                        failure = Some(error);
+                        break;
+                    }
+                }
+                Attempt::Bind(job) => {
+                    attempted = true;
+                    placed |= job.wait.is_none();
+                    jobs.push(job);
+                }
+            }
+        }
+        if !attempted {
+            return;
+        }
+        let condition = if let Some(error) = failure {
+            let message = kubesched_framework::other_pod_failed_message(&error);
+            for job in jobs {
+                self.fail_job(inner, job, &message, start);
+            }
+            for qp in rest {
+                self.fail_unattempted(inner, qp, &message, start);
+            }
+            PodGroupCondition::scheduler_error(&message)
+        } else if placed {
+            for job in jobs {
+                self.spawn_binding(job);
+            }
+            PodGroupCondition::scheduled()
+        } else {
+            for job in jobs {
+                let message = job
+                    .wait_status
+                    .as_ref()
+                    .map(pod_group_unschedulable_message)
+                    .unwrap_or_default();
+                self.fail_job(inner, job, &message, start);
+            }
+            PodGroupCondition::unschedulable()
+        };
+        let me = self.clone();
+        self.rt.spawn(async move {
+            me.write_condition(&namespace, &name, condition).await;
+        });
+    }
+
+    /// A pod of the group that found a node and is not placed: out of the waiting map,
+    /// unreserved, forgotten, back unschedulable with `message`.
+    fn fail_job(
+        self: &Arc<Self>,
+        inner: &mut Inner,
+        job: Box<BindingJob>,
+        message: &str,
+        start: Instant,
+    ) {
+        let BindingJob {
+            fwk,
+            mut state,
+            assumed,
+            node,
+            qp,
+            ..
+        } = *job;
+        self.waiting.reject_by(assumed.uid(), "", message);
+        fwk.run_reserve_plugins_unreserve(&mut state, &assumed, &node);
+        Self::forget(inner, assumed.key());
+        self.waiting.deliver();
+        let status = Status::new(
+            kubesched_framework::Code::Unschedulable,
+            message.to_string(),
+        );
+        let profile = fwk.profile_name().to_string();
+        self.requeue_and_report(inner, qp, &profile, &status, message.to_string(), start);
+    }
+
+    /// A pod of the group that was not attempted: back to the queue with `message`, as
+    /// an error.
+    fn fail_unattempted(
+        self: &Arc<Self>,
+        inner: &mut Inner,
+        qp: QueuedPod,
+        message: &str,
+        start: Instant,
+    ) {
+        let profile = qp.info.pod_info.scheduler_name().to_string();
+        let status = Status::error(message.to_string());
+        self.requeue_and_report(inner, qp, &profile, &status, message.to_string(), start);
+    }
+
+    /// Writes the `PodGroupScheduled` condition on the PodGroup's status (read, then
+    /// replaced, so that the other conditions stay; retried once on a conflict), unless
+    /// it is True already. The transition time moves only when the status does, as
+    /// `apimeta.SetStatusCondition`.
+    async fn write_condition(&self, namespace: &str, name: &str, condition: PodGroupCondition) {
+        let api: Api<PodGroupObject> = Api::namespaced(self.client.clone(), namespace);
+        for _ in 0..2 {
+            let Ok(mut group) = api.get_status(name).await else {
+                return;
+            };
+            let status = group
+                .rest
+                .entry("status")
+                .or_insert_with(|| Value::Object(Default::default()));
+            if !status.is_object() {
+                *status = Value::Object(Default::default());
+            }
+            let conditions = status.as_object_mut().and_then(|s| {
+                s.entry("conditions")
+                    .or_insert_with(|| Value::Array(Vec::new()))
+                    .as_array_mut()
+            });
+            let Some(conditions) = conditions else { return };
+            let wanted = if condition.status { "True" } else { "False" };
+            let now = serde_json::to_value(Time(Timestamp::now())).unwrap_or(Value::Null);
+            let observed = group.metadata.generation;
+            match conditions
+                .iter_mut()
+                .find(|c| c["type"] == "PodGroupScheduled")
+            {
+                // The condition reports the group's first placement: once True, a later
+                // cycle of a straggler that does not fit leaves it (the PodGroup API's
+                // documentation: it reflects the initial decision only).
+                Some(c) if c["status"] == "True" => return,
+                Some(c) => {
+                    if c["status"] != wanted {
+                        c["lastTransitionTime"] = now;
+                    }
+                    c["status"] = wanted.into();
+                    c["reason"] = condition.reason.clone().into();
+                    c["message"] = condition.message.clone().into();
+                    c["observedGeneration"] = observed.into();
+                }
+                None => conditions.push(serde_json::json!({
+                    "type": "PodGroupScheduled",
+                    "status": wanted,
+                    "reason": condition.reason,
+                    "message": condition.message,
+                    "lastTransitionTime": now,
+                    "observedGeneration": observed,
+                })),
+            }
+            match api
+                .replace_status(name, &PostParams::default(), &group)
+                .await
+            {
+                Ok(_) => return,
+                Err(kube::Error::Api(e)) if e.code == 409 => continue,
+                Err(e) => {
+                    tracing::info!(podgroup = %format!("{namespace}/{name}"), error = %e, "cannot write the PodGroupScheduled condition");
+                    return;
+                }
+            }
+        }
+    }
+}
