@@ -27,8 +27,19 @@ async fn recording(
         .await;
         (r, out)
     });
-    // The watches start after the lists.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The watches start after the lists, the pods' last.
+    let start = std::time::Instant::now();
+    while !server
+        .requests()
+        .iter()
+        .any(|(_, t)| t.starts_with("/api/v1/pods?") && t.contains("watch=true"))
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "no watch of pods"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     act().await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let _ = stop.send(());
