@@ -109,9 +109,9 @@ pub async fn record(
     let start = Instant::now();
     let (tx, mut rx) = mpsc::channel::<Change>(1024);
     let mut recorded = Recorded::default();
-    // Nodes and namespaces first, pods last: what pods refer to is there before them.
+    // Nodes and namespaces first, pods last: what pods refer to (the gang and quota
+    // objects too) is there before them.
     let r = &mut recorded;
-    // The gang and quota objects come before the pods that name them.
     let mut kinds = vec![
         start_typed::<Node>(client, &tx, out, r, false).await?,
         start_typed::<Namespace>(client, &tx, out, r, true).await?,
