@@ -389,17 +389,36 @@ fn optional_dynamic<'a>(
 
 /// The warning for an optional kind whose list was answered 404 or 403.
 fn left_out(kind: &str, api_version: &str, resource: &str, status: &kube::core::Status) -> String {
-    let why = if status.code == 404 {
-        format!("the server does not serve {api_version} {resource}")
-    } else {
-        format!(
-            "not allowed to list {resource} ({api_version}): {}",
-            one_line(&status.message)
-        )
-    };
+    let why = refused_because("list", api_version, resource, status);
     format!(
         "{kind} objects left out: {why}; pods that need them are simulated as if there were none"
     )
+}
+
+/// Why an optional kind is left out, for a `verb` (`list`, `watch`) answered 404 (`the
+/// server does not serve scheduling.x-k8s.io/v1alpha1 podgroups`) or 403 (`not allowed
+/// to list podgroups (scheduling.x-k8s.io/v1alpha1): ...` and the server's message).
+pub(crate) fn refused_because(
+    verb: &str,
+    api_version: &str,
+    resource: &str,
+    status: &kube::core::Status,
+) -> String {
+    if status.code == 404 {
+        format!("the server does not serve {api_version} {resource}")
+    } else {
+        format!(
+            "not allowed to {verb} {resource} ({api_version}): {}",
+            one_line(&status.message)
+        )
+    }
+}
+
+/// An API for a [`DynamicKind`] in all namespaces.
+pub(crate) fn dynamic_api(client: &kube::Client, kind: &DynamicKind) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk(kind.group, kind.version, kind.kind);
+    let resource = ApiResource::from_gvk_with_plural(&gvk, kind.plural);
+    Api::all_with(client.clone(), &resource)
 }
 
 /// Every object of a [`DynamicKind`] in all namespaces, page by page, each as the
@@ -409,9 +428,7 @@ async fn list_dynamic(
     kind: &DynamicKind,
     page_size: u32,
 ) -> Result<Vec<Value>, DumpError> {
-    let gvk = GroupVersionKind::gvk(kind.group, kind.version, kind.kind);
-    let resource = ApiResource::from_gvk_with_plural(&gvk, kind.plural);
-    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+    let api = dynamic_api(client, kind);
     let (objects, _) = list_pages(&api, page_size)
         .await
         .map_err(|source| DumpError::List {
@@ -421,15 +438,12 @@ async fn list_dynamic(
     objects
         .iter()
         .map(|object| {
-            let mut value = serde_json::to_value(object).map_err(|source| DumpError::Encode {
-                kind: kind.kind.to_owned(),
-                source,
-            })?;
-            if let Value::Object(fields) = &mut value {
-                fields.insert("apiVersion".into(), json!(resource.api_version));
-                fields.insert("kind".into(), json!(kind.kind));
-            }
-            Ok(value)
+            value_with_type(object, &kind.api_version(), kind.kind).map_err(|source| {
+                DumpError::Encode {
+                    kind: kind.kind.to_owned(),
+                    source,
+                }
+            })
         })
         .collect()
 }
@@ -484,10 +498,20 @@ pub(crate) fn object_value<K>(object: &K) -> Result<Value, serde_json::Error>
 where
     K: kube::Resource<DynamicType = ()> + Serialize,
 {
+    value_with_type(object, &K::api_version(&()), &K::kind(&()))
+}
+
+/// An object as JSON with this `apiVersion` and `kind` (for a [`DynamicObject`], whose
+/// type is not in its Rust type).
+pub(crate) fn value_with_type<K: Serialize>(
+    object: &K,
+    api_version: &str,
+    kind: &str,
+) -> Result<Value, serde_json::Error> {
     let mut value = serde_json::to_value(object)?;
     if let Value::Object(fields) = &mut value {
-        fields.insert("apiVersion".into(), json!(K::api_version(&())));
-        fields.insert("kind".into(), json!(K::kind(&())));
+        fields.insert("apiVersion".into(), json!(api_version));
+        fields.insert("kind".into(), json!(kind));
     }
     Ok(value)
 }

@@ -3,7 +3,7 @@
 //! nodes (and of Services, ReplicationControllers, ReplicaSets, StatefulSets,
 //! Namespaces and PodDisruptionBudgets; and lists of the storage and
 //! `resource.k8s.io/v1` kinds and of the gang and quota kinds, which can be made to
-//! fail with 404 or 403) with
+//! fail with 404 or 403, or their watch alone with 403) with
 //! resourceVersions, the pod `binding` subresource (409 when the pod is
 //! already bound), the pod `status` subresource (strategic merge of conditions and
 //! `nominatedNodeName`), pod deletion,
@@ -84,6 +84,8 @@ struct Store {
     compacted: u64,
     /// Resources whose list and watch are refused, with the status code.
     refused: HashMap<String, u16>,
+    /// Resources whose watch alone is refused, with the status code.
+    refused_watches: HashMap<String, u16>,
     /// Resources whose updates fail, with the status code.
     fail_writes: HashMap<&'static str, u16>,
 }
@@ -528,7 +530,16 @@ async fn list_or_watch(
         "poddisruptionbudgets" => "PodDisruptionBudgetList",
         _ => "List",
     };
-    if let Some(code) = fake.lock().refused.get(resource).copied() {
+    let watch = q.get("watch").map(String::as_str) == Some("true");
+    let refused = {
+        let s = fake.lock();
+        s.refused.get(resource).map(|code| (*code, "list")).or(s
+            .refused_watches
+            .get(resource)
+            .filter(|_| watch)
+            .map(|code| (*code, "watch")))
+    };
+    if let Some((code, verb)) = refused {
         let message = if code == 404 {
             "the server could not find the requested resource".to_owned()
         } else {
@@ -541,13 +552,13 @@ async fn list_or_watch(
                 ),
             };
             format!(
-                "{qualified} is forbidden: User \"system:serviceaccount:kube-system:reader\" cannot list resource \"{plural}\" in API group \"{group}\" at the cluster scope"
+                "{qualified} is forbidden: User \"system:serviceaccount:kube-system:reader\" cannot {verb} resource \"{plural}\" in API group \"{group}\" at the cluster scope"
             )
         };
         let reason = if code == 404 { "NotFound" } else { "Forbidden" };
         return status(code, reason, message);
     }
-    if q.get("watch").map(String::as_str) != Some("true") {
+    if !watch {
         let s = fake.lock();
         let items: Vec<&Value> = match resource {
             "pods" => s.pods.values().collect(),

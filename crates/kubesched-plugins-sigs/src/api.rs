@@ -4,6 +4,10 @@
 //! Each struct derives `Deserialize` with its exact field list, so a strict decoder
 //! (kubesched-sim's scenario loader) reports an unknown or misspelt field with its
 //! path, as for every Kubernetes kind.
+//! The `apiVersion`, `kind` and `metadata` fields are spelt out in each type, not
+//! flattened from one shared header: with `#[serde(flatten)]` serde decodes the object
+//! as a map, so the strict decoder never sees its field list, and an unknown top-level
+//! or `metadata` field would pass silently.
 
 use std::collections::BTreeMap;
 
@@ -85,11 +89,7 @@ pub struct PodGroupStatus {
 impl PodGroup {
     /// `namespace/name` (namespace `default` when none).
     pub fn full_name(&self) -> String {
-        format!(
-            "{}/{}",
-            self.metadata.namespace.as_deref().unwrap_or("default"),
-            self.metadata.name.as_deref().unwrap_or("")
-        )
+        kubesched_plugins::helper::full_name(&self.metadata)
     }
 
     /// The problem the API server (the CRD's validation) finds in the object, as
@@ -161,11 +161,7 @@ pub struct ElasticQuotaStatus {
 impl ElasticQuota {
     /// `namespace/name` (namespace `default` when none).
     pub fn full_name(&self) -> String {
-        format!(
-            "{}/{}",
-            self.metadata.namespace.as_deref().unwrap_or("default"),
-            self.metadata.name.as_deref().unwrap_or("")
-        )
+        kubesched_plugins::helper::full_name(&self.metadata)
     }
 
     /// The namespace the quota covers (`default` when none).

@@ -1,8 +1,21 @@
-//! Helpers shared by the in-tree plugins: toleration matching and kube-scheduler's
-//! `DefaultNormalizeScore`.
+//! Helpers shared by the in-tree plugins (and kubesched-plugins-sigs): toleration
+//! matching, kube-scheduler's `DefaultNormalizeScore`, and the `namespace/name` of the
+//! API objects k8s-openapi lacks.
 
 use k8s_openapi::api::core::v1::{Taint, Toleration};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kubesched_framework::NodeScore;
+
+/// `namespace/name` of an object of a namespaced kind, namespace `default` when it
+/// names none: how the gang and quota objects (v1alpha1 and v1alpha2 Workloads and
+/// PodGroups, scheduler-plugins' PodGroup and ElasticQuota) are keyed and named.
+pub fn full_name(metadata: &ObjectMeta) -> String {
+    format!(
+        "{}/{}",
+        metadata.namespace.as_deref().unwrap_or("default"),
+        metadata.name.as_deref().unwrap_or("")
+    )
+}
 
 /// `true` when `toleration` tolerates `taint` (core/v1 `Toleration.ToleratesTaint`): an
 /// empty effect matches every effect, an empty key with `Exists` matches every key, an

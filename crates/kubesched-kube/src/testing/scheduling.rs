@@ -4,7 +4,8 @@
 //! ElasticQuotas, each under the fully qualified resource name
 //! `plural.version.group` (e.g. `podgroups.v1alpha2.scheduling.k8s.io`), which
 //! [`FakeApiServer::refuse`] takes too. Objects are added as JSON
-//! ([`FakeApiServer::apply_value`]).
+//! ([`FakeApiServer::apply_value`]) and deleted by kind and key
+//! ([`FakeApiServer::delete_value`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -95,11 +96,7 @@ impl FakeApiServer {
     pub fn apply_value(&self, mut value: Value) {
         let api_version = value["apiVersion"].as_str().unwrap_or_default();
         let kind = value["kind"].as_str().unwrap_or_default();
-        let resource = RESOURCES
-            .iter()
-            .find(|(a, k, _)| *a == api_version && *k == kind)
-            .map(|(_, _, r)| *r)
-            .unwrap_or_else(|| panic!("FakeApiServer does not serve {api_version} {kind}"));
+        let resource = resource_of(api_version, kind);
         let name = value["metadata"]["name"].as_str().unwrap_or_default();
         let k = match value["metadata"]["namespace"].as_str() {
             Some(ns) => key(ns, name),
@@ -117,4 +114,24 @@ impl FakeApiServer {
         s.record(&self.fake.changes, resource, type_, &mut value);
         s.objects.entry(resource).or_default().insert(k, value);
     }
+
+    /// Deletes a gang or quota object by `apiVersion`, kind and key (`namespace/name`,
+    /// or `name`), telling the watchers. Panics on a kind [`FakeApiServer::apply_value`]
+    /// does not take.
+    pub fn delete_value(&self, api_version: &str, kind: &str, key: &str) {
+        let resource = resource_of(api_version, kind);
+        let mut s = self.fake.lock();
+        if let Some(mut value) = s.objects.get_mut(resource).and_then(|o| o.remove(key)) {
+            s.record(&self.fake.changes, resource, "DELETED", &mut value);
+        }
+    }
+}
+
+/// The resource of a gang or quota kind.
+fn resource_of(api_version: &str, kind: &str) -> &'static str {
+    RESOURCES
+        .iter()
+        .find(|(a, k, _)| *a == api_version && *k == kind)
+        .map(|(_, _, r)| *r)
+        .unwrap_or_else(|| panic!("FakeApiServer does not serve {api_version} {kind}"))
 }

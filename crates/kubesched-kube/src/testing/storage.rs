@@ -310,9 +310,21 @@ impl FakeApiServer {
         self.fake.lock().refused.insert(resource.to_owned(), code);
     }
 
-    /// Serves `resource` again after [`FakeApiServer::refuse`].
+    /// Makes the watch of `resource` alone answer `code` (403: this client may list
+    /// it but not watch it) until [`FakeApiServer::allow`].
+    pub fn refuse_watch(&self, resource: &str, code: u16) {
+        self.fake
+            .lock()
+            .refused_watches
+            .insert(resource.to_owned(), code);
+    }
+
+    /// Serves `resource` again after [`FakeApiServer::refuse`] or
+    /// [`FakeApiServer::refuse_watch`].
     pub fn allow(&self, resource: &str) {
-        self.fake.lock().refused.remove(resource);
+        let mut s = self.fake.lock();
+        s.refused.remove(resource);
+        s.refused_watches.remove(resource);
     }
 
     /// Makes every update of `resource` fail with `code` until

@@ -11,10 +11,12 @@
 //! condition (status, reason, message). A group's pods are compared as a sorted list:
 //! kube-scheduler attempts the pod whose arrival met the quorum first, and breaks score
 //! ties at random, so only the multiset is the same. And `--from-cluster`'s dump of the
-//! API server reads the case's PodGroups, which the loader takes. Then `kubesched run`
-//! takes kube-scheduler's place and schedules every case again, compared the same way.
+//! API server reads the case's PodGroups, which the loader takes; and `kubesched
+//! record`, running through all the cases, writes each PodGroup's creation and deletion.
+//! Then `kubesched run` takes kube-scheduler's place and schedules every case again,
+//! compared the same way.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};
 
@@ -301,10 +303,25 @@ pub async fn gangs(cluster: &mut Cluster) {
     let kube_scheduler = KubeScheduler::start(cluster, &[gates.as_str()]);
     let cases = cases();
     assert_eq!(cases.len(), 7, "cases in conformance/cases-gangs");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let recorder = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            let mut out = Vec::new();
+            let recorded =
+                kubesched_kube::record::record(&client, &mut out, "gang cases", None, async {
+                    let _ = stopped.await;
+                })
+                .await;
+            (recorded, out)
+        })
+    };
     let mut disagreements = Vec::new();
+    let mut created = BTreeSet::new();
     for case in &cases {
         let want = simulated(case);
         let got = real(cluster, &client, case, &want).await;
+        created.extend(conditions(cluster).into_keys());
         if got != want {
             disagreements.push(format!(
                 "{}:\n  kube-scheduler: {got:?}\n  kubesched:      {want:?}",
@@ -313,6 +330,34 @@ pub async fn gangs(cluster: &mut Cluster) {
         }
         clear(cluster, &client).await;
     }
+    // The recorder saw every PodGroup come and go.
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    let _ = stop.send(());
+    let (recorded, out) = recorder.await.expect("recorder");
+    let recorded = recorded.expect("record");
+    assert!(
+        recorded.warnings.iter().all(|w| !w.contains("v1alpha2")),
+        "{:?}",
+        recorded.warnings
+    );
+    let (mut applied, mut deleted) = (BTreeSet::new(), BTreeSet::new());
+    for line in String::from_utf8(out).expect("utf-8").lines() {
+        let line: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+        let pod_group = |o: &serde_json::Value| {
+            (o["kind"] == "PodGroup" && o["apiVersion"] == "scheduling.k8s.io/v1alpha2")
+                .then(|| o["metadata"]["name"].as_str().or(o["name"].as_str()))
+                .flatten()
+                .map(str::to_string)
+        };
+        applied.extend(line.get("apply").and_then(pod_group));
+        deleted.extend(line.get("delete").and_then(pod_group));
+    }
+    assert!(!created.is_empty());
+    assert_eq!(
+        (&applied, &deleted),
+        (&created, &created),
+        "the PodGroups kubesched record wrote (applied, deleted)"
+    );
     drop(kube_scheduler);
     let config = super::scheduler_config(
         "apiVersion: kubescheduler.config.k8s.io/v1

@@ -7,9 +7,8 @@ use kubesched_framework::{
     Code, CycleState, NodeInfo, NodeToStatus, PodInfo, PostFilterContext, Status,
 };
 use kubesched_plugins::default_preemption::{
-    Budget, NOT_ELIGIBLE_POLICY_NEVER, NOT_ELIGIBLE_TERMINATING, Preemptor, dry_run_add_pod,
-    dry_run_remove_pod, filter_pods_with_pdb_violation, go_sort, more_important,
-    sort_by_importance,
+    Budget, NOT_ELIGIBLE_POLICY_NEVER, NOT_ELIGIBLE_TERMINATING, Preemptor, dry_run_remove_pod,
+    go_sort, more_important, reprieve,
 };
 
 use super::quota::{ElasticQuotaInfos, aggregated_used_over_min_with};
@@ -131,9 +130,6 @@ impl Preemptor for CapacityScheduling {
         let remove = |state: &mut CycleState, node: &mut NodeInfo, p: &Arc<PodInfo>| {
             dry_run_remove_pod(fwk, state, pod, p, node)
         };
-        let add = |state: &mut CycleState, node: &mut NodeInfo, p: &Arc<PodInfo>| {
-            dry_run_add_pod(fwk, state, pod, p, node)
-        };
         let infos = quotas;
         let with_eq = infos(state).contains_key(pod.namespace());
         // sort.Slice(nodeInfo.GetPods(), !MoreImportantPod): least important first.
@@ -194,43 +190,19 @@ impl Preemptor for CapacityScheduling {
         if quota_refuses(state, &pre.pod_req, &pre.pod_req) {
             return Err(Status::new(Code::Unschedulable, GLOBAL_QUOTA_MAX_EXCEEDED));
         }
-        sort_by_importance(&mut potential);
-        let (violating, non_violating) = filter_pods_with_pdb_violation(&potential, budgets);
-        let mut victims: Vec<Arc<PodInfo>> = Vec::new();
-        let mut num_violating = 0;
-        let mut reprieve = |state: &mut CycleState,
-                            node: &mut NodeInfo,
-                            p: &Arc<PodInfo>|
-         -> Result<bool, Status> {
-            add(state, node, p)?;
-            let fits = fwk
-                .run_filter_plugins_with_nominated_pods(state, pod, node, ctx.nominated_pods)
-                .is_success();
-            if !fits {
-                remove(state, node, p)?;
-                victims.push(p.clone());
-            }
-            if quota_refuses(
+        let fits = |state: &CycleState, node: &NodeInfo| {
+            fwk.run_filter_plugins_with_nominated_pods(state, pod, node, ctx.nominated_pods)
+                .is_success()
+        };
+        // Put back, the pod is a victim again while the quotas refuse the preemptor
+        // with the nominated pods.
+        let over_quota = |state: &CycleState| {
+            quota_refuses(
                 state,
                 &pre.nominated_in_eq_with_pod_req,
                 &pre.nominated_with_pod_req,
-            ) {
-                remove(state, node, p)?;
-                victims.push(p.clone());
-            }
-            Ok(fits)
+            )
         };
-        for p in &violating {
-            if !reprieve(state, node, p)? {
-                num_violating += 1;
-            }
-        }
-        for p in &non_violating {
-            reprieve(state, node, p)?;
-        }
-        if !violating.is_empty() && !non_violating.is_empty() {
-            sort_by_importance(&mut victims);
-        }
-        Ok((victims, num_violating))
+        reprieve(fwk, state, pod, node, potential, budgets, fits, over_quota)
     }
 }

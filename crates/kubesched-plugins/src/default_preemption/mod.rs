@@ -347,6 +347,63 @@ pub fn dry_run_add_pod(
     extension_result(framework.run_pre_filter_extension_add_pod(state, pod, victim, node))
 }
 
+/// The reprieve step of kube-scheduler's `SelectVictimsOnNode`, as DefaultPreemption
+/// and CapacityScheduling both take it: with every one of `potential` already off
+/// `node` (and `pod` fitting there without them), puts them back one by one, most
+/// important first and those whose eviction would violate a budget before the others.
+/// A pod put back stays when `fits` says `pod` still fits (the Filter plugins with the
+/// nominated pods); otherwise it is taken off again and is a victim. Then, whatever
+/// `fits` said, `evict_anyway` is asked (CapacityScheduling's quota check; `|_| false`
+/// for DefaultPreemption): when it holds, the pod is taken off (again) and is a
+/// victim (again), as in scheduler-plugins, so a pod that neither fits nor passes it
+/// is an error (it is no longer on the node), and one that fits but not the quota is
+/// a victim not counted as violating a budget.
+///
+/// Returns the victims, most important first, and how many of the budget-violating
+/// pods did not fit; `Err` when a dry-run step fails.
+#[allow(clippy::too_many_arguments)]
+pub fn reprieve(
+    framework: &Framework,
+    state: &mut CycleState,
+    pod: &PodInfo,
+    node: &mut NodeInfo,
+    mut potential: Vec<Arc<PodInfo>>,
+    budgets: &[Budget],
+    mut fits: impl FnMut(&CycleState, &NodeInfo) -> bool,
+    mut evict_anyway: impl FnMut(&CycleState) -> bool,
+) -> Result<(Vec<Arc<PodInfo>>, i64), Status> {
+    sort_by_importance(&mut potential);
+    let (violating, non_violating) = filter_pods_with_pdb_violation(&potential, budgets);
+    let mut victims: Vec<Arc<PodInfo>> = Vec::new();
+    let mut num_violating = 0;
+    let mut reprieve_pod =
+        |state: &mut CycleState, node: &mut NodeInfo, p: &Arc<PodInfo>| -> Result<bool, Status> {
+            dry_run_add_pod(framework, state, pod, p, node)?;
+            let fit = fits(state, node);
+            if !fit {
+                dry_run_remove_pod(framework, state, pod, p, node)?;
+                victims.push(p.clone());
+            }
+            if evict_anyway(state) {
+                dry_run_remove_pod(framework, state, pod, p, node)?;
+                victims.push(p.clone());
+            }
+            Ok(fit)
+        };
+    for p in &violating {
+        if !reprieve_pod(state, node, p)? {
+            num_violating += 1;
+        }
+    }
+    for p in &non_violating {
+        reprieve_pod(state, node, p)?;
+    }
+    if !violating.is_empty() && !non_violating.is_empty() {
+        sort_by_importance(&mut victims);
+    }
+    Ok((victims, num_violating))
+}
+
 /// A PreFilter extension's status in a dry run: a failure of any code is an error.
 fn extension_result(s: Status) -> Result<(), Status> {
     if s.is_success() {
@@ -551,10 +608,7 @@ impl DefaultPreemption {
         let remove = |state: &mut CycleState, node: &mut NodeInfo, p: &Arc<PodInfo>| {
             dry_run_remove_pod(fwk, state, pod, p, node)
         };
-        let add = |state: &mut CycleState, node: &mut NodeInfo, p: &Arc<PodInfo>| {
-            dry_run_add_pod(fwk, state, pod, p, node)
-        };
-        let mut potential: Vec<Arc<PodInfo>> = node
+        let potential: Vec<Arc<PodInfo>> = node
             .pods()
             .iter()
             .filter(|p| p.priority() < pod.priority())
@@ -573,37 +627,11 @@ impl DefaultPreemption {
         if !s.is_success() {
             return Err(s);
         }
-        sort_by_importance(&mut potential);
-        let (violating, non_violating) = filter_pods_with_pdb_violation(&potential, budgets);
-        let mut victims: Vec<Arc<PodInfo>> = Vec::new();
-        let mut num_violating = 0;
-        let reprieve = |state: &mut CycleState,
-                        node: &mut NodeInfo,
-                        p: &Arc<PodInfo>,
-                        victims: &mut Vec<Arc<PodInfo>>|
-         -> Result<bool, Status> {
-            add(state, node, p)?;
-            let fits = fwk
-                .run_filter_plugins_with_nominated_pods(state, pod, node, ctx.nominated_pods)
-                .is_success();
-            if !fits {
-                remove(state, node, p)?;
-                victims.push(p.clone());
-            }
-            Ok(fits)
+        let fits = |state: &CycleState, node: &NodeInfo| {
+            fwk.run_filter_plugins_with_nominated_pods(state, pod, node, ctx.nominated_pods)
+                .is_success()
         };
-        for p in &violating {
-            if !reprieve(state, node, p, &mut victims)? {
-                num_violating += 1;
-            }
-        }
-        for p in &non_violating {
-            reprieve(state, node, p, &mut victims)?;
-        }
-        if !violating.is_empty() && !non_violating.is_empty() {
-            sort_by_importance(&mut victims);
-        }
-        Ok((victims, num_violating))
+        reprieve(fwk, state, pod, node, potential, budgets, fits, |_| false)
     }
 
     /// kube-scheduler's `Evaluator.Preempt` with DefaultPreemption's rules ([`preempt`]

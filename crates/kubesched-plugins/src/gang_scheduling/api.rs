@@ -8,6 +8,10 @@
 //! (kubesched-sim's scenario loader) reports an unknown or misspelt field with its
 //! path, as for every Kubernetes kind; [`PodGroup::problem`] and
 //! [`Workload::problem`] are the API server's validation, in its words.
+//! The `apiVersion`, `kind` and `metadata` fields are spelt out in each type, not
+//! flattened from one shared header: with `#[serde(flatten)]` serde decodes the object
+//! as a map, so the strict decoder never sees its field list, and an unknown top-level
+//! or `metadata` field would pass silently.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
 use serde::Deserialize;
@@ -273,11 +277,7 @@ impl SchedulingPolicy {
 impl PodGroup {
     /// `namespace/name` (namespace `default` when none).
     pub fn full_name(&self) -> String {
-        format!(
-            "{}/{}",
-            self.metadata.namespace.as_deref().unwrap_or("default"),
-            self.metadata.name.as_deref().unwrap_or("")
-        )
+        crate::helper::full_name(&self.metadata)
     }
 
     /// The problem the API server finds in the object, as `(field, message)`, in its

@@ -10,6 +10,10 @@
 //! the API server's validation (pkg/apis/scheduling/validation: `validateWorkloadSpec`,
 //! `validatePodGroup`, `validatePodGroupPolicy`, `validateGangSchedulingPolicy`) in its
 //! words.
+//! The `apiVersion`, `kind` and `metadata` fields are spelt out in each type, not
+//! flattened from one shared header: with `#[serde(flatten)]` serde decodes the object
+//! as a map, so the strict decoder never sees its field list, and an unknown top-level
+//! or `metadata` field would pass silently.
 //!
 //! A pod's k8s-openapi `PodSpec` has no `workloadRef`, so the loader moves it to the
 //! annotation [`WORKLOAD_REF_ANNOTATION`] (the reference as JSON) and
@@ -204,11 +208,7 @@ impl PodGroupPolicy {
 impl Workload {
     /// `namespace/name` (namespace `default` when none).
     pub fn full_name(&self) -> String {
-        format!(
-            "{}/{}",
-            self.metadata.namespace.as_deref().unwrap_or("default"),
-            self.metadata.name.as_deref().unwrap_or("")
-        )
+        crate::helper::full_name(&self.metadata)
     }
 
     /// `podGroupPolicy`: the policy of the group `name`, if the Workload has it.

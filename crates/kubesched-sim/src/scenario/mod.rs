@@ -612,13 +612,7 @@ impl Builder {
             ));
             return self.add_other(origin, value, api_version, kind);
         }
-        let mut labelled = value.clone();
-        if raw_str(&value, "/metadata/namespace").is_none()
-            && let Some(meta) = labelled.get_mut("metadata").and_then(Value::as_object_mut)
-        {
-            meta.insert("namespace".into(), "default".into());
-        }
-        let (file, object) = object_label(origin, &kind, &labelled);
+        let (file, object) = namespaced_object_label(origin, &kind, &value);
         if kind == "ElasticQuota" {
             let quota: kubesched_plugins_sigs::api::ElasticQuota = decode(&value, &file, &object)?;
             refuse_problem(file, object, quota.problem())?;
@@ -731,6 +725,18 @@ fn object_label(origin: &Origin<'_>, kind: &str, value: &Value) -> (String, Stri
         None => format!("{kind} {}", echo(name)),
     };
     (origin.file.to_owned(), object)
+}
+
+/// [`object_label`] of an object of a namespaced kind: in the namespace `default` when
+/// it names none, as the API server puts it (the gang and quota kinds).
+fn namespaced_object_label(origin: &Origin<'_>, kind: &str, value: &Value) -> (String, String) {
+    let mut labelled = value.clone();
+    if raw_str(value, "/metadata/namespace").is_none()
+        && let Some(meta) = labelled.get_mut("metadata").and_then(Value::as_object_mut)
+    {
+        meta.insert("namespace".into(), "default".into());
+    }
+    object_label(origin, kind, &labelled)
 }
 
 /// The API server's validation problem of an object, `(field, message)`, as the error

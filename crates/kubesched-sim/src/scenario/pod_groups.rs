@@ -13,7 +13,7 @@ use kubesched_plugins::gang_scheduling::api::{self, PodGroup, Workload};
 use kubesched_plugins::gang_scheduling::v1alpha1::{self, WorkloadReference};
 
 use super::decode::decode;
-use super::{Builder, Origin, ScenarioError, object_label, raw_str, refuse_problem};
+use super::{Builder, Origin, ScenarioError, namespaced_object_label, refuse_problem};
 
 /// The `apiVersion` read here.
 pub(super) const API_VERSION: &str = api::API_VERSION;
@@ -68,13 +68,7 @@ impl Builder {
         api_version: String,
         kind: String,
     ) -> Result<(), ScenarioError> {
-        let mut labelled = value.clone();
-        if raw_str(&value, "/metadata/namespace").is_none()
-            && let Some(meta) = labelled.get_mut("metadata").and_then(Value::as_object_mut)
-        {
-            meta.insert("namespace".into(), "default".into());
-        }
-        let (file, object) = object_label(origin, &kind, &labelled);
+        let (file, object) = namespaced_object_label(origin, &kind, &value);
         let problem = if api_version == V1ALPHA1 {
             decode::<v1alpha1::Workload>(&value, &file, &object)?.problem()
         } else if kind == "PodGroup" {
