@@ -240,6 +240,17 @@ impl WaitingPods {
         Some((w.pod, w.node, status))
     }
 
+    /// When the first undecided pod's wait ends (clock nanoseconds), without
+    /// deciding anything; `None` when no pod is undecided. A replay makes it an event
+    /// on its clock.
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.lock()
+            .pods
+            .iter()
+            .filter_map(|w| w.deadline().map(|(at, _, _)| at))
+            .min()
+    }
+
     /// Rejects the undecided pod whose wait ends first (ties: the one that waited
     /// first) with kube-scheduler's timeout message, as its timer would; returns the
     /// time its wait ended (clock nanoseconds), or `None` when no pod is undecided.

@@ -429,6 +429,49 @@ impl SchedulingQueue {
         Some(p)
     }
 
+    /// Takes out every pod waiting anywhere in the queue (active, backoff,
+    /// unschedulable or gated; not in flight) that `f` accepts, as [`SchedulingQueue::pop`]
+    /// would hand it out in the current scheduling cycle: each counts an attempt and is
+    /// in flight until [`SchedulingQueue::done`] or a requeue. For a PodGroup cycle,
+    /// which attempts the popped pod's group with it. In no particular order.
+    pub fn take_where(&mut self, f: impl Fn(&QueuedPod) -> bool) -> Vec<QueuedPod> {
+        let mut taken = Vec::new();
+        let mut i = 0;
+        let mut heap_changed = false;
+        while i < self.active.len() {
+            if f(&self.active[i]) {
+                taken.push(self.active.swap_remove(i));
+                heap_changed = true;
+            } else {
+                i += 1;
+            }
+        }
+        if heap_changed {
+            self.heapify();
+        }
+        for part in [&mut self.backoff, &mut self.unschedulable, &mut self.gated] {
+            let keys: Vec<String> = part
+                .iter()
+                .filter(|(_, p)| f(p))
+                .map(|(k, _)| k.clone())
+                .collect();
+            taken.extend(keys.iter().filter_map(|k| part.remove(k)));
+        }
+        for p in &mut taken {
+            p.info.attempts += 1;
+            p.scheduling_cycle = self.scheduling_cycle;
+            self.in_flight.insert(
+                p.key().to_string(),
+                InFlight {
+                    cycle: self.scheduling_cycle,
+                    latest: p.info.pod_info.clone(),
+                    updated: false,
+                },
+            );
+        }
+        taken
+    }
+
     /// The pod is done (bound, or dropped): it leaves the in-flight set.
     pub fn done(&mut self, key: &str) {
         self.leave_flight(key);
