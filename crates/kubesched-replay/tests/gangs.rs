@@ -213,6 +213,61 @@ fn what_still_waits_when_the_replay_ends_times_out_then() {
 }
 
 #[test]
+fn a_waiting_pod_deleted_frees_its_node_and_writes_no_line() {
+    // g-1 waits on n1; g-2 fits nowhere. g-1 is deleted at 10 s: n1 is free, and
+    // g-2, tried again, is one pod short of its group.
+    let docs = [
+        coscheduling_config(),
+        node("n1", "2"),
+        sigs_group("g", 2),
+        sigs_pod("g-1", "2", "g"),
+        sigs_pod("g-2", "2", "g"),
+    ];
+    let events = [json!({"time": 10, "delete": {"kind": "Pod", "name": "g-1"}})];
+    let (seen, summary) = run(&docs, &events, &options(Mode::Timed, 10));
+    assert_eq!(lines(&seen, "default/g-1"), [], "{seen:?}");
+    assert_eq!(
+        lines(&seen, "default/g-2"),
+        [
+            (0.0, "0/1 nodes are available: 1 Insufficient cpu."),
+            (
+                10.0,
+                "0/1 nodes are available: pre-filter pod g-2 cannot find enough sibling pods, current pods number: 1, minMember of group: 2."
+            )
+        ],
+        "{seen:?}"
+    );
+    assert_eq!(
+        (summary.scheduled, summary.pending, summary.deleted),
+        (0, 1, 1)
+    );
+}
+
+#[test]
+fn a_node_deleted_under_a_waiting_pod_turns_it_down() {
+    let docs = [
+        coscheduling_config(),
+        node("n1", "2"),
+        node("n2", "2"),
+        sigs_group("g", 2),
+        sigs_pod("g-1", "2", "g"),
+        sigs_pod("g-2", "3", "g"),
+    ];
+    let events = [json!({"time": 10, "delete": {"kind": "Node", "name": "n1"}})];
+    let (seen, summary) = run(&docs, &events, &options(Mode::Timed, 30));
+    assert_eq!(
+        lines(&seen, "default/g-1")[0],
+        (
+            10.0,
+            "node \"n1\" was deleted while the pod waited at Permit"
+        ),
+        "{seen:?}"
+    );
+    assert!(!seen.iter().any(|(_, _, w)| w == "n1"), "{seen:?}");
+    assert_eq!(summary.scheduled, 0);
+}
+
+#[test]
 fn settled_a_gang_whose_last_pod_arrives_later_binds_then() {
     // The PodGroup and g-1 come at 0: too few pods for the group. g-2 comes at 20 s:
     // the pass places both, g-1's wait allowed by g-2's Permit within the pass.

@@ -141,6 +141,9 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
         for key in self.cluster.pods_on(name) {
             self.evict(&key, name, Eviction::NodeDeleted)?;
         }
+        // A pod waiting at Permit on it cannot bind there any more.
+        self.reject_waiting_on(name);
+        self.resolve_decided()?;
         self.cluster.remove_node(name);
         // Out of the snapshot as it stands: the nodes after it move up one place.
         match self.timed.as_mut() {

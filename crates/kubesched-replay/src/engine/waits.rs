@@ -102,9 +102,10 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
             };
             let placed = matches!(outcome, Outcome::Scheduled { .. });
             let plugin = match &outcome {
-                Outcome::BindingFailed { status, .. } if status.is_rejected() => {
-                    status.plugin().map(str::to_string)
-                }
+                Outcome::BindingFailed { status, .. } if status.is_rejected() => status
+                    .plugin()
+                    .filter(|p| !p.is_empty())
+                    .map(str::to_string),
                 _ => None,
             };
             apply(&mut attempt, outcome);
@@ -217,6 +218,25 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
         }
         let resolved = timed.prepared.scheduler.resolve_waiting();
         timed.decided_later.extend(resolved);
+    }
+
+    /// Rejects the pods waiting at Permit on `node` (it is being deleted), with
+    /// kubesched's words: kube-scheduler would fail their binding later.
+    pub(super) fn reject_waiting_on(&mut self, node: &str) {
+        let Some(timed) = self.timed.as_mut() else {
+            return;
+        };
+        if timed.waiting.is_empty() {
+            return;
+        }
+        let message = format!("node {node:?} was deleted while the pod waited at Permit");
+        for p in timed.prepared.scheduler.profiles() {
+            p.waiting_pods().iterate(|w| {
+                if w.node() == node && w.decision().is_none() {
+                    w.reject("", &message);
+                }
+            });
+        }
     }
 
     /// Attempts `qp`'s pod with the pods of its PodGroup `group` waiting in the queue,
