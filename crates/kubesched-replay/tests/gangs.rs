@@ -127,6 +127,25 @@ fn gang_options(mode: Mode) -> ReplayOptions {
     o
 }
 
+/// v1.35 with `GenericWorkload` and `GangScheduling` on.
+fn v1_35_options(mode: Mode) -> ReplayOptions {
+    let mut o = options(mode, 600);
+    o.simulation.features = Features::with_gates(
+        KubernetesVersion::V1_35,
+        ["GenericWorkload=true,GangScheduling=true"],
+    )
+    .unwrap();
+    o
+}
+
+/// A pod of v1.35's Workload `workload`, group `workers`.
+fn workload_pod(name: &str, cpu: &str, workload: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"workloadRef": {"name": workload, "podGroup": "workers"},
+            "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu}}}]}})
+}
+
 fn lines<'a>(seen: &'a [(f64, String, String)], pod: &str) -> Vec<(f64, &'a str)> {
     seen.iter()
         .filter(|(_, p, _)| p == pod)
@@ -370,4 +389,46 @@ fn a_pod_group_cycle_takes_the_group_pods_that_came_earlier() {
         );
         assert_eq!((summary.scheduled, summary.pending), (0, 2), "{mode:?}");
     }
+}
+
+#[test]
+fn v1_35_a_gang_pod_waits_across_time_and_a_late_sibling_lets_it_in() {
+    // v1.35's GangScheduling: a-1 waits on n1 from 0 s; a-2 fits nowhere until n2
+    // joins at 30 s, and its Permit allows a-1 then. b-1, of another gang of two
+    // whose Workload comes at 40 s with b-2, is held at PreEnqueue until then.
+    let docs = [
+        node("n1", "2"),
+        json!({"apiVersion": "scheduling.k8s.io/v1alpha1", "kind": "Workload",
+            "metadata": {"name": "a", "namespace": "default"},
+            "spec": {"podGroups": [{"name": "workers", "policy": {"gang": {"minCount": 2}}}]}}),
+        workload_pod("a-1", "2", "a"),
+        workload_pod("a-2", "2", "a"),
+        workload_pod("b-1", "1", "b"),
+    ];
+    let events = [
+        json!({"time": 30, "apply": node("n2", "2")}),
+        json!({"time": 35, "apply": node("n3", "2")}),
+        json!({"time": 40, "apply": {"apiVersion": "scheduling.k8s.io/v1alpha1", "kind": "Workload",
+            "metadata": {"name": "b", "namespace": "default"},
+            "spec": {"podGroups": [{"name": "workers", "policy": {"gang": {"minCount": 2}}}]}}}),
+        json!({"time": 40, "apply": workload_pod("b-2", "1", "b")}),
+    ];
+    let (seen, summary) = run(&docs, &events, &v1_35_options(Mode::Timed));
+    assert_eq!(lines(&seen, "default/a-1"), [(30.0, "n1")], "{seen:?}");
+    assert_eq!(
+        lines(&seen, "default/a-2"),
+        [
+            (0.0, "0/1 nodes are available: 1 Insufficient cpu."),
+            (30.0, "n2")
+        ],
+        "{seen:?}"
+    );
+    let b: Vec<(f64, &str)> = seen
+        .iter()
+        .filter(|(_, p, _)| p.starts_with("default/b-"))
+        .map(|(t, _, w)| (*t, w.as_str()))
+        .filter(|(t, _)| *t > 0.0)
+        .collect();
+    assert_eq!(b, [(40.0, "n3"), (40.0, "n3")], "{seen:?}");
+    assert_eq!((summary.scheduled, summary.pending), (4, 0));
 }

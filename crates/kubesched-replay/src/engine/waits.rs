@@ -266,6 +266,8 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
         let pods: Vec<Arc<PodInfo>> = members.iter().map(|q| q.info.pod_info.clone()).collect();
         let names = timed.names.clone();
         let group = timed.prepared.attempt_group(&pods, &names);
+        // The cycles' conditions are not reported by a replay: not kept either.
+        timed.prepared.pod_groups.clear();
         self.stats.attempts += members.len();
         self.resolve(group.others)?;
         for (qp, (attempt, waiting)) in members.into_iter().zip(group.attempts) {
