@@ -360,4 +360,26 @@ mod tests {
         assert_eq!(status.code(), Code::Unschedulable);
         assert!(map.is_empty());
     }
+
+    #[test]
+    fn the_next_deadline_is_the_earliest_undecided_wait_and_decides_nothing() {
+        let pod = |name| {
+            crate::build::PodBuilder::new("default", name)
+                .pod_info()
+                .unwrap()
+        };
+        let map = WaitingPods::new();
+        assert_eq!(map.next_deadline(), None);
+        let wait = |s| BTreeMap::from([("P".to_string(), Duration::from_secs(s))]);
+        map.add(pod("a"), "n1", wait(60), 10);
+        map.add(pod("b"), "n1", wait(5), 20);
+        assert_eq!(map.next_deadline(), Some(5_000_000_020));
+        assert!(map.take_decided().is_none());
+        map.iterate(|w| {
+            if w.pod().name() == "b" {
+                w.allow("P");
+            }
+        });
+        assert_eq!(map.next_deadline(), Some(60_000_000_010));
+    }
 }

@@ -456,3 +456,35 @@ fn incoming_hook_counts_events() {
         ]
     );
 }
+
+#[test]
+fn take_where_hands_out_the_matching_pods_from_every_part_in_flight() {
+    let (mut q, _) = queue();
+    for (n, prio) in [("g-1", 1), ("x", 5), ("g-2", 1), ("g-3", 1)] {
+        q.add(pod(n, prio));
+    }
+    // g-1 fails and waits in the unschedulable set; g-2 is gated.
+    let popped: Vec<QueuedPod> = std::iter::from_fn(|| q.pop()).collect();
+    for p in popped {
+        match p.info.pod_info.name() {
+            "g-1" => q.add_unschedulable(p, BTreeSet::from(["P".to_string()])),
+            "g-2" => q.add_gated(p),
+            "g-3" => q.add_unschedulable(p, BTreeSet::new()),
+            _ => q.done(p.key()),
+        }
+    }
+    q.add(pod("g-4", 1));
+    let mut taken: Vec<String> = q
+        .take_where(|p| p.info.pod_info.name().starts_with("g-"))
+        .into_iter()
+        .map(|p| p.info.pod_info.name().to_string())
+        .collect();
+    taken.sort();
+    assert_eq!(taken, ["g-1", "g-2", "g-3", "g-4"]);
+    assert!(
+        taken
+            .iter()
+            .all(|n| q.is_in_flight(&format!("default/{n}")))
+    );
+    assert_eq!(q.pop().map(|p| p.key().to_string()), None);
+}
