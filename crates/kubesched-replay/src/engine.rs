@@ -2,11 +2,12 @@
 //! in time order; between them the scheduler runs, in one of two modes:
 //!
 //! - **timed**: kube-scheduler's scheduling queue in simulated time (the framework's
-//!   [`SchedulingQueue`] on a clock the replay moves): pods arrive in the active queue,
-//!   a pod no node fits waits in the unschedulable set until a cluster event one of its
-//!   rejecting plugins registered moves it (to backoff: 1 s, doubling to 10 s, as the
-//!   configuration says), pods unschedulable for 5 minutes are retried at the next
-//!   30-second flush; scheduling and binding take no simulated time.
+//!   [`SchedulingQueue`](kubesched_framework::queue::SchedulingQueue) on a clock the
+//!   replay moves): pods arrive in the active queue, a pod no node fits waits in the
+//!   unschedulable set until a cluster event one of its rejecting plugins registered
+//!   moves it (to backoff: 1 s, doubling to 10 s, as the configuration says), pods
+//!   unschedulable for 5 minutes are retried at the next 30-second flush; scheduling
+//!   and binding take no simulated time.
 //! - **settle**: after each instant's events every pending pod is tried in queue order,
 //!   again and again until a pass places nothing. Each pass is exactly `simulate` of
 //!   the cluster as it stands, so each can be checked against kube-scheduler's own code.
@@ -102,7 +103,9 @@ pub enum Eviction {
 /// What the replay hands its sink, in order.
 #[derive(Debug)]
 pub enum Record {
-    /// One scheduling attempt, at `time` seconds.
+    /// One scheduling attempt, at `time` seconds. A pod that waited at Permit gets its
+    /// line when the wait is decided, at that time: bound, or turned down (a plugin
+    /// rejected it, its wait ran out, its node was deleted).
     Attempt {
         /// Seconds from the start.
         time: f64,

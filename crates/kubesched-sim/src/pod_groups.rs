@@ -83,7 +83,7 @@ impl QueueGroups {
 pub struct GroupAttempts {
     /// One attempt per pod of the cycle, in the order given, each with the pod's uid
     /// while it still waits at Permit (its outcome is then not written yet:
-    /// [`apply`](crate::simulate::apply) gives it the one the wait ends with).
+    /// [`apply`] gives it the one the wait ends with).
     pub attempts: Vec<(Attempt, Option<String>)>,
     /// Pods outside the cycle decided during it (pods that waited at Permit from
     /// earlier attempts, allowed or rejected by this cycle's plugins), with their
