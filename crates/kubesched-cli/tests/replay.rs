@@ -492,3 +492,37 @@ fn the_sweep_job_runs_one_replay_per_index() {
     assert!(!out.status.success());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_gang_pod_waits_at_permit_until_its_sibling_is_placed_on_the_replays_clock() {
+    // docs/replay.md, "Gangs and Permit waits": g-1 waits on n1 from 0 s, holding it;
+    // g-2 is placed when n2 joins at 30 s and its Permit lets g-1 bind then. The
+    // settled mode decides each wait within its pass: g-1 times out at 0 s.
+    let (trace, cluster) = (example("gang-trace.jsonl"), example("gang-cluster.yaml"));
+    let out = kubesched(&["replay", &trace, &cluster, "--plugins", "sigs"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let attempts: Vec<&str> = text.lines().take(3).collect();
+    assert_eq!(
+        attempts,
+        [
+            "     0.000  default/g-2               cannot be scheduled: 0/1 nodes are available: 1 Insufficient cpu.",
+            "    30.000  default/g-1               -> n1",
+            "    30.000  default/g-2               -> n2",
+        ],
+        "{text}"
+    );
+    assert!(
+        text.contains("waited to be scheduled: p50 30 s, p90 30 s, p99 30 s, max 30 s"),
+        "{text}"
+    );
+    let out = kubesched(&["replay", &trace, &cluster, "--plugins", "sigs", "--settle"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with(
+            "     0.000  default/g-1               cannot be scheduled: rejected due to timeout after waiting 1m0s at plugin Coscheduling\n"
+        ),
+        "{}",
+        stdout(&out)
+    );
+}

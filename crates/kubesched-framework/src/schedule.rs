@@ -301,6 +301,10 @@ pub enum SchedulerError {
     /// There is no profile.
     #[error("at least one profile is required")]
     NoProfiles,
+    /// [`Scheduler::set_profiles`] was given profiles other than the scheduler's (by
+    /// number or scheduler name).
+    #[error("the new profiles must have the scheduler names of the old ones, in order")]
+    ProfilesChanged,
 }
 
 /// Profiles sharing one cluster snapshot and one queue order: kube-scheduler's
@@ -862,6 +866,58 @@ impl Scheduler {
             done.extend(self.resolve_waiting());
         }
         done
+    }
+
+    /// When the first wait at Permit runs out (in permit-time nanoseconds, see
+    /// [`Scheduler::set_permit_time`]); `None` when no pod waits undecided.
+    pub fn next_permit_deadline(&self) -> Option<u64> {
+        self.profiles
+            .iter()
+            .filter_map(|p| p.waiting_pods().next_deadline())
+            .min()
+    }
+
+    /// As [`Scheduler::time_out_waiting`], but only the waits that end by `nanos`
+    /// (permit time), earliest first, each resolved before the next: what a replay
+    /// does when its clock reaches a deadline. The permit time is then `nanos` (or
+    /// later, if it was). Returns every resolved pod with its outcome.
+    pub fn time_out_waiting_until(&mut self, nanos: u64) -> Vec<(Arc<PodInfo>, Outcome)> {
+        let mut done = self.resolve_waiting();
+        while self.next_permit_deadline().is_some_and(|at| at <= nanos) {
+            let Some(at) = self
+                .profiles
+                .iter()
+                .find_map(|p| p.waiting_pods().time_out_first())
+            else {
+                break;
+            };
+            self.permit_time = self.permit_time.max(at);
+            done.extend(self.resolve_waiting());
+        }
+        self.permit_time = self.permit_time.max(nanos);
+        done
+    }
+
+    /// Replaces the profiles with `profiles`, built again from the same configuration
+    /// (the same scheduler names, in the same order) over newer objects, e.g. by a
+    /// replay whose PodGroups changed; the snapshot, the nominated pods and the pods
+    /// waiting at Permit stay (build the new profiles with the old handle's
+    /// [`Framework::waiting_pods`] so that they share the map). Kept incremental
+    /// verdicts are dropped, since the plugins' inputs changed.
+    pub fn set_profiles(&mut self, profiles: Vec<Framework>) -> Result<(), SchedulerError> {
+        let same = profiles.len() == self.profiles.len()
+            && profiles
+                .iter()
+                .zip(&self.profiles)
+                .all(|(a, b)| a.profile_name() == b.profile_name());
+        if !same {
+            return Err(SchedulerError::ProfilesChanged);
+        }
+        self.profiles = profiles.into_iter().map(Arc::new).collect();
+        if self.incremental.is_some() {
+            self.set_incremental(true);
+        }
+        Ok(())
     }
 
     /// The scheduling part of the cycle (kube-scheduler's `schedulePod`): finds the

@@ -276,6 +276,17 @@ impl WaitingPods {
         true
     }
 
+    /// When the first undecided pod's wait ends (clock nanoseconds), without
+    /// deciding anything; `None` when no pod is undecided. A replay makes it an event
+    /// on its clock.
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.lock()
+            .pods
+            .iter()
+            .filter_map(|w| w.deadline().map(|(at, _, _)| at))
+            .min()
+    }
+
     /// Rejects the undecided pod whose wait ends first (ties: the one that waited
     /// first) with kube-scheduler's timeout message, as its timer would; returns the
     /// time its wait ended (clock nanoseconds), or `None` when no pod is undecided.
@@ -412,5 +423,27 @@ mod tests {
             "rejected due to timeout after waiting 5s at plugin B"
         );
         assert!(!map.time_out_if_due("nobody", u64::MAX));
+    }
+
+    #[test]
+    fn the_next_deadline_is_the_earliest_undecided_wait_and_decides_nothing() {
+        let pod = |name| {
+            crate::build::PodBuilder::new("default", name)
+                .pod_info()
+                .unwrap()
+        };
+        let map = WaitingPods::new();
+        assert_eq!(map.next_deadline(), None);
+        let wait = |s| BTreeMap::from([("P".to_string(), Duration::from_secs(s))]);
+        map.add(pod("a"), "n1", wait(60), 10);
+        map.add(pod("b"), "n1", wait(5), 20);
+        assert_eq!(map.next_deadline(), Some(5_000_000_020));
+        assert!(map.take_decided().is_none());
+        map.iterate(|w| {
+            if w.pod().name() == "b" {
+                w.allow("P");
+            }
+        });
+        assert_eq!(map.next_deadline(), Some(60_000_000_010));
     }
 }

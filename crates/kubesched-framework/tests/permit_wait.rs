@@ -1,6 +1,7 @@
 //! Permit's Wait in the scheduler: a waiting pod keeps its node's resources, another
 //! pod's Permit can allow it, and what still waits at the end is rejected with
-//! kube-scheduler's timeout message and unreserved.
+//! kube-scheduler's timeout message and unreserved, on the permit time a caller moves,
+//! also after the profiles are built again.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -70,7 +71,15 @@ impl BindPlugin for Quorum {
 }
 
 fn scheduler(quorum: usize) -> (Scheduler, Arc<Quorum>) {
-    let handle = Handle::default();
+    let (framework, plugin) = framework(quorum, &Handle::default());
+    let (snapshot, _) =
+        Snapshot::new([NodeBuilder::new("n1").cpu_millis(2000).node()], []).unwrap();
+    let scheduler = Scheduler::new(vec![framework], snapshot, SchedulerOptions::default()).unwrap();
+    (scheduler, plugin)
+}
+
+/// A profile of one plugin, Quorum, over `handle`'s waiting map.
+fn framework(quorum: usize, handle: &Handle) -> (Framework, Arc<Quorum>) {
     let plugin = Arc::new(Quorum {
         quorum,
         seen: Mutex::new(0),
@@ -95,11 +104,7 @@ fn scheduler(quorum: usize) -> (Scheduler, Arc<Quorum>) {
     ] {
         set.enabled.push(PluginRef::new("Quorum"));
     }
-    let framework = Framework::new(profile, &registry, &handle).unwrap();
-    let (snapshot, _) =
-        Snapshot::new([NodeBuilder::new("n1").cpu_millis(2000).node()], []).unwrap();
-    let scheduler = Scheduler::new(vec![framework], snapshot, SchedulerOptions::default()).unwrap();
-    (scheduler, plugin)
+    (Framework::new(profile, &registry, handle).unwrap(), plugin)
 }
 
 fn pod(name: &str) -> Arc<PodInfo> {
@@ -158,4 +163,49 @@ fn what_still_waits_times_out_with_kube_schedulers_message_and_is_unreserved() {
         ["default/a", "default/b"]
     );
     assert_eq!(s.snapshot().node_at(0).requested().milli_cpu, 0);
+}
+
+#[test]
+fn waits_time_out_only_when_the_permit_time_reaches_their_deadline() {
+    let (mut s, plugin) = scheduler(3);
+    s.set_permit_time(1_000_000_000);
+    assert!(matches!(s.schedule_one(&pod("a")), Outcome::Waiting { .. }));
+    s.set_permit_time(2_000_000_000);
+    assert!(matches!(s.schedule_one(&pod("b")), Outcome::Waiting { .. }));
+    // a waits 3 s from 1 s, b from 2 s.
+    assert_eq!(s.next_permit_deadline(), Some(4_000_000_000));
+    assert!(s.time_out_waiting_until(3_999_999_999).is_empty());
+    assert_eq!(s.waiting_count(), 2);
+    let done = s.time_out_waiting_until(4_000_000_000);
+    let keys: Vec<&str> = done.iter().map(|(p, _)| p.key()).collect();
+    assert_eq!(keys, ["default/a"]);
+    assert_eq!(s.next_permit_deadline(), Some(5_000_000_000));
+    assert_eq!(*plugin.unreserved.lock().unwrap(), ["default/a"]);
+    assert_eq!(s.snapshot().node_at(0).requested().milli_cpu, 1000);
+}
+
+#[test]
+fn profiles_built_again_over_the_same_waiting_map_keep_the_waiting_pods() {
+    let (mut s, _) = scheduler(2);
+    assert!(matches!(s.schedule_one(&pod("a")), Outcome::Waiting { .. }));
+    assert_eq!(
+        s.set_profiles(Vec::new()),
+        Err(SchedulerError::ProfilesChanged)
+    );
+    // The profile built again with a plugin of its own over the same map; its quorum
+    // of one lets the next pod allow the waiting one.
+    let handle = Handle {
+        waiting_pods: s.profiles()[0].waiting_pods().clone(),
+        ..Handle::default()
+    };
+    let (rebuilt, _) = framework(1, &handle);
+    s.set_profiles(vec![rebuilt]).unwrap();
+    assert_eq!(s.waiting_count(), 1);
+    assert!(matches!(
+        s.schedule_one(&pod("b")),
+        Outcome::Scheduled { .. }
+    ));
+    let done = s.resolve_waiting();
+    assert_eq!(done.len(), 1);
+    assert!(matches!(done[0].1, Outcome::Scheduled { ref node, .. } if node == "n1"));
 }

@@ -2,37 +2,46 @@
 //! in time order; between them the scheduler runs, in one of two modes:
 //!
 //! - **timed**: kube-scheduler's scheduling queue in simulated time (the framework's
-//!   [`SchedulingQueue`] on a clock the replay moves): pods arrive in the active queue,
-//!   a pod no node fits waits in the unschedulable set until a cluster event one of its
-//!   rejecting plugins registered moves it (to backoff: 1 s, doubling to 10 s, as the
-//!   configuration says), pods unschedulable for 5 minutes are retried at the next
-//!   30-second flush; scheduling and binding take no simulated time.
+//!   [`SchedulingQueue`](kubesched_framework::queue::SchedulingQueue) on a clock the
+//!   replay moves): pods arrive in the active queue, a pod no node fits waits in the
+//!   unschedulable set until a cluster event one of its rejecting plugins registered
+//!   moves it (to backoff: 1 s, doubling to 10 s, as the configuration says), pods
+//!   unschedulable for 5 minutes are retried at the next 30-second flush; scheduling
+//!   and binding take no simulated time.
 //! - **settle**: after each instant's events every pending pod is tried in queue order,
 //!   again and again until a pass places nothing. Each pass is exactly `simulate` of
 //!   the cluster as it stands, so each can be checked against kube-scheduler's own code.
 //!
 //! Preemption's victims leave at once. A pod with a run time (the trace's `duration`
 //! or its `kubesched.io/duration` annotation) finishes that long after it is bound.
+//!
+//! A pod a Permit plugin makes wait stays assumed while the timed mode's clock moves
+//! until a later Permit allows it or its deadline (an event on the clock) rejects it;
+//! pods that name a PodGroup are attempted in PodGroup cycles (see `waits`).
+//!
+//! Here: the types, [`check`], [`replay`] and what both modes share; `timed`, `settle`,
+//! `apply` (the trace's events) and `waits` (gangs in the timed mode) hold the rest.
+
+mod apply;
+mod settle;
+mod timed;
+mod waits;
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 use std::io::BufRead;
 use std::iter::Peekable;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Node;
-use kubesched_config::KubeSchedulerConfiguration;
-use kubesched_framework::events::{ActionType, EventResource, node_update_events};
-use kubesched_framework::queue::{FakeClock, QueueOptions, QueuedPod, SchedulingQueue};
-use kubesched_framework::{ClusterEvent, PodInfo, QueueingHints, Registry, Snapshot};
-use kubesched_sim::attempt::{Attempt, NodeNames};
+use kubesched_framework::{Registry, Snapshot};
+use kubesched_sim::attempt::Attempt;
 use kubesched_sim::scenario::Scenario;
-use kubesched_sim::simulate::{PodOutcome, Prepared, SimulationError, SimulationOptions, prepare};
+use kubesched_sim::simulate::{SimulationError, SimulationOptions, prepare};
 
 use crate::state::{Cluster, Decoded, decode, node_name, pod_key};
 use crate::summary::{NodeLoad, Occupancy, Stats, Summary};
-use crate::trace::{Action, TraceError, TraceEvent, TraceReader};
+use crate::trace::{Action, TraceError, TraceReader};
+use timed::Timed;
 
 /// How the scheduler runs between events.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -94,7 +103,9 @@ pub enum Eviction {
 /// What the replay hands its sink, in order.
 #[derive(Debug)]
 pub enum Record {
-    /// One scheduling attempt, at `time` seconds.
+    /// One scheduling attempt, at `time` seconds. A pod that waited at Permit gets its
+    /// line when the wait is decided, at that time: bound, or turned down (a plugin
+    /// rejected it, its wait ran out, its node was deleted).
     Attempt {
         /// Seconds from the start.
         time: f64,
@@ -275,23 +286,6 @@ pub fn replay<R: BufRead, E>(
 }
 
 /// The timed mode's scheduler and queue.
-struct Timed {
-    prepared: Prepared,
-    /// The cluster's nodes or objects changed since the snapshot was built.
-    dirty: bool,
-    /// Nodes were added or removed in the snapshot in place while an attempt still
-    /// held `names`: they are listed again once, before the next attempt.
-    names_stale: bool,
-    /// What the snapshot's nodes offer and their pods request, kept in step with each
-    /// binding, removal and node change (so a sample costs no pass over the nodes).
-    load: crate::summary::Load,
-    /// The snapshot's node names, kept in step with each node added and removed.
-    names: Arc<NodeNames>,
-    queue: SchedulingQueue,
-    clock: Arc<FakeClock>,
-    start: Instant,
-}
-
 struct Engine<'r, F> {
     /// The trace's name, for messages.
     trace: String,
@@ -352,93 +346,13 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
             .stats
             .arrived(engine.cluster.pods().filter(|e| e.node().is_none()).count());
         if options.mode == Mode::Timed {
-            let config = match &scenario.config {
-                Some(doc) => {
-                    KubeSchedulerConfiguration::from_value(doc.value.clone(), &doc.source)
-                        .map_err(SimulationError::from)?
-                        .config
-                }
-                None => KubeSchedulerConfiguration::default_config(),
-            };
-            let clock = Arc::new(FakeClock::new());
-            let start = kubesched_framework::queue::Clock::now(&*clock);
-            let profiles = prepared.scheduler.profiles();
-            let fwk = profiles[0].clone();
-            let hints = QueueingHints::from_frameworks(profiles.iter().map(|f| &**f));
-            let mut queue = SchedulingQueue::new(
-                QueueOptions::from_seconds(
-                    config.pod_initial_backoff_seconds,
-                    config.pod_max_backoff_seconds,
-                ),
-                clock.clone(),
-                move |a, b| fwk.queue_less(a, b),
-            );
-            queue.set_queueing_hints(hints);
-            for q in std::mem::take(&mut prepared.queue) {
-                if prepared
-                    .scheduler
-                    .framework_for(q.pod_info.scheduler_name())
-                    .is_some()
-                {
-                    queue.add(q.pod_info);
-                } else {
-                    engine.stats.not_ours += 1;
-                }
-            }
-            let names = Arc::new(NodeNames::new(prepared.node_order()));
-            engine.timed = Some(Timed {
-                load: load(prepared.scheduler.snapshot()),
-                prepared,
-                dirty: false,
-                names_stale: false,
-                names,
-                queue,
-                clock,
-                start,
-            });
+            engine.timed = Some(Timed::new(scenario, prepared, &mut engine.stats)?);
         }
         Ok(engine)
     }
 
     fn emit(&mut self, record: Record) -> Result<(), ReplayError<E>> {
         (self.sink)(record).map_err(ReplayError::Sink)
-    }
-
-    // ---- the timed mode ----
-
-    fn run_timed(
-        &mut self,
-        events: &mut Peekable<TraceReader<impl BufRead>>,
-    ) -> Result<(), ReplayError<E>> {
-        loop {
-            self.schedule_ready()?;
-            self.stats
-                .sample(secs(self.now), self.snapshot_load(), self.cluster.pending());
-            let next_event = next_time(events)?;
-            let next_finish = self.next_finish();
-            let horizon = (next_event.is_none() && next_finish.is_none())
-                .then(|| self.last_input + self.options.tail);
-            let timed = self.timed.as_ref().expect("timed mode");
-            let since = |i: Instant| i.saturating_duration_since(timed.start);
-            let backoff = timed.queue.next_backoff_end().map(since);
-            // kube-scheduler moves pods unschedulable for too long every 30 s.
-            let flush = timed.queue.next_unschedulable_timeout().map(|t| {
-                let t = since(t).as_secs() / 30 + 1;
-                Duration::from_secs(t * 30)
-            });
-            let next = [next_event, next_finish, backoff, flush]
-                .into_iter()
-                .flatten()
-                .min()
-                .filter(|t| horizon.is_none_or(|h| *t <= h));
-            self.take_occupancy(next);
-            let Some(next) = next else {
-                break;
-            };
-            self.advance(next.max(self.now));
-            self.apply_due(events)?;
-        }
-        Ok(())
     }
 
     /// When the next pod finishes on its own, after dropping the planned finishes of
@@ -458,8 +372,10 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
     }
 
     fn advance(&mut self, to: Duration) {
-        if let Some(t) = &self.timed {
+        if let Some(t) = self.timed.as_mut() {
             t.clock.advance(to - self.now);
+            // Permit waits are measured on the replay's clock.
+            t.prepared.scheduler.set_permit_time(waits::nanos(to));
         }
         self.now = to;
     }
@@ -498,71 +414,6 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
         next_time(events).map(|_| ())
     }
 
-    /// Pops and attempts every pod the queue has ready now.
-    fn schedule_ready(&mut self) -> Result<(), ReplayError<E>> {
-        self.rebuild_if_dirty();
-        loop {
-            let Some(timed) = self.timed.as_mut() else {
-                return Ok(());
-            };
-            let Some(qp) = timed.queue.pop() else {
-                return Ok(());
-            };
-            self.attempt_queued(qp)?;
-        }
-    }
-
-    fn attempt_queued(&mut self, qp: QueuedPod) -> Result<(), ReplayError<E>> {
-        let time = secs(self.now);
-        let timed = self.timed.as_mut().expect("timed mode");
-        let pod = qp.info.pod_info.clone();
-        let key = pod.key().to_string();
-        let attempt = timed.prepared.attempt_raw(&pod, &timed.names);
-        self.stats.attempts += 1;
-        match &attempt.outcome {
-            PodOutcome::Ignored => timed.queue.done(&key),
-            PodOutcome::Gated(_) => timed.queue.add_gated(qp),
-            PodOutcome::Scheduled(node) => {
-                timed.queue.done(&key);
-                timed.load.request(pod.requests(), 1);
-                timed
-                    .queue
-                    .move_all_to_active_or_backoff(ClusterEvent::ASSIGNED_POD_ADD);
-                let node = node.clone();
-                self.bound(&key, &node);
-            }
-            PodOutcome::Unschedulable(_) => {
-                timed
-                    .queue
-                    .add_unschedulable(qp, attempt.unschedulable_plugins());
-            }
-            PodOutcome::Nominated { node, victims, .. } => {
-                timed
-                    .queue
-                    .add_unschedulable(qp, attempt.unschedulable_plugins());
-                timed
-                    .prepared
-                    .scheduler
-                    .nominated_pods_mut()
-                    .add(pod.clone(), node);
-                self.stats.preemptions += 1;
-                let (node, victims) = (node.clone(), victims.clone());
-                self.emit(Record::Attempt {
-                    time,
-                    attempt: Box::new(attempt),
-                })?;
-                for victim in victims {
-                    self.evict(&victim, &node, Eviction::Preempted(key.clone()))?;
-                }
-                return Ok(());
-            }
-        }
-        self.emit(Record::Attempt {
-            time,
-            attempt: Box::new(attempt),
-        })
-    }
-
     /// A pod was bound to `node` by this replay: the cluster, the statistics, and its
     /// finish if it has a run time.
     fn bound(&mut self, key: &str, node: &str) {
@@ -575,46 +426,6 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
                     .push(Reverse((at, entry.serial, key.to_string())));
             }
         }
-    }
-
-    // ---- the settled mode ----
-
-    fn run_settled(
-        &mut self,
-        events: &mut Peekable<TraceReader<impl BufRead>>,
-    ) -> Result<(), ReplayError<E>> {
-        self.settle()?;
-        loop {
-            let next_event = next_time(events)?;
-            let next_finish = self.next_finish();
-            let next = [next_event, next_finish].into_iter().flatten().min();
-            self.take_occupancy(next);
-            let Some(next) = next else {
-                break;
-            };
-            self.advance(next.max(self.now));
-            self.apply_due(events)?;
-            self.settle()?;
-        }
-        Ok(())
-    }
-
-    /// The settled mode's nodes and bound pods as they stand.
-    fn cluster_snapshot(&self) -> Option<Snapshot> {
-        let pods = self
-            .cluster
-            .pods()
-            .filter(|e| e.node().is_some())
-            .filter_map(|e| PodInfo::new(e.pod.clone()).ok().map(Arc::new));
-        Snapshot::new(self.cluster.nodes().cloned(), pods)
-            .ok()
-            .map(|(snapshot, _)| snapshot)
-    }
-
-    /// The settled mode's load: the cluster's nodes and bound pods as they stand.
-    fn cluster_load(&self) -> crate::summary::Load {
-        self.cluster_snapshot()
-            .map_or_else(crate::summary::Load::default, |s| load(&s))
     }
 
     /// Keeps every node's load for each instant of [`ReplayOptions::occupancy_at`]
@@ -648,385 +459,6 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
             });
         }
         self.occupancy_taken += due;
-    }
-
-    /// Passes of `simulate` over the cluster as it stands until one places nothing.
-    fn settle(&mut self) -> Result<(), ReplayError<E>> {
-        let time = secs(self.now);
-        let mut pass = 0;
-        loop {
-            if self.cluster.pending() == 0 {
-                self.stats.sample(time, self.cluster_load(), 0);
-                break;
-            }
-            pass += 1;
-            if self.options.states {
-                let documents = self.cluster.to_documents();
-                self.emit(Record::State {
-                    time,
-                    pass,
-                    documents,
-                })?;
-            }
-            let mut prepared = prepare(
-                &self.cluster.to_scenario(),
-                &self.options.simulation,
-                self.registry,
-            )?;
-            let mut attempts = Vec::new();
-            let _ = prepared.run_attempts(|a| {
-                attempts.push(a);
-                Ok::<(), std::convert::Infallible>(())
-            });
-            let mut placed = 0;
-            for attempt in attempts {
-                self.stats.attempts += 1;
-                let key = attempt.pod.clone();
-                match &attempt.outcome {
-                    PodOutcome::Scheduled(node) => {
-                        placed += 1;
-                        let node = node.clone();
-                        self.bound(&key, &node);
-                    }
-                    PodOutcome::Nominated { node, victims, .. } => {
-                        self.stats.preemptions += 1;
-                        for victim in victims.clone() {
-                            if self.cluster.remove_pod(&victim).is_some() {
-                                self.stats.evicted += 1;
-                                self.emit(Record::Evicted {
-                                    time,
-                                    pod: victim,
-                                    node: node.clone(),
-                                    reason: Eviction::Preempted(key.clone()),
-                                })?;
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-                self.emit(Record::Attempt {
-                    time,
-                    attempt: Box::new(attempt),
-                })?;
-            }
-            if placed == 0 {
-                self.stats.sample(
-                    time,
-                    load(prepared.scheduler.snapshot()),
-                    self.cluster.pending(),
-                );
-                break;
-            }
-        }
-        Ok(())
-    }
-
-    // ---- applying events (both modes) ----
-
-    fn apply(&mut self, event: TraceEvent) -> Result<(), ReplayError<E>> {
-        match event.action {
-            Action::Apply { object, duration } => {
-                let source = format!("{} line {}", self.trace, event.line);
-                let decoded = decode(&object, &source).map_err(|problem| TraceError {
-                    trace: self.trace.clone(),
-                    line: event.line,
-                    field: Some("apply".into()),
-                    problem,
-                    truncated: false,
-                })?;
-                match decoded {
-                    Decoded::Node(node) => self.put_node(node),
-                    Decoded::Pod(pod) => {
-                        let key = pod_key(&pod);
-                        let old = self.cluster.put_pod(pod, secs(self.now), duration);
-                        self.pod_changed(&key, old.is_none());
-                    }
-                    Decoded::Other(o) => {
-                        self.cluster.put_object(o);
-                        self.mark_dirty();
-                    }
-                    Decoded::Finished { pod, .. } => {
-                        if self.cluster.pod(&pod).is_some() {
-                            self.stats.finished += 1;
-                            self.remove_pod(&pod);
-                        }
-                    }
-                }
-            }
-            Action::Delete(r) => match r.kind.as_str() {
-                "Node" => self.delete_node(&r.name)?,
-                "Pod" => {
-                    let key = format!("{}/{}", r.namespace.as_deref().unwrap_or("default"), r.name);
-                    if self.cluster.pod(&key).is_some() {
-                        self.stats.deleted += 1;
-                        self.remove_pod(&key);
-                    }
-                }
-                kind => {
-                    if self
-                        .cluster
-                        .remove_object(kind, r.namespace.as_deref(), &r.name)
-                    {
-                        self.mark_dirty();
-                    }
-                }
-            },
-            Action::Finish { pod, .. } => {
-                if self.cluster.pod(&pod).is_some() {
-                    self.stats.finished += 1;
-                    self.remove_pod(&pod);
-                }
-            }
-            Action::Cordon(name) => self.set_unschedulable(&name, true),
-            Action::Uncordon(name) => self.set_unschedulable(&name, false),
-            Action::Drain(name) => {
-                self.set_unschedulable(&name, true);
-                for key in self.cluster.pods_on(&name) {
-                    self.evict(&key, &name, Eviction::Drained)?;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn set_unschedulable(&mut self, name: &str, on: bool) {
-        let Some(node) = self.cluster.node(name) else {
-            return;
-        };
-        let mut node = (**node).clone();
-        node.spec.get_or_insert_with(Default::default).unschedulable = on.then_some(true);
-        self.put_node(Arc::new(node));
-    }
-
-    fn put_node(&mut self, node: Arc<Node>) {
-        let old = self.cluster.put_node(node.clone());
-        let events = match &old {
-            None => vec![ClusterEvent::NODE_ADD],
-            Some(old) => node_update_events(old, &node),
-        };
-        // A node added or changed goes into the snapshot as it stands, which keeps what
-        // was computed for the other nodes; a new node that bound pods already name
-        // (they arrived first) needs the full rebuild that gathers them.
-        let orphans = old.is_none() && !self.cluster.pods_on(node_name(&node)).is_empty();
-        match self.timed.as_mut() {
-            Some(timed) if !timed.dirty && !orphans => {
-                let name = node_name(&node).to_string();
-                let snapshot = timed.prepared.scheduler.snapshot_mut();
-                if let Some(i) = snapshot.index_of(&name) {
-                    add_node_load(&mut timed.load, snapshot.node_at(i), -1);
-                }
-                let done = match old {
-                    None => snapshot.add_node(node).is_ok(),
-                    Some(_) => snapshot.update_node(node).unwrap_or(false),
-                };
-                match snapshot.index_of(&name) {
-                    Some(i) if done => {
-                        add_node_load(&mut timed.load, snapshot.node_at(i), 1);
-                        if old.is_none() {
-                            match Arc::get_mut(&mut timed.names) {
-                                Some(names) => names.push(name),
-                                None => timed.names_stale = true,
-                            }
-                        }
-                    }
-                    _ => timed.dirty = true,
-                }
-            }
-            _ => self.mark_dirty(),
-        }
-        self.queue_events(&events);
-    }
-
-    fn delete_node(&mut self, name: &str) -> Result<(), ReplayError<E>> {
-        if self.cluster.node(name).is_none() {
-            return Ok(());
-        }
-        for key in self.cluster.pods_on(name) {
-            self.evict(&key, name, Eviction::NodeDeleted)?;
-        }
-        self.cluster.remove_node(name);
-        // Out of the snapshot as it stands: the nodes after it move up one place.
-        match self.timed.as_mut() {
-            Some(timed) if !timed.dirty => {
-                let snapshot = timed.prepared.scheduler.snapshot_mut();
-                let at = snapshot.index_of(name);
-                match (at, snapshot.remove_node(name)) {
-                    (Some(at), Some(removed)) => {
-                        add_node_load(&mut timed.load, &removed, -1);
-                        match Arc::get_mut(&mut timed.names) {
-                            Some(names) => names.remove(at),
-                            None => timed.names_stale = true,
-                        }
-                    }
-                    _ => timed.dirty = true,
-                }
-            }
-            _ => self.mark_dirty(),
-        }
-        self.queue_events(&[ClusterEvent::NODE_DELETE]);
-        Ok(())
-    }
-
-    /// A pod was added (`new`) or replaced in the cluster: the queue or the snapshot.
-    fn pod_changed(&mut self, key: &str, new: bool) {
-        let Some(entry) = self.cluster.pod(key).cloned() else {
-            return;
-        };
-        if new && entry.node().is_none() {
-            self.stats.arrived(1);
-        }
-        let Some(timed) = self.timed.as_mut() else {
-            return;
-        };
-        let Ok(info) = PodInfo::new(entry.pod.clone()) else {
-            return;
-        };
-        let info = Arc::new(info);
-        match entry.node() {
-            None => {
-                if timed
-                    .prepared
-                    .scheduler
-                    .framework_for(info.scheduler_name())
-                    .is_some()
-                {
-                    timed.queue.add(info);
-                } else if new {
-                    self.stats.not_ours += 1;
-                }
-            }
-            Some(node) => {
-                let node = node.to_string();
-                let snapshot = timed.prepared.scheduler.snapshot_mut();
-                if let Some(old) = snapshot.remove_pod(&node, key) {
-                    timed.load.request(old.requests(), -1);
-                }
-                if snapshot.add_pod(info.clone()) {
-                    timed.load.request(info.requests(), 1);
-                }
-                let event = if new {
-                    ClusterEvent::ASSIGNED_POD_ADD
-                } else {
-                    ClusterEvent::new(EventResource::AssignedPod, ActionType::UPDATE)
-                };
-                timed.queue.move_all_to_active_or_backoff(event);
-            }
-        }
-    }
-
-    /// A pod leaves (finished, deleted): its node frees what it requested.
-    fn remove_pod(&mut self, key: &str) {
-        let Some(entry) = self.cluster.remove_pod(key) else {
-            return;
-        };
-        let Some(timed) = self.timed.as_mut() else {
-            return;
-        };
-        timed
-            .prepared
-            .scheduler
-            .nominated_pods_mut()
-            .remove(entry.pod.metadata.uid.as_deref().unwrap_or(""));
-        match entry.node() {
-            None => timed.queue.delete(key),
-            Some(node) => {
-                let removed = timed
-                    .prepared
-                    .scheduler
-                    .snapshot_mut()
-                    .remove_pod(node, key);
-                if let Some(old) = removed {
-                    timed.load.request(old.requests(), -1);
-                }
-                timed
-                    .queue
-                    .move_all_to_active_or_backoff(ClusterEvent::ASSIGNED_POD_DELETE);
-            }
-        }
-    }
-
-    fn evict(&mut self, key: &str, node: &str, reason: Eviction) -> Result<(), ReplayError<E>> {
-        if self.cluster.pod(key).is_none() {
-            return Ok(());
-        }
-        self.stats.evicted += 1;
-        self.remove_pod(key);
-        self.emit(Record::Evicted {
-            time: secs(self.now),
-            pod: key.to_string(),
-            node: node.to_string(),
-            reason,
-        })
-    }
-
-    /// The cluster's nodes or the objects plugins read changed: the timed mode's
-    /// snapshot is built again before the scheduler next runs (once however many
-    /// changed at that instant).
-    fn mark_dirty(&mut self) {
-        if let Some(timed) = self.timed.as_mut() {
-            timed.dirty = true;
-        }
-    }
-
-    /// Builds the timed mode's snapshot again from the cluster's nodes and bound pods,
-    /// keeping the pod infos it had.
-    fn rebuild_if_dirty(&mut self) {
-        let Some(timed) = self.timed.as_mut() else {
-            return;
-        };
-        if !timed.dirty {
-            if timed.names_stale {
-                timed.names_stale = false;
-                timed.names = Arc::new(NodeNames::new(timed.prepared.node_order()));
-            }
-            return;
-        }
-        timed.dirty = false;
-        timed.names_stale = false;
-        let old = timed.prepared.scheduler.snapshot();
-        let mut had: HashMap<&str, &Arc<PodInfo>> = HashMap::new();
-        for p in old.nodes().iter().flat_map(|n| n.pods()) {
-            had.insert(p.key(), p);
-        }
-        let pods: Vec<Arc<PodInfo>> = self
-            .cluster
-            .pods()
-            .filter(|e| e.node().is_some())
-            .filter_map(|e| match had.get(pod_key(&e.pod).as_str()) {
-                Some(info) => Some(Arc::clone(info)),
-                None => PodInfo::new(e.pod.clone()).ok().map(Arc::new),
-            })
-            .collect();
-        let storage = old.storage().cloned();
-        let Ok((mut snapshot, _)) = Snapshot::new(self.cluster.nodes().cloned(), pods) else {
-            return;
-        };
-        let scenario = Scenario {
-            objects: self.cluster.objects.clone(),
-            ..Scenario::default()
-        };
-        if let Ok(objects) = kubesched_sim::simulate::cluster_objects(&scenario) {
-            snapshot.set_objects(Arc::new(objects));
-        }
-        snapshot.set_storage(storage);
-        timed.load = load(&snapshot);
-        *timed.prepared.scheduler.snapshot_mut() = snapshot;
-        timed.names = Arc::new(NodeNames::new(timed.prepared.node_order()));
-    }
-
-    fn queue_events(&mut self, events: &[ClusterEvent]) {
-        if let Some(timed) = self.timed.as_mut() {
-            for e in events {
-                timed.queue.move_all_to_active_or_backoff(*e);
-            }
-        }
-    }
-
-    fn snapshot_load(&self) -> crate::summary::Load {
-        match &self.timed {
-            Some(t) => t.load.clone(),
-            None => crate::summary::Load::default(),
-        }
     }
 
     fn finish(mut self) -> Summary {

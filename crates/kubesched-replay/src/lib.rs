@@ -8,7 +8,8 @@
 //! pending, how long they waited, how full the cluster got).
 //!
 //! - [`trace`]: the trace format (JSON Lines, versioned) and its reader;
-//! - [`engine`]: the replay, timed or settled ([`Mode`]);
+//! - [`engine`]: the replay, timed or settled ([`Mode`]), gangs included (Permit
+//!   waits on the replay's clock, PodGroup cycles, gang objects from the trace);
 //! - [`summary`]: the figures;
 //! - [`import`]: public traces turned into this format (`openb`).
 //!

@@ -39,7 +39,7 @@ pub mod attempt;
 pub mod capacity;
 pub mod compare;
 pub mod output;
-mod pod_groups;
+pub mod pod_groups;
 pub mod rollout;
 pub mod scenario;
 pub mod simulate;

@@ -3,7 +3,9 @@
 //! group is attempted in one cycle ([`Scheduler::schedule_pod_group`]), in queue
 //! order, and their lines follow one another there. The cycle's `PodGroupScheduled`
 //! condition is kept in [`Prepared::pod_groups`]. [`Prepared::run_decisions`] runs the
-//! same cycles and keeps only the decisions.
+//! same cycles and keeps only the decisions. [`Prepared::attempt_group`] is the cycle
+//! with its attempts, for `simulate` and for a replay, which takes a group's pods out
+//! of its own queue ([`group_key`] names the group).
 //!
 //! [`Scheduler::schedule_pod_group`]: kubesched_framework::Scheduler::schedule_pod_group
 
@@ -76,8 +78,22 @@ impl QueueGroups {
     }
 }
 
-/// The `namespace/name` of the PodGroup `pod` names.
-fn group_key(pod: &PodInfo) -> Option<String> {
+/// The attempts of one PodGroup cycle ([`Prepared::attempt_group`]).
+#[derive(Debug, Default)]
+pub struct GroupAttempts {
+    /// One attempt per pod of the cycle, in the order given, each with the pod's uid
+    /// while it still waits at Permit (its outcome is then not written yet:
+    /// [`apply`] gives it the one the wait ends with).
+    pub attempts: Vec<(Attempt, Option<String>)>,
+    /// Pods outside the cycle decided during it (pods that waited at Permit from
+    /// earlier attempts, allowed or rejected by this cycle's plugins), with their
+    /// outcomes.
+    pub others: Vec<(Arc<PodInfo>, Outcome)>,
+}
+
+/// The `namespace/name` of the PodGroup `pod` names (`spec.schedulingGroup`, v1.36),
+/// the key its PodGroup cycle gathers the group's pending pods by.
+pub fn group_key(pod: &PodInfo) -> Option<String> {
     pod_group_name(pod).map(|g| format!("{}/{g}", pod.namespace()))
 }
 
@@ -86,7 +102,12 @@ impl Prepared {
     /// pods, in queue order), keeping the cycle's condition.
     fn run_pod_group(&mut self, queue: &[QueuedPodInfo], members: &[usize]) -> PodGroupCycle {
         let pods: Vec<Arc<PodInfo>> = members.iter().map(|&p| queue[p].pod_info.clone()).collect();
-        let cycle = self.scheduler.schedule_pod_group(&pods);
+        self.run_pod_group_of(&pods)
+    }
+
+    /// Runs the PodGroup cycle of `pods`, keeping the cycle's condition.
+    fn run_pod_group_of(&mut self, pods: &[Arc<PodInfo>]) -> PodGroupCycle {
+        let cycle = self.scheduler.schedule_pod_group(pods);
         if let (Some(key), Some(condition)) = (group_key(&pods[0]), &cycle.condition) {
             self.pod_groups.push((key, condition.clone()));
         }
@@ -102,11 +123,30 @@ impl Prepared {
         names: &Arc<NodeNames>,
         held: &mut VecDeque<(Attempt, Option<String>)>,
     ) -> usize {
-        let cycle = self.run_pod_group(queue, members);
-        let mut attempts: Vec<(Attempt, Option<String>)> = members
+        let pods: Vec<Arc<PodInfo>> = members.iter().map(|&p| queue[p].pod_info.clone()).collect();
+        let group = self.attempt_group(&pods, names);
+        let count = group.attempts.len();
+        held.extend(group.attempts);
+        settle(held, group.others);
+        count
+    }
+
+    /// Runs one PodGroup cycle over `pods` (one group's pending pods, in the order
+    /// kube-scheduler attempts them: the popped pod first, then queue order) with
+    /// kube-scheduler v1.36's `scheduleOnePodGroup`, keeping the cycle's condition in
+    /// [`Prepared::pod_groups`]: one attempt per pod, as `simulate` prints them.
+    pub fn attempt_group(
+        &mut self,
+        pods: &[Arc<PodInfo>],
+        names: &Arc<NodeNames>,
+    ) -> GroupAttempts {
+        if pods.is_empty() {
+            return GroupAttempts::default();
+        }
+        let cycle = self.run_pod_group_of(pods);
+        let mut attempts: Vec<(Attempt, Option<String>)> = pods
             .iter()
-            .map(|&p| {
-                let m = &queue[p].pod_info;
+            .map(|m| {
                 let attempt = Attempt::new(
                     m.key().to_string(),
                     m.scheduler_name().to_string(),
@@ -115,11 +155,8 @@ impl Prepared {
                 (attempt, Some(m.uid().to_string()))
             })
             .collect();
-        let position: HashMap<&str, usize> = members
-            .iter()
-            .enumerate()
-            .map(|(i, &p)| (queue[p].pod_info.uid(), i))
-            .collect();
+        let position: HashMap<&str, usize> =
+            pods.iter().enumerate().map(|(i, p)| (p.uid(), i)).collect();
         let mut others = Vec::new();
         for (pod, outcome) in cycle.outcomes {
             let Some((attempt, waiting)) = position
@@ -139,10 +176,7 @@ impl Prepared {
             }
             *waiting = None;
         }
-        let count = attempts.len();
-        held.extend(attempts);
-        settle(held, others);
-        count
+        GroupAttempts { attempts, others }
     }
 
     /// Runs the PodGroup cycle of the pods of `queue` at `members` and writes each

@@ -376,6 +376,10 @@ pub struct Prepared {
     /// The `PodGroupScheduled` condition each PodGroup cycle wrote, by the group's
     /// `namespace/name`, in the order the cycles ran.
     pub pod_groups: Vec<(String, PodGroupCondition)>,
+    /// The handle the profiles were built with (its objects, DRA state and waiting
+    /// map): a replay builds the profiles again from it over newer objects
+    /// ([`Scheduler::set_profiles`](kubesched_framework::Scheduler::set_profiles)).
+    pub handle: Handle,
 }
 
 /// What happened to one pod, without the per-node details (for benchmarks).
@@ -431,6 +435,7 @@ pub fn prepare(
         ..Handle::default()
     };
     let profiles = build_frameworks_with(&config, registry, &config_source, &handle)?;
+    let kept_handle = handle.clone();
     let (bound, pending): (Vec<_>, Vec<_>) =
         pod_infos.into_iter().partition(|p| p.node_name().is_some());
     let (mut snapshot, _orphans) = Snapshot::new(scenario.nodes.iter().cloned(), bound)?;
@@ -472,6 +477,7 @@ pub fn prepare(
         detail: options.detail,
         generic_workload: options.features.generic_workload(),
         pod_groups: Vec::new(),
+        handle: kept_handle,
     })
 }
 
@@ -690,6 +696,19 @@ impl Prepared {
         attempt
     }
 
+    /// Attempts one pod as [`Prepared::attempt_raw`] does, but leaves a wait at Permit
+    /// undecided: `true` with the attempt when the pod waits (the attempt then reads as
+    /// if it were scheduled where it is assumed, until [`apply`] gives it the outcome
+    /// that [`Scheduler::resolve_waiting`](kubesched_framework::Scheduler::resolve_waiting)
+    /// or a timeout reports). For a caller with a clock, such as a replay.
+    pub fn attempt_waiting(
+        &mut self,
+        pod: &Arc<PodInfo>,
+        names: &Arc<NodeNames>,
+    ) -> (Attempt, bool) {
+        self.attempt_inner(pod, names)
+    }
+
     /// Attempts one pod; `true` with it when the pod waits at Permit (the attempt then
     /// reads as if it were scheduled where it is assumed).
     fn attempt_inner(&mut self, pod: &Arc<PodInfo>, names: &Arc<NodeNames>) -> (Attempt, bool) {
@@ -719,8 +738,10 @@ impl Prepared {
     }
 }
 
-/// Writes a scheduler outcome into an attempt.
-pub(crate) fn apply(attempt: &mut Attempt, outcome: Outcome) {
+/// Writes a scheduler outcome into an attempt: the node and scores of a pod placed
+/// (or waiting at Permit, where it is assumed), the message and per-node reasons of
+/// one turned down, the nomination of one that preempts.
+pub fn apply(attempt: &mut Attempt, outcome: Outcome) {
     match outcome {
         Outcome::NotOurs => {}
         Outcome::Gated(_) => attempt.outcome = PodOutcome::Gated(Vec::new()),

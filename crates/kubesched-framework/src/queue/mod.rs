@@ -434,24 +434,6 @@ impl SchedulingQueue {
         );
     }
 
-    /// Takes the pod with this key out of the queue wherever it waits (active,
-    /// backoff or unschedulable; not gated), in flight in the current scheduling cycle
-    /// as if popped with it: kube-scheduler's `PopSpecificPod`, by which a PodGroup
-    /// cycle gathers the group's other pending pods. `None` when it is not there.
-    pub fn pop_specific(&mut self, key: &str) -> Option<QueuedPod> {
-        let mut p = if let Some(i) = self.active.iter().position(|p| p.key() == key) {
-            let p = self.active.swap_remove(i);
-            self.heapify();
-            p
-        } else if let Some(p) = self.backoff.remove(key) {
-            p
-        } else {
-            self.unschedulable.remove(key)?
-        };
-        self.start_flight(&mut p);
-        Some(p)
-    }
-
     /// Moves the gated pods `eligible` accepts back to be checked against their
     /// PreEnqueue plugins again, after `event` that may let them in (a gang's PodGroup
     /// created, its quorum's last pod added).
@@ -468,6 +450,40 @@ impl SchedulingQueue {
                 self.requeue(p, &label);
             }
         }
+    }
+
+    /// Takes out every pod waiting anywhere in the queue (active, backoff,
+    /// unschedulable or gated; not in flight) that `f` accepts, as [`SchedulingQueue::pop`]
+    /// would hand it out in the current scheduling cycle: each counts an attempt and is
+    /// in flight until [`SchedulingQueue::done`] or a requeue. For a PodGroup cycle,
+    /// which attempts the popped pod's group with it. In no particular order.
+    pub fn take_where(&mut self, f: impl Fn(&QueuedPod) -> bool) -> Vec<QueuedPod> {
+        let mut taken = Vec::new();
+        let mut i = 0;
+        let mut heap_changed = false;
+        while i < self.active.len() {
+            if f(&self.active[i]) {
+                taken.push(self.active.swap_remove(i));
+                heap_changed = true;
+            } else {
+                i += 1;
+            }
+        }
+        if heap_changed {
+            self.heapify();
+        }
+        for part in [&mut self.backoff, &mut self.unschedulable, &mut self.gated] {
+            let keys: Vec<String> = part
+                .iter()
+                .filter(|(_, p)| f(p))
+                .map(|(k, _)| k.clone())
+                .collect();
+            taken.extend(keys.iter().filter_map(|k| part.remove(k)));
+        }
+        for p in &mut taken {
+            self.start_flight(p);
+        }
+        taken
     }
 
     /// The pod is done (bound, or dropped): it leaves the in-flight set.

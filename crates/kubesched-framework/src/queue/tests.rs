@@ -435,24 +435,22 @@ fn gated_pod_moves_when_updated() {
 }
 
 #[test]
-fn a_pod_group_cycle_pops_the_group_s_pods_and_moves_its_gated_ones() {
+fn gated_pods_move_when_an_event_may_let_them_in() {
     let (mut q, _) = queue();
-    q.add(pod("a", 0));
     q.add(pod("b", 5));
     q.add(pod("g", 0));
-    let g = q.pop().unwrap();
-    assert_eq!(g.info.pod_info.name(), "b");
-    let g = {
-        let mut g = g;
-        g.info.attempts = 0;
-        g
-    };
-    q.add_gated(g);
-    let a = q.pop_specific("default/a").expect("a is active");
-    assert_eq!(a.info.attempts, 1);
-    assert!(q.is_in_flight("default/a"));
-    assert!(q.pop_specific("default/a").is_none(), "popped once");
-    assert!(q.pop_specific("default/b").is_none(), "gated pods stay");
+    let mut b = q.pop().unwrap();
+    assert_eq!(b.info.pod_info.name(), "b");
+    b.info.attempts = 0;
+    q.add_gated(b);
+    q.move_gated_if(ClusterEvent::UNSCHEDULABLE_POD_ADD, |p| {
+        p.key() == "default/g"
+    });
+    assert_eq!(
+        q.pending().gated,
+        1,
+        "only the pods the event may help move"
+    );
     q.move_gated_if(ClusterEvent::UNSCHEDULABLE_POD_ADD, |p| {
         p.key() == "default/b"
     });
@@ -480,4 +478,36 @@ fn incoming_hook_counts_events() {
             "active:NodeUpdateNodeLabel"
         ]
     );
+}
+
+#[test]
+fn take_where_hands_out_the_matching_pods_from_every_part_in_flight() {
+    let (mut q, _) = queue();
+    for (n, prio) in [("g-1", 1), ("x", 5), ("g-2", 1), ("g-3", 1)] {
+        q.add(pod(n, prio));
+    }
+    // g-1 fails and waits in the unschedulable set; g-2 is gated.
+    let popped: Vec<QueuedPod> = std::iter::from_fn(|| q.pop()).collect();
+    for p in popped {
+        match p.info.pod_info.name() {
+            "g-1" => q.add_unschedulable(p, BTreeSet::from(["P".to_string()])),
+            "g-2" => q.add_gated(p),
+            "g-3" => q.add_unschedulable(p, BTreeSet::new()),
+            _ => q.done(p.key()),
+        }
+    }
+    q.add(pod("g-4", 1));
+    let mut taken: Vec<String> = q
+        .take_where(|p| p.info.pod_info.name().starts_with("g-"))
+        .into_iter()
+        .map(|p| p.info.pod_info.name().to_string())
+        .collect();
+    taken.sort();
+    assert_eq!(taken, ["g-1", "g-2", "g-3", "g-4"]);
+    assert!(
+        taken
+            .iter()
+            .all(|n| q.is_in_flight(&format!("default/{n}")))
+    );
+    assert_eq!(q.pop().map(|p| p.key().to_string()), None);
 }

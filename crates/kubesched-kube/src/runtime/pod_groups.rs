@@ -4,7 +4,7 @@
 //! objects GangScheduling reads kept in step with them and with the pods that name a
 //! group, and the PodGroup scheduling cycle (`scheduleOnePodGroup`): when the queue
 //! gives a pod that names a PodGroup, the group's other pending pods are taken out of
-//! the queue (`PopSpecificPod`), ordered by priority and first attempt, and attempted
+//! the queue (`PopSpecificPod`: wherever they wait, held by PreEnqueue included), ordered by priority and first attempt, and attempted
 //! one after the other on one cluster state. The group is placed when some pod's
 //! Permit succeeds (the Permit that reaches the quorum allows the pods waiting for it);
 //! only then do the binding cycles start. Otherwise every pod that found a node is
@@ -235,24 +235,14 @@ impl Shared {
                 pod_group_name(pod).unwrap_or("").to_string(),
             )
         };
-        // The group's other pending pods, as PodGroupState's unscheduled pods.
-        let others: Vec<String> = inner
-            .groups
-            .pods
-            .values()
-            .filter(|p| {
-                p.node_name().is_none()
-                    && p.key() != first.key()
-                    && group_key(p).as_deref() == Some(key.as_str())
-            })
-            .map(|p| p.key().to_string())
-            .collect();
+        // The group's other pending pods, as PodGroupState's unscheduled pods, wherever
+        // they wait in the queue.
         let mut queued = vec![first];
-        for k in others {
-            if let Some(qp) = inner.queue.pop_specific(&k) {
-                queued.push(qp);
-            }
-        }
+        queued.extend(
+            inner
+                .queue
+                .take_where(|p| group_key(&p.info.pod_info).as_deref() == Some(key.as_str())),
+        );
         // First by priority, then by their first attempt.
         queued.sort_by(|a, b| {
             let (pa, pb) = (a.info.pod_info.priority(), b.info.pod_info.priority());
