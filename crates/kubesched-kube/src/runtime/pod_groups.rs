@@ -360,9 +360,10 @@ impl Shared {
     }
 
     /// Writes the `PodGroupScheduled` condition on the PodGroup's status (read, then
-    /// replaced, so that the other conditions stay; retried once on a conflict), unless
-    /// it is True already. The transition time moves only when the status does, as
-    /// `apimeta.SetStatusCondition`.
+    /// replaced, so that the other conditions stay; retried once on a conflict), after
+    /// every cycle, as kube-scheduler v1.36 does: a later cycle of a straggler that
+    /// fits nowhere turns a True condition False. The transition time moves only when
+    /// the status does, as `apimeta.SetStatusCondition`.
     async fn write_condition(&self, namespace: &str, name: &str, condition: PodGroupCondition) {
         let api: Api<PodGroupObject> = Api::namespaced(self.client.clone(), namespace);
         for _ in 0..2 {
@@ -389,10 +390,6 @@ impl Shared {
                 .iter_mut()
                 .find(|c| c["type"] == "PodGroupScheduled")
             {
-                // The condition reports the group's first placement: once True, a later
-                // cycle of a straggler that does not fit leaves it (the PodGroup API's
-                // documentation: it reflects the initial decision only).
-                Some(c) if c["status"] == "True" => return,
                 Some(c) => {
                     if c["status"] != wanted {
                         c["lastTransitionTime"] = now;

@@ -37,6 +37,13 @@ impl std::fmt::Debug for WaitingPods {
     }
 }
 
+impl Default for WaitingPods {
+    /// Over a map of its own (a runtime's is the one its plugins share).
+    fn default() -> WaitingPods {
+        WaitingPods::new(Arc::default())
+    }
+}
+
 impl WaitingPods {
     /// Waits over `map`, the map the profiles' plugins share.
     pub(super) fn new(map: Arc<kubesched_framework::WaitingPods>) -> WaitingPods {

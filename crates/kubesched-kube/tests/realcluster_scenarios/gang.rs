@@ -166,6 +166,35 @@ fn outcome_of(p: &Pod) -> String {
     }
 }
 
+/// Creates the case's objects, its PodGroups last: the pods wait for their group at
+/// PreEnqueue and enter the queue together when it appears, so that one PodGroup cycle
+/// attempts them all, as the one-instant simulation does. (Created in file order, a
+/// pod that arrives after its group was placed gets a cycle of its own, whose failure
+/// turns the group's condition False: kube-scheduler does so too.)
+fn apply_pod_groups_last(cluster: &Cluster, path: &Path) {
+    let text = std::fs::read_to_string(path).expect("case");
+    let (mut groups, mut rest) = (String::new(), String::new());
+    for doc in text.split("\n---") {
+        let is_group = doc.lines().any(|l| l.trim() == "kind: PodGroup");
+        let to = if is_group { &mut groups } else { &mut rest };
+        to.push_str(doc);
+        to.push_str("\n---\n");
+    }
+    let dir = std::env::temp_dir().join(format!("kubesched-gang-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    for (name, text) in [("objects.yaml", rest), ("podgroups.yaml", groups)] {
+        if text
+            .lines()
+            .all(|l| l.trim().is_empty() || l.trim() == "---" || l.trim_start().starts_with('#'))
+        {
+            continue;
+        }
+        let file = dir.join(name);
+        std::fs::write(&file, text).expect("write the split case");
+        kubectl_apply(cluster, &file);
+    }
+}
+
 /// kube-scheduler's placement of the case, once every pod that kubesched attempted has
 /// a node or a message (the others are given a second to show they stay unattempted).
 async fn real(
@@ -174,7 +203,7 @@ async fn real(
     path: &Path,
     want: &Placement,
 ) -> Placement {
-    kubectl_apply(cluster, path);
+    apply_pod_groups_last(cluster, path);
     let groups = groups_of(path);
     let decided = want
         .pods
