@@ -330,8 +330,14 @@ impl SchedulingQueue {
     }
 
     /// Adds a pod that a PreEnqueue plugin keeps out; it moves to the active queue
-    /// when it is updated.
+    /// when it is updated, or when [`SchedulingQueue::move_gated_if`] says an event may
+    /// let it in. A pod popped and then kept out does not count that attempt:
+    /// kube-scheduler runs PreEnqueue before a pod enters the active queue, so a pod it
+    /// keeps out is never popped, and comes in without a backoff.
     pub fn add_gated(&mut self, mut pod: QueuedPod) {
+        if self.in_flight.contains_key(pod.key()) {
+            pod.info.attempts = pod.info.attempts.saturating_sub(1);
+        }
         if let Some(latest) = self.leave_flight(pod.key()) {
             pod.info.pod_info = latest;
         }

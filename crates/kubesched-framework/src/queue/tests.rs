@@ -425,8 +425,7 @@ fn update_and_delete() {
 fn gated_pod_moves_when_updated() {
     let (mut q, _) = queue();
     q.add(pod("g", 0));
-    let mut p = q.pop().unwrap();
-    p.info.attempts = 0;
+    let p = q.pop().unwrap();
     q.add_gated(p);
     assert_eq!(q.pending().gated, 1);
     assert!(q.pop().is_none());
@@ -439,9 +438,9 @@ fn gated_pods_move_when_an_event_may_let_them_in() {
     let (mut q, _) = queue();
     q.add(pod("b", 5));
     q.add(pod("g", 0));
-    let mut b = q.pop().unwrap();
+    let b = q.pop().unwrap();
     assert_eq!(b.info.pod_info.name(), "b");
-    b.info.attempts = 0;
+    assert_eq!(b.info.attempts, 1);
     q.add_gated(b);
     q.move_gated_if(ClusterEvent::UNSCHEDULABLE_POD_ADD, |p| {
         p.key() == "default/g"
@@ -454,7 +453,11 @@ fn gated_pods_move_when_an_event_may_let_them_in() {
     q.move_gated_if(ClusterEvent::UNSCHEDULABLE_POD_ADD, |p| {
         p.key() == "default/b"
     });
-    assert_eq!(names(&mut q), ["b", "g"]);
+    // Never attempted (its pop was PreEnqueue's): no backoff, and at its first attempt.
+    assert_eq!(q.pending().backoff, 0);
+    let b = q.pop().unwrap();
+    assert_eq!((b.info.pod_info.name(), b.info.attempts), ("b", 1));
+    assert_eq!(names(&mut q), ["g"]);
 }
 
 #[test]
