@@ -367,7 +367,7 @@ impl Shared {
     async fn write_condition(&self, namespace: &str, name: &str, condition: PodGroupCondition) {
         let api: Api<PodGroupObject> = Api::namespaced(self.client.clone(), namespace);
         for _ in 0..2 {
-            let Ok(mut group) = api.get_status(name).await else {
+            let Ok(mut group) = api.get(name).await else {
                 return;
             };
             let status = group

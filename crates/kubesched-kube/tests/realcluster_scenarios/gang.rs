@@ -13,8 +13,8 @@
 //! ties at random, so only the multiset is the same. And `--from-cluster`'s dump of the
 //! API server reads the case's PodGroups, which the loader takes; and `kubesched
 //! record`, running through all the cases, writes each PodGroup's creation and deletion.
-//! Then `kubesched run` takes kube-scheduler's place and schedules every case again,
-//! compared the same way.
+//! Then `kubesched run`, with deploy/'s service account, takes kube-scheduler's place
+//! and schedules every case again, compared the same way.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::convert::Infallible;
@@ -395,7 +395,12 @@ leaderElection:
   leaderElect: false
 ",
     );
-    let running = kubesched_kube::Runtime::from_kube_config(&cluster.config().await, config)
+    // As deploy/ runs it: its service account, bound to system:kube-scheduler, which
+    // lets it watch PodGroups and write their status.
+    kubectl_apply(cluster, &repo_file("deploy/serviceaccount.yaml"));
+    let token = super::service_account_token(cluster, "kube-system", "my-scheduler").await;
+    let as_deployed = super::config_with_token(cluster, &token).await;
+    let running = kubesched_kube::Runtime::from_kube_config(&as_deployed, config)
         .expect("clients")
         .kubernetes_version(None, vec![GATES.to_string()])
         .start()
