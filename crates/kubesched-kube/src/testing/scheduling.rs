@@ -5,18 +5,24 @@
 //! `plural.version.group` (e.g. `podgroups.v1alpha2.scheduling.k8s.io`), which
 //! [`FakeApiServer::refuse`] takes too. Objects are added as JSON
 //! ([`FakeApiServer::apply_value`]) and deleted by kind and key
-//! ([`FakeApiServer::delete_value`]).
+//! ([`FakeApiServer::delete_value`]). A v1alpha2 PodGroup can also be read one by one
+//! and its status replaced, as the runtime writes `PodGroupScheduled`
+//! ([`FakeApiServer::pod_group`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Query, State};
-use axum::response::Response;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::{Value, json};
 
-use super::{Fake, FakeApiServer, key, list_or_watch};
+use super::{Fake, FakeApiServer, key, list_or_watch, status};
+
+/// The resource of `scheduling.k8s.io/v1alpha2` PodGroups.
+const POD_GROUPS: &str = "podgroups.v1alpha2.scheduling.k8s.io";
 
 list_handlers!(
     list_podgroups_v1alpha2 => "podgroups.v1alpha2.scheduling.k8s.io",
@@ -69,6 +75,14 @@ pub(super) fn routes(router: Router<Arc<Fake>>) -> Router<Arc<Fake>> {
         .route(
             "/apis/scheduling.k8s.io/v1alpha2/podgroups",
             get(list_podgroups_v1alpha2),
+        )
+        .route(
+            "/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/podgroups/{name}",
+            get(get_pod_group),
+        )
+        .route(
+            "/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/podgroups/{name}/status",
+            axum::routing::put(replace_pod_group_status),
         )
         .route(
             "/apis/scheduling.k8s.io/v1alpha2/workloads",
@@ -124,6 +138,70 @@ impl FakeApiServer {
         if let Some(mut value) = s.objects.get_mut(resource).and_then(|o| o.remove(key)) {
             s.record(&self.fake.changes, resource, "DELETED", &mut value);
         }
+    }
+}
+
+fn pod_group_not_found(name: &str) -> Response {
+    status(
+        404,
+        "NotFound",
+        format!("podgroups.scheduling.k8s.io \"{name}\" not found"),
+    )
+}
+
+async fn get_pod_group(
+    State(fake): State<Arc<Fake>>,
+    Path((ns, name)): Path<(String, String)>,
+) -> Response {
+    let s = fake.lock();
+    match s
+        .objects
+        .get(POD_GROUPS)
+        .and_then(|o| o.get(&key(&ns, &name)))
+    {
+        Some(group) => axum::Json(group.clone()).into_response(),
+        None => pod_group_not_found(&name),
+    }
+}
+
+/// Replaces a PodGroup's status (only its status, as the subresource does), refusing a
+/// stale `resourceVersion` with 409.
+async fn replace_pod_group_status(
+    State(fake): State<Arc<Fake>>,
+    Path((ns, name)): Path<(String, String)>,
+    body: Bytes,
+) -> Response {
+    let Ok(new) = serde_json::from_slice::<Value>(&body) else {
+        return status(400, "BadRequest", "invalid PodGroup".into());
+    };
+    let k = key(&ns, &name);
+    let mut s = fake.lock();
+    let Some(mut group) = s.objects.get(POD_GROUPS).and_then(|o| o.get(&k)).cloned() else {
+        return pod_group_not_found(&name);
+    };
+    if new["metadata"]["resourceVersion"] != group["metadata"]["resourceVersion"] {
+        return status(
+            409,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on podgroups.scheduling.k8s.io \"{name}\": the object has been modified; please apply your changes to the latest version and try again"
+            ),
+        );
+    }
+    group["status"] = new["status"].clone();
+    s.record(&fake.changes, POD_GROUPS, "MODIFIED", &mut group);
+    s.objects
+        .entry(POD_GROUPS)
+        .or_default()
+        .insert(k, group.clone());
+    axum::Json(group).into_response()
+}
+
+impl FakeApiServer {
+    /// A `scheduling.k8s.io/v1alpha2` PodGroup as the server holds it now (`None` when
+    /// there is none), by `namespace/name`.
+    pub fn pod_group(&self, key: &str) -> Option<Value> {
+        self.fake.lock().objects.get(POD_GROUPS)?.get(key).cloned()
     }
 }
 

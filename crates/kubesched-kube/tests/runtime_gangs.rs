@@ -1,0 +1,157 @@
+//! kube-scheduler v1.36's gang scheduling in the runtime, against a loopback API
+//! server: PodGroups watched, the PodGroup cycle (all of a gang or none of it) and the
+//! `PodGroupScheduled` condition written. The real-cluster test compares the same
+//! against the real kube-scheduler; these run anywhere.
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Pod;
+use kubesched_config::KubeSchedulerConfiguration;
+use kubesched_framework::KubernetesVersion;
+use kubesched_kube::testing::FakeApiServer;
+use kubesched_kube::{RunningRuntime, Runtime};
+use serde_json::json;
+
+const OURS: &str = "my-scheduler";
+
+async fn start(server: &FakeApiServer) -> RunningRuntime {
+    let text = format!(
+        "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: false
+profiles:
+- schedulerName: {OURS}
+"
+    );
+    let config = KubeSchedulerConfiguration::from_yaml_str(&text, "test.yaml")
+        .expect("config")
+        .config;
+    Runtime::new(server.client(), config)
+        .kubernetes_version(
+            Some(KubernetesVersion::V1_36),
+            vec!["GenericWorkload=true,GangScheduling=true".into()],
+        )
+        .start()
+        .await
+        .expect("start")
+}
+
+fn gang_pod(name: &str, group: &str, cpu: &str) -> Pod {
+    let mut pod = serde_json::to_value(FakeApiServer::pod(name, OURS, cpu)).expect("pod json");
+    pod["spec"]["schedulingGroup"] = json!({"podGroupName": group});
+    serde_json::from_value(pod).expect("pod")
+}
+
+fn pod_group(server: &FakeApiServer, name: &str, min_count: i32) {
+    server.apply_value(json!({
+        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}},
+    }));
+}
+
+/// The PodGroupScheduled condition as `status/reason/message`, once written.
+fn condition(server: &FakeApiServer, key: &str) -> Option<String> {
+    let group = server.pod_group(key)?;
+    let c = group["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "PodGroupScheduled")?
+        .clone();
+    Some(format!(
+        "{}/{}/{}",
+        c["status"].as_str()?,
+        c["reason"].as_str()?,
+        c["message"].as_str()?
+    ))
+}
+
+/// Polls `f` every 10 ms until it holds, for at most `secs` seconds.
+async fn until(secs: u64, what: &str, f: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gang_is_placed_together_and_its_group_says_so() {
+    let server = FakeApiServer::start().await;
+    server.add_node(FakeApiServer::node("n1", "4", "8Gi"));
+    pod_group(&server, "g", 2);
+    let rt = start(&server).await;
+    server.add_pod(gang_pod("g-1", "g", "1"));
+    server.add_pod(gang_pod("g-2", "g", "1"));
+    until(5, "both bound", || {
+        server.node_of("default/g-1").is_some() && server.node_of("default/g-2").is_some()
+    })
+    .await;
+    until(5, "the condition", || {
+        condition(&server, "default/g").is_some()
+    })
+    .await;
+    assert_eq!(
+        condition(&server, "default/g").as_deref(),
+        Some("True/Scheduled/")
+    );
+    rt.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gang_that_does_not_fit_keeps_nothing() {
+    let server = FakeApiServer::start().await;
+    server.add_node(FakeApiServer::node("n1", "1500m", "8Gi"));
+    // The pods first, then their group: they wait for it at PreEnqueue and enter the
+    // queue together, one PodGroup cycle.
+    server.add_pod(gang_pod("g-1", "g", "1"));
+    server.add_pod(gang_pod("g-2", "g", "1"));
+    let rt = start(&server).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        server.events_for("default/g-1").is_empty(),
+        "attempted before its group existed"
+    );
+    pod_group(&server, "g", 2);
+    until(5, "both reported", || {
+        !server.events_for("default/g-1").is_empty() && !server.events_for("default/g-2").is_empty()
+    })
+    .await;
+    let notes: Vec<String> = ["default/g-1", "default/g-2"]
+        .iter()
+        .map(|k| server.events_for(k)[0].1.clone())
+        .collect();
+    // The pod that found a node waited at Permit for a quorum that never came, and is
+    // given back with the group's message; the other has its own FitError.
+    assert!(
+        notes.contains(
+            &"pod group is unschedulable, waiting for minCount pods from a gang to be scheduled, one or more plugins asked to wait and no plugin rejected pod".to_string()
+        ),
+        "{notes:?}"
+    );
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("0/1 nodes are available: 1 Insufficient cpu.")),
+        "{notes:?}"
+    );
+    until(5, "the condition", || {
+        condition(&server, "default/g").is_some()
+    })
+    .await;
+    assert_eq!(
+        condition(&server, "default/g").as_deref(),
+        Some("False/Unschedulable/pod group is unschedulable")
+    );
+    assert_eq!(server.node_of("default/g-1"), None);
+    assert_eq!(server.node_of("default/g-2"), None);
+    // Nothing of the gang holds the node: a lone pod fits.
+    server.add_pod(FakeApiServer::pod("single", OURS, "1"));
+    until(5, "the single pod bound", || {
+        server.node_of("default/single").is_some()
+    })
+    .await;
+    rt.stop().await;
+}
