@@ -297,12 +297,6 @@ impl Command {
         };
         let mut this = self;
         if cli.plugins.contains(&PluginSet::Sigs) {
-            #[cfg(feature = "cluster")]
-            if matches!(cli.command, Commands::Run(_)) {
-                return fail(
-                    "--plugins sigs: run does not read PodGroups nor wait at Permit yet; the sigs plugins work with simulate (docs/gangs-and-quotas.md)",
-                );
-            }
             this = this.with_registry(kubesched_plugins_sigs::registry());
         }
         let registry = match this.registry() {

@@ -32,6 +32,29 @@ impl<T: Any + Clone + Send + Sync> StateData for T {
     }
 }
 
+/// The pods a plugin asks to move back to the active queue after this cycle, by
+/// `namespace/name` (kube-scheduler's `PodsToActivate`, under `PodsToActivateKey`):
+/// Coscheduling's Permit asks it for a gang's siblings. A running scheduler hands
+/// them to [`SchedulingQueue::activate`](crate::queue::SchedulingQueue::activate)
+/// after the cycle.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PodsToActivate {
+    /// The pods' keys.
+    pub keys: BTreeSet<String>,
+}
+
+impl PodsToActivate {
+    /// Adds `key` to the pods `state` asks to activate.
+    pub fn add(state: &mut CycleState, key: impl Into<String>) {
+        if state.read::<PodsToActivate>().is_none() {
+            state.write(PodsToActivate::default());
+        }
+        if let Some(p) = state.read_mut::<PodsToActivate>() {
+            p.keys.insert(key.into());
+        }
+    }
+}
+
 /// The state of one scheduling cycle.
 ///
 /// ```

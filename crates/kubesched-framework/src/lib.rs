@@ -72,7 +72,7 @@ pub mod storage;
 pub mod waiting;
 pub mod writer;
 
-pub use cycle_state::{CycleState, StateData};
+pub use cycle_state::{CycleState, PodsToActivate, StateData};
 pub use dra::{AllocatedDevices, DeviceId, DraCatalog, DraState};
 pub use events::{ActionType, ClusterEvent, EventResource, QueueingHints};
 pub use features::{Features, KubernetesVersion};

@@ -326,6 +326,10 @@ impl Runtime {
             run_post_filter: false,
             batching,
         };
+        // scheduler-plugins' gang and quota plugins read their objects from the live
+        // view: watch them where a profile has them.
+        let uses = |plugin: &str| profiles.iter().any(|p| p.plugin(plugin).is_some());
+        let (coscheduling, capacity) = (uses("Coscheduling"), uses("CapacityScheduling"));
         let sched = Scheduler::new(profiles, Snapshot::default(), options)?;
         let queue_options = QueueOptions::from_seconds(
             self.config.pod_initial_backoff_seconds,
@@ -345,6 +349,7 @@ impl Runtime {
             dra,
             live,
             gangs,
+            gangs || coscheduling || capacity,
         );
         writer.attach(&shared);
         let (stop_tx, stop_rx) = tokio_watch::channel(false);
@@ -433,6 +438,12 @@ impl Runtime {
         }
         if gangs {
             watch_objects!(runtime::PodGroupObject);
+        }
+        if coscheduling {
+            watch_objects!(runtime::SigsPodGroupObject);
+        }
+        if capacity {
+            watch_objects!(runtime::ElasticQuotaObject);
         }
         let _ = nodes_rx.await;
         let _ = pods_rx.await;

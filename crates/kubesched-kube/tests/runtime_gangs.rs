@@ -1,7 +1,8 @@
-//! kube-scheduler v1.36's gang scheduling in the runtime, against a loopback API
-//! server: PodGroups watched, the PodGroup cycle (all of a gang or none of it) and the
-//! `PodGroupScheduled` condition written. The real-cluster test compares the same
-//! against the real kube-scheduler; these run anywhere.
+//! Gangs in the runtime, against a loopback API server: kube-scheduler v1.36's
+//! (PodGroups watched, the PodGroup cycle: all of a gang or none of it, the
+//! `PodGroupScheduled` condition written; the real-cluster test compares the same
+//! against the real kube-scheduler, these run anywhere), and scheduler-plugins'
+//! Coscheduling and CapacityScheduling following their objects as they change.
 
 use std::time::{Duration, Instant};
 
@@ -153,5 +154,115 @@ async fn a_gang_that_does_not_fit_keeps_nothing() {
         server.node_of("default/single").is_some()
     })
     .await;
+    rt.stop().await;
+}
+
+async fn start_sigs(server: &FakeApiServer) -> RunningRuntime {
+    let text = format!(
+        "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: false
+profiles:
+- schedulerName: {OURS}
+  plugins:
+    multiPoint:
+      enabled:
+      - name: Coscheduling
+      - name: CapacityScheduling
+      disabled:
+      - name: PrioritySort
+"
+    );
+    let config = KubeSchedulerConfiguration::from_yaml_str(&text, "test.yaml")
+        .expect("config")
+        .config;
+    Runtime::new(server.client(), config)
+        .kubernetes_version(Some(KubernetesVersion::V1_36), Vec::new())
+        .with_plugins(kubesched_plugins_sigs::registry())
+        .expect("plugins")
+        .start()
+        .await
+        .expect("start")
+}
+
+fn labelled(name: &str, group: &str, cpu: &str) -> Pod {
+    let mut pod = FakeApiServer::pod(name, OURS, cpu);
+    pod.metadata.labels = Some(
+        [(
+            "scheduling.x-k8s.io/pod-group".to_string(),
+            group.to_string(),
+        )]
+        .into(),
+    );
+    pod
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn coscheduling_binds_a_gang_whose_group_and_pods_come_while_it_runs() {
+    let server = FakeApiServer::start().await;
+    server.add_node(FakeApiServer::node("n1", "4", "8Gi"));
+    let rt = start_sigs(&server).await;
+    server.apply_value(json!({
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": "c", "namespace": "default"},
+        "spec": {"minMember": 2},
+    }));
+    // Let the PodGroup's watch event arrive before the pod's (their watches are two
+    // streams): otherwise Permit turns the pod down with `PodGroup not found`, as
+    // upstream's does, and it is retried when the group comes.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.add_pod(labelled("c-1", "c", "1"));
+    let waiting = rt.waiting_pods();
+    // One pod of two: PreFilter turns it down until its sibling exists (the PostFilter
+    // plugins' messages follow).
+    let short = "0/1 nodes are available: pre-filter pod c-1 cannot find enough sibling pods, current pods number: 1, minMember of group: 2.";
+    until(5, "c-1 turned down for want of its sibling", || {
+        server
+            .events_for("default/c-1")
+            .iter()
+            .any(|(_, note, _)| note.starts_with(short))
+    })
+    .await;
+    assert_eq!(server.node_of("default/c-1"), None);
+    server.add_pod(labelled("c-2", "c", "1"));
+    until(10, "both bound", || {
+        server.node_of("default/c-1").is_some() && server.node_of("default/c-2").is_some()
+    })
+    .await;
+    assert!(waiting.is_empty());
+    rt.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn capacity_scheduling_follows_an_elastic_quota_created_while_it_runs() {
+    let server = FakeApiServer::start().await;
+    server.add_node(FakeApiServer::node("n1", "8", "8Gi"));
+    let rt = start_sigs(&server).await;
+    server.apply_value(json!({
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "ElasticQuota",
+        "metadata": {"name": "q", "namespace": "default"},
+        "spec": {"min": {"cpu": "1"}, "max": {"cpu": "2"}},
+    }));
+    server.add_pod(FakeApiServer::pod("small", OURS, "1"));
+    until(5, "small bound", || {
+        server.node_of("default/small").is_some()
+    })
+    .await;
+    server.add_pod(FakeApiServer::pod("big", OURS, "2"));
+    until(5, "big reported", || {
+        !server.events_for("default/big").is_empty()
+    })
+    .await;
+    let note = server.events_for("default/big")[0].1.clone();
+    assert!(
+        note.contains(
+            "Pod default/big is rejected in PreFilter because ElasticQuota default is more than Max"
+        ),
+        "{note}"
+    );
+    assert_eq!(server.node_of("default/big"), None);
     rt.stop().await;
 }

@@ -492,6 +492,23 @@ impl SchedulingQueue {
         taken
     }
 
+    /// Moves the pods with these keys that wait unschedulable or back off to the
+    /// active queue at once (kube-scheduler's `Activate`, after a cycle whose plugins
+    /// asked it through [`PodsToActivate`](crate::PodsToActivate)); other pods are left
+    /// where they are.
+    pub fn activate<'a>(&mut self, keys: impl IntoIterator<Item = &'a String>) {
+        let label = ClusterEvent::FORCE_ACTIVATE.label();
+        for key in keys {
+            let pod = self
+                .unschedulable
+                .remove(key)
+                .or_else(|| self.backoff.remove(key));
+            if let Some(p) = pod {
+                self.push_active(p, &label);
+            }
+        }
+    }
+
     /// The pod is done (bound, or dropped): it leaves the in-flight set.
     pub fn done(&mut self, key: &str) {
         self.leave_flight(key);

@@ -461,6 +461,19 @@ fn gated_pods_move_when_an_event_may_let_them_in() {
 }
 
 #[test]
+fn activated_pods_leave_the_unschedulable_set_at_once() {
+    let (mut q, _) = queue();
+    q.add(pod("a", 0));
+    q.add(pod("b", 0));
+    let a = q.pop().unwrap();
+    q.add_unschedulable(a, rejected_by(&["Coscheduling"]));
+    assert_eq!(q.pending().unschedulable, 1);
+    q.activate([&"default/a".to_string(), &"default/nobody".to_string()]);
+    assert_eq!(q.pending().unschedulable, 0);
+    assert_eq!(q.pending().active, 2);
+}
+
+#[test]
 fn incoming_hook_counts_events() {
     let (mut q, clock) = hinted_queue();
     let seen = Arc::new(Mutex::new(Vec::new()));

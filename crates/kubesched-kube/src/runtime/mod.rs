@@ -33,7 +33,7 @@ mod waiting_pods;
 
 pub use binder::ApiBinder;
 pub(crate) use binder::Unanswered;
-pub(crate) use pod_groups::PodGroupObject;
+pub(crate) use pod_groups::{ElasticQuotaObject, PodGroupObject, SigsPodGroupObject};
 pub use waiting_pods::WaitingPods;
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -98,6 +98,9 @@ pub(crate) struct Shared {
     /// The `GenericWorkload` gate: PodGroups are watched and scheduled in PodGroup
     /// cycles.
     gangs: bool,
+    /// Whether the group pods and gang and quota objects feed the live objects (the
+    /// gate, or a scheduler-plugins plugin in a profile).
+    follows_groups: bool,
 }
 
 fn terminal(pod: &Pod) -> bool {
@@ -131,6 +134,7 @@ impl Shared {
         dra: Arc<DraState>,
         live: Arc<LiveObjects>,
         gangs: bool,
+        follows_groups: bool,
     ) -> Arc<Shared> {
         let fwk = sched.profiles()[0].clone();
         let waiting = Arc::new(WaitingPods::new(fwk.waiting_pods().clone()));
@@ -178,6 +182,7 @@ impl Shared {
             cycles: AtomicU64::new(0),
             live,
             gangs,
+            follows_groups,
         });
         // The queue's gauges are read when /metrics is scraped: counting them on every
         // event would walk the unschedulable pods each time.

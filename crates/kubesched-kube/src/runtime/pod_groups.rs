@@ -36,55 +36,18 @@ use super::schedule_one::{Attempt, BindingJob};
 use super::{Inner, Shared, lock};
 use crate::watch::Watched;
 
-/// The API group and version of the PodGroups kube-scheduler v1.36 reads.
-const API_VERSION: &str = "scheduling.k8s.io/v1alpha2";
-
-/// A `scheduling.k8s.io/v1alpha2` PodGroup as the API server sends it: its metadata,
-/// and the rest kept as JSON for GangScheduling to decode (k8s-openapi has no type for
-/// this alpha kind).
+/// An object of a kind k8s-openapi has no type for (the alpha and scheduler-plugins
+/// gang and quota kinds), as the API server sends it: its metadata, and the rest kept
+/// as JSON for the plugins to decode.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub(crate) struct PodGroupObject {
+pub(crate) struct UntypedObject {
     #[serde(default)]
     metadata: ObjectMeta,
     #[serde(flatten)]
     rest: serde_json::Map<String, Value>,
 }
 
-impl kube::Resource for PodGroupObject {
-    type DynamicType = ();
-    type Scope = k8s_openapi::NamespaceResourceScope;
-
-    fn kind(_: &()) -> Cow<'_, str> {
-        "PodGroup".into()
-    }
-    fn group(_: &()) -> Cow<'_, str> {
-        "scheduling.k8s.io".into()
-    }
-    fn version(_: &()) -> Cow<'_, str> {
-        "v1alpha2".into()
-    }
-    fn plural(_: &()) -> Cow<'_, str> {
-        "podgroups".into()
-    }
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
-
-impl Watched for PodGroupObject {
-    const OPTIONAL: bool = true;
-    fn listed(shared: &Shared, items: Vec<Self>) {
-        shared.pod_groups_listed(items);
-    }
-    fn changed(shared: &Shared, object: Self, deleted: bool) {
-        shared.pod_group_changed(object, deleted);
-    }
-}
-
-impl PodGroupObject {
+impl UntypedObject {
     fn key(&self) -> String {
         format!(
             "{}/{}",
@@ -94,14 +57,14 @@ impl PodGroupObject {
     }
 
     /// The object as the framework's plugins read it.
-    fn into_custom(mut self) -> CustomObject {
+    fn into_custom(mut self, api_version: &str, kind: &str) -> CustomObject {
         self.metadata.managed_fields = None;
         let namespace = self.metadata.namespace.clone();
         let name = self.metadata.name.clone().unwrap_or_default();
         let value = serde_json::to_value(&self).unwrap_or(Value::Null);
         CustomObject {
-            api_version: API_VERSION.into(),
-            kind: "PodGroup".into(),
+            api_version: api_version.into(),
+            kind: kind.into(),
             namespace,
             name,
             value,
@@ -109,27 +72,101 @@ impl PodGroupObject {
     }
 }
 
-/// The PodGroups and the pods that name one, as GangScheduling reads them.
+/// A watched kind without a k8s-openapi type, as a type of its own for the watch
+/// loop (`kube::Resource` wants its kind static).
+macro_rules! untyped_kind {
+    ($(#[$doc:meta])* $t:ident, $group:literal, $version:literal, $kind:literal, $plural:literal) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug, Default, Deserialize, Serialize)]
+        #[serde(transparent)]
+        pub(crate) struct $t(UntypedObject);
+
+        impl kube::Resource for $t {
+            type DynamicType = ();
+            type Scope = k8s_openapi::NamespaceResourceScope;
+            fn kind(_: &()) -> Cow<'_, str> {
+                $kind.into()
+            }
+            fn group(_: &()) -> Cow<'_, str> {
+                $group.into()
+            }
+            fn version(_: &()) -> Cow<'_, str> {
+                $version.into()
+            }
+            fn plural(_: &()) -> Cow<'_, str> {
+                $plural.into()
+            }
+            fn meta(&self) -> &ObjectMeta {
+                &self.0.metadata
+            }
+            fn meta_mut(&mut self) -> &mut ObjectMeta {
+                &mut self.0.metadata
+            }
+        }
+
+        impl Watched for $t {
+            const OPTIONAL: bool = true;
+            fn listed(shared: &Shared, items: Vec<Self>) {
+                let api_version = concat!($group, "/", $version);
+                shared.untyped_listed(api_version, $kind, items.into_iter().map(|o| o.0).collect());
+            }
+            fn changed(shared: &Shared, object: Self, deleted: bool) {
+                shared.untyped_changed(concat!($group, "/", $version), $kind, object.0, deleted);
+            }
+        }
+    };
+}
+
+untyped_kind!(
+    /// A `scheduling.k8s.io/v1alpha2` PodGroup (kube-scheduler v1.36's gangs).
+    PodGroupObject, "scheduling.k8s.io", "v1alpha2", "PodGroup", "podgroups"
+);
+untyped_kind!(
+    /// A scheduler-plugins `scheduling.x-k8s.io/v1alpha1` PodGroup (Coscheduling).
+    SigsPodGroupObject, "scheduling.x-k8s.io", "v1alpha1", "PodGroup", "podgroups"
+);
+untyped_kind!(
+    /// A scheduler-plugins ElasticQuota (CapacityScheduling).
+    ElasticQuotaObject, "scheduling.x-k8s.io", "v1alpha1", "ElasticQuota", "elasticquotas"
+);
+
+/// scheduler-plugins' label naming a pod's PodGroup.
+const SIGS_POD_GROUP_LABEL: &str = "scheduling.x-k8s.io/pod-group";
+
+/// The gang and quota objects and the pods that belong to a group, as the gang and
+/// quota plugins read them.
 #[derive(Default)]
 pub(crate) struct GroupObjects {
-    pod_groups: BTreeMap<String, Arc<CustomObject>>,
-    /// Pods that name a PodGroup, pending or bound, by key.
+    /// By (`apiVersion/kind`, `namespace/name`).
+    objects: BTreeMap<(String, String), Arc<CustomObject>>,
+    /// Pods that name a PodGroup (either API), pending or bound, by key.
     pods: HashMap<String, Arc<PodInfo>>,
 }
 
 impl GroupObjects {
     fn build(&self) -> ClusterObjects {
         ClusterObjects {
-            custom: self.pod_groups.values().cloned().collect(),
+            custom: self.objects.values().cloned().collect(),
             pods: self.pods.values().cloned().collect(),
             ..ClusterObjects::default()
         }
     }
 }
 
-/// `namespace/name` of the PodGroup `pod` names.
+/// `namespace/name` of the v1alpha2 PodGroup `pod` names.
 fn group_key(pod: &PodInfo) -> Option<String> {
     pod_group_name(pod).map(|g| format!("{}/{g}", pod.namespace()))
+}
+
+/// Whether `pod` belongs to a group of either API.
+fn in_some_group(pod: &PodInfo) -> bool {
+    pod_group_name(pod).is_some()
+        || pod
+            .pod()
+            .metadata
+            .labels
+            .as_ref()
+            .is_some_and(|l| l.contains_key(SIGS_POD_GROUP_LABEL))
 }
 
 impl Shared {
@@ -145,45 +182,55 @@ impl Shared {
         });
     }
 
-    pub(crate) fn pod_groups_listed(&self, items: Vec<PodGroupObject>) {
+    fn untyped_listed(&self, api_version: &str, kind: &str, items: Vec<UntypedObject>) {
         let mut inner = lock(&self.inner);
-        let keys: Vec<String> = items.iter().map(PodGroupObject::key).collect();
-        inner.groups.pod_groups = items
-            .into_iter()
-            .map(|g| (g.key(), Arc::new(g.into_custom())))
-            .collect();
+        let id = format!("{api_version}/{kind}");
+        let keys: Vec<String> = items.iter().map(UntypedObject::key).collect();
+        inner.groups.objects.retain(|(i, _), _| *i != id);
+        for o in items {
+            let key = o.key();
+            let custom = o.into_custom(api_version, kind);
+            inner
+                .groups
+                .objects
+                .insert((id.clone(), key), Arc::new(custom));
+        }
         self.publish_groups(&inner);
         for key in keys {
             Self::ungate_group(&mut inner, &key, ClusterEvent::WILDCARD);
         }
+        inner
+            .queue
+            .move_all_to_active_or_backoff(ClusterEvent::WILDCARD);
         drop(inner);
         self.notify();
     }
 
-    pub(crate) fn pod_group_changed(&self, group: PodGroupObject, deleted: bool) {
-        let key = group.key();
+    fn untyped_changed(&self, api_version: &str, kind: &str, o: UntypedObject, deleted: bool) {
+        let key = o.key();
+        let id = (format!("{api_version}/{kind}"), key.clone());
         let mut inner = lock(&self.inner);
         if deleted {
-            inner.groups.pod_groups.remove(&key);
+            inner.groups.objects.remove(&id);
         } else {
             // A status-only change (the condition this scheduler writes) changes
-            // nothing GangScheduling reads.
-            let custom = group.into_custom();
+            // nothing the plugins read.
+            let custom = o.into_custom(api_version, kind);
             let same_spec = inner
                 .groups
-                .pod_groups
-                .get(&key)
+                .objects
+                .get(&id)
                 .is_some_and(|old| old.value.get("spec") == custom.value.get("spec"));
-            inner
-                .groups
-                .pod_groups
-                .insert(key.clone(), Arc::new(custom));
+            inner.groups.objects.insert(id, Arc::new(custom));
             if same_spec {
                 return;
             }
         }
         self.publish_groups(&inner);
         Self::ungate_group(&mut inner, &key, ClusterEvent::WILDCARD);
+        inner
+            .queue
+            .move_all_to_active_or_backoff(ClusterEvent::WILDCARD);
         drop(inner);
         self.notify();
     }
@@ -191,29 +238,30 @@ impl Shared {
     /// A pod that names a PodGroup was added, changed or bound: GangScheduling counts
     /// it, and the group's gated pods may now have their quorum.
     pub(crate) fn group_pod_changed(&self, inner: &mut Inner, info: &Arc<PodInfo>) {
-        if !self.gangs {
+        if !self.follows_groups || !in_some_group(info) {
             return;
         }
-        let Some(group) = group_key(info) else {
-            return;
-        };
         let old = inner
             .groups
             .pods
             .insert(info.key().to_string(), info.clone());
         let counted_before = old.as_ref().is_some_and(|o| {
-            o.node_name() == info.node_name() && group_key(o).as_deref() == Some(&group)
+            o.node_name() == info.node_name()
+                && o.pod().metadata.labels == info.pod().metadata.labels
+                && pod_group_name(o) == pod_group_name(info)
         });
         if counted_before {
             return;
         }
         self.publish_groups(inner);
-        Self::ungate_group(inner, &group, ClusterEvent::UNSCHEDULABLE_POD_ADD);
+        if let Some(group) = group_key(info) {
+            Self::ungate_group(inner, &group, ClusterEvent::UNSCHEDULABLE_POD_ADD);
+        }
     }
 
-    /// A pod left: GangScheduling no longer counts it.
+    /// A pod left: the group plugins no longer count it.
     pub(crate) fn group_pod_deleted(&self, inner: &mut Inner, key: &str) {
-        if self.gangs && inner.groups.pods.remove(key).is_some() {
+        if self.follows_groups && inner.groups.pods.remove(key).is_some() {
             self.publish_groups(inner);
         }
     }
@@ -371,6 +419,7 @@ impl Shared {
                 return;
             };
             let status = group
+                .0
                 .rest
                 .entry("status")
                 .or_insert_with(|| Value::Object(Default::default()));
@@ -385,7 +434,7 @@ impl Shared {
             let Some(conditions) = conditions else { return };
             let wanted = if condition.status { "True" } else { "False" };
             let now = serde_json::to_value(Time(Timestamp::now())).unwrap_or(Value::Null);
-            let observed = group.metadata.generation;
+            let observed = group.0.metadata.generation;
             match conditions
                 .iter_mut()
                 .find(|c| c["type"] == "PodGroupScheduled")

@@ -15,8 +15,8 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kubesched_framework::queue::QueuedPod;
 use kubesched_framework::{
-    ClusterEvent, CycleState, FitError, Framework, PodInfo, RecordPluginMetrics, ScheduleError,
-    Snapshot, Status,
+    ClusterEvent, CycleState, FitError, Framework, PodInfo, PodsToActivate, RecordPluginMetrics,
+    ScheduleError, Snapshot, Status,
 };
 
 use crate::events::EventSpec;
@@ -285,6 +285,10 @@ impl Shared {
             .is_wait()
             .then(|| self.waiting.park(assumed.clone(), &node, waits));
         self.waiting.deliver();
+        // Pods a plugin asked to retry now (Coscheduling's ActivateSiblings).
+        if let Some(activate) = state.read::<PodsToActivate>() {
+            inner.queue.activate(&activate.keys);
+        }
         Attempt::Bind(Box::new(BindingJob {
             fwk,
             state,

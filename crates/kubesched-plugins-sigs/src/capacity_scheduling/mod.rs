@@ -26,9 +26,10 @@ pub mod quota;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use kubesched_framework::{
-    Code, CycleState, Handle, NodeInfo, NodeToStatus, Plugin, PluginError, PodInfo,
-    PostFilterContext, PostFilterPlugin, PostFilterResult, PreFilterExtensions, PreFilterPlugin,
-    PreFilterResult, ReservePlugin, Snapshot, Status, extension_points,
+    ClusterObjects, Code, CycleState, Handle, LiveObjects, NodeInfo, NodeToStatus, Plugin,
+    PluginError, PodInfo, PostFilterContext, PostFilterPlugin, PostFilterResult,
+    PreFilterExtensions, PreFilterPlugin, PreFilterResult, ReservePlugin, Snapshot, Status,
+    extension_points,
 };
 
 use crate::api::{self, ElasticQuota};
@@ -42,6 +43,9 @@ pub const NAME: &str = "CapacityScheduling";
 #[derive(Debug)]
 pub struct CapacityScheduling {
     infos: Mutex<ElasticQuotaInfos>,
+    /// Where a running scheduler keeps the ElasticQuotas as they change, and the
+    /// generation `infos` was built at; `None` in a simulation.
+    live: Option<(Arc<LiveObjects>, Mutex<u64>)>,
 }
 
 /// `ElasticQuotaSnapshotState`: the quotas as PreFilter copied them, changed by the
@@ -77,26 +81,39 @@ impl CapacityScheduling {
     /// The plugin over `handle`'s ElasticQuotas (the first of a namespace is kept, as
     /// `addElasticQuota` keeps it) and its bound pods (the pod informer's `addPod`).
     pub fn new(handle: &Handle) -> Result<CapacityScheduling, PluginError> {
-        let mut infos = ElasticQuotaInfos::new();
-        if let Some(objects) = &handle.objects {
-            for o in objects.custom_of(api::GROUP, "ElasticQuota") {
-                let mut eq: ElasticQuota = serde_json::from_value(o.value.clone())
-                    .map_err(|e| PluginError::new(format!("ElasticQuota {}: {e}", o.name)))?;
-                eq.metadata.namespace = o.namespace.clone();
-                let ns = eq.namespace().to_string();
-                infos.entry(ns.clone()).or_insert_with(|| {
-                    ElasticQuotaInfo::new(&ns, eq.spec.min.as_ref(), eq.spec.max.as_ref())
-                });
+        let (infos, live) = match (&handle.live_objects, &handle.objects) {
+            (Some(live), _) => {
+                let (generation, objects) = live.current();
+                (
+                    quota_infos(&objects)?,
+                    Some((live.clone(), Mutex::new(generation))),
+                )
             }
-            for pod in objects.pods.iter().filter(|p| p.node_name().is_some()) {
-                if let Some(info) = infos.get_mut(pod.namespace()) {
-                    info.add_pod_if_not_present(pod);
-                }
-            }
-        }
+            (None, Some(objects)) => (quota_infos(objects)?, None),
+            (None, None) => (ElasticQuotaInfos::new(), None),
+        };
         Ok(CapacityScheduling {
             infos: Mutex::new(infos),
+            live,
         })
+    }
+
+    /// In a running scheduler, the quotas as the live objects hold them now (their
+    /// pods are replayed from the snapshot next); a quota that does not decode keeps
+    /// the quotas as they were.
+    fn follow_live_quotas(&self) {
+        let Some((live, seen)) = &self.live else {
+            return;
+        };
+        let mut seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+        if live.generation() == *seen {
+            return;
+        }
+        let (generation, objects) = live.current();
+        *seen = generation;
+        if let Ok(infos) = quota_infos(&objects) {
+            *self.lock() = infos;
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, ElasticQuotaInfos> {
@@ -106,6 +123,7 @@ impl CapacityScheduling {
     /// `snapshotElasticQuota`, after replaying the pod informer from `snapshot`: pods
     /// on a node are added (`addPod`), counted pods on no node deleted (`deletePod`).
     fn snapshot_elastic_quota(&self, snapshot: &Snapshot) -> ElasticQuotaInfos {
+        self.follow_live_quotas();
         let mut infos = self.lock();
         let mut on_nodes = std::collections::BTreeSet::new();
         for node in snapshot.nodes() {
@@ -128,6 +146,27 @@ impl CapacityScheduling {
         }
         infos.clone()
     }
+}
+
+/// The ElasticQuotas of `objects` (the first of a namespace is kept, as
+/// `addElasticQuota` keeps it) with their bound pods (the pod informer's `addPod`).
+fn quota_infos(objects: &ClusterObjects) -> Result<ElasticQuotaInfos, PluginError> {
+    let mut infos = ElasticQuotaInfos::new();
+    for o in objects.custom_of(api::GROUP, "ElasticQuota") {
+        let mut eq: ElasticQuota = serde_json::from_value(o.value.clone())
+            .map_err(|e| PluginError::new(format!("ElasticQuota {}: {e}", o.name)))?;
+        eq.metadata.namespace = o.namespace.clone();
+        let ns = eq.namespace().to_string();
+        infos.entry(ns.clone()).or_insert_with(|| {
+            ElasticQuotaInfo::new(&ns, eq.spec.min.as_ref(), eq.spec.max.as_ref())
+        });
+    }
+    for pod in objects.pods.iter().filter(|p| p.node_name().is_some()) {
+        if let Some(info) = infos.get_mut(pod.namespace()) {
+            info.add_pod_if_not_present(pod);
+        }
+    }
+    Ok(infos)
 }
 
 impl Plugin for CapacityScheduling {

@@ -5,14 +5,15 @@
 //! holding their nodes, and are allowed together, or rejected together when one of
 //! them fails or their wait runs out.
 //!
-//! Each function below says which Go function it follows. What a one-instant
-//! simulation leaves out: `ActivateSiblings` (the queue moves a group's pods back to
-//! the active queue; here every pod is attempted once anyway) and the expiry of the
-//! `permittedPG` (the group's wait) and `backedOffPG` (`podGroupBackoffSeconds`)
-//! caches, which never come within one instant.
+//! Each function below says which Go function it follows. `ActivateSiblings` asks,
+//! through the cycle state's [`PodsToActivate`], that the group's other pods be
+//! retried at once; a running scheduler's queue does it (a one-instant simulation
+//! attempts every pod once anyway). Left out: the expiry of the `permittedPG` (the
+//! group's wait) and `backedOffPG` (`podGroupBackoffSeconds`) caches.
 //!
 //! Floor: `kubesched-framework` and `kubesched-config`; PodGroups and the pod list
-//! come from [`Handle::objects`].
+//! come from [`Handle::objects`] in a simulation and from [`Handle::live_objects`] in
+//! a running scheduler, read again whenever they change.
 
 mod resources;
 
@@ -23,9 +24,10 @@ use std::time::Duration;
 use k8s_openapi::jiff::Timestamp;
 use kubesched_framework::waiting::WaitingPods;
 use kubesched_framework::{
-    Code, CycleState, Handle, NodeToStatus, PermitPlugin, Plugin, PluginError, PodInfo,
-    PostFilterContext, PostFilterPlugin, PostFilterResult, PreFilterPlugin, PreFilterResult,
-    QueueSortPlugin, QueuedPodInfo, ReservePlugin, Snapshot, Status, extension_points,
+    ClusterObjects, Code, CycleState, Handle, LiveObjects, NodeToStatus, PermitPlugin, Plugin,
+    PluginError, PodInfo, PodsToActivate, PostFilterContext, PostFilterPlugin, PostFilterResult,
+    PreFilterPlugin, PreFilterResult, QueueSortPlugin, QueuedPodInfo, ReservePlugin, Snapshot,
+    Status, extension_points,
 };
 use serde::Deserialize;
 
@@ -96,10 +98,11 @@ impl CoschedulingArgs {
 /// The plugin (`Coscheduling` with its `PodGroupManager`).
 pub struct Coscheduling {
     waiting: Arc<WaitingPods>,
-    /// PodGroups by `namespace/name`.
-    groups: HashMap<String, Arc<PodGroup>>,
-    /// Every pod the scheduler knows (the pod informer's lister).
-    pods: Vec<Arc<PodInfo>>,
+    /// Where a running scheduler keeps the PodGroups and pods as they change; `None`
+    /// in a simulation, whose objects `view` holds from the start.
+    live: Option<Arc<LiveObjects>>,
+    /// The PodGroups and pods, at one generation of the live objects.
+    view: Mutex<Arc<View>>,
     /// `permitWaitingTimeSeconds` (`scheduleTimeout`).
     schedule_timeout: Duration,
     /// `podGroupBackoffSeconds`, when above 0.
@@ -107,6 +110,34 @@ pub struct Coscheduling {
     /// `podGroupRejectPercentage / 100`.
     reject_threshold: f64,
     state: Mutex<Groups>,
+}
+
+/// The PodGroup and pod listers' contents.
+#[derive(Debug, Default)]
+struct View {
+    /// The [`LiveObjects`] generation they were read at.
+    generation: u64,
+    /// PodGroups by `namespace/name`.
+    groups: HashMap<String, Arc<PodGroup>>,
+    /// Every pod the scheduler knows (the pod informer's lister).
+    pods: Vec<Arc<PodInfo>>,
+}
+
+impl View {
+    fn of(objects: &ClusterObjects, generation: u64) -> Result<View, PluginError> {
+        let mut groups = HashMap::new();
+        for o in objects.custom_of(api::GROUP, "PodGroup") {
+            let mut group: PodGroup = serde_json::from_value(o.value.clone())
+                .map_err(|e| PluginError::new(format!("PodGroup {}: {e}", o.name)))?;
+            group.metadata.namespace = o.namespace.clone();
+            groups.insert(group.full_name(), Arc::new(group));
+        }
+        Ok(View {
+            generation,
+            groups,
+            pods: objects.pods.clone(),
+        })
+    }
 }
 
 /// The manager's mutable part.
@@ -125,7 +156,7 @@ struct Groups {
 impl std::fmt::Debug for Coscheduling {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Coscheduling")
-            .field("groups", &self.groups.len())
+            .field("groups", &self.view().groups.len())
             .field("schedule_timeout", &self.schedule_timeout)
             .field("reject_threshold", &self.reject_threshold)
             .finish()
@@ -153,41 +184,66 @@ pub fn new(
 impl Coscheduling {
     /// The plugin over `handle`'s objects, with defaulted and valid `args`.
     pub fn new(args: &CoschedulingArgs, handle: &Handle) -> Result<Coscheduling, PluginError> {
-        let mut groups = HashMap::new();
-        let mut pods = Vec::new();
-        if let Some(objects) = &handle.objects {
-            for o in objects.custom_of(api::GROUP, "PodGroup") {
-                let mut group: PodGroup = serde_json::from_value(o.value.clone())
-                    .map_err(|e| PluginError::new(format!("PodGroup {}: {e}", o.name)))?;
-                group.metadata.namespace = o.namespace.clone();
-                groups.insert(group.full_name(), Arc::new(group));
+        let view = match (&handle.live_objects, &handle.objects) {
+            (Some(live), _) => {
+                let (generation, objects) = live.current();
+                View::of(&objects, generation)?
             }
-            pods = objects.pods.clone();
-        }
+            (None, Some(objects)) => View::of(objects, 0)?,
+            (None, None) => View::default(),
+        };
         let seconds = |s: Option<i64>| Duration::from_secs(s.unwrap_or(0).max(0).unsigned_abs());
         let backoff = seconds(args.pod_group_backoff_seconds);
         let plugin = Coscheduling {
             waiting: handle.waiting_pods.clone(),
-            groups,
-            pods,
+            live: handle.live_objects.clone(),
+            view: Mutex::new(Arc::new(view)),
             schedule_timeout: seconds(args.permit_waiting_time_seconds),
             backoff: (!backoff.is_zero()).then_some(backoff),
             reject_threshold: f64::from(args.pod_group_reject_percentage.unwrap_or(0)) / 100.0,
             state: Mutex::new(Groups::default()),
         };
-        {
-            let mut state = plugin.lock();
-            for pod in plugin.pods.iter().filter(|p| p.node_name().is_some()) {
-                if let Some(full) = group_full_name(pod) {
-                    state
-                        .assigned
-                        .entry(full)
-                        .or_default()
-                        .insert(pod.name().to_string());
-                }
+        let view = plugin.view();
+        plugin.count_bound(&view);
+        Ok(plugin)
+    }
+
+    /// Counts the group pods bound in `view` as assigned (the pod informer's
+    /// `AddFunc`).
+    fn count_bound(&self, view: &View) {
+        let mut state = self.lock();
+        for pod in view.pods.iter().filter(|p| p.node_name().is_some()) {
+            if let Some(full) = group_full_name(pod) {
+                state
+                    .assigned
+                    .entry(full)
+                    .or_default()
+                    .insert(pod.name().to_string());
             }
         }
-        Ok(plugin)
+    }
+
+    /// The listers' contents, read again first if the live objects changed since. A
+    /// PodGroup that does not decode (the API server validated it) keeps the view as
+    /// it was.
+    fn view(&self) -> Arc<View> {
+        let mut view = self.view.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(live) = &self.live
+            && live.generation() != view.generation
+        {
+            let (generation, objects) = live.current();
+            let fresh = View::of(&objects, generation).unwrap_or_else(|_| View {
+                generation,
+                groups: view.groups.clone(),
+                pods: view.pods.clone(),
+            });
+            *view = Arc::new(fresh);
+            let fresh = view.clone();
+            drop(view);
+            self.count_bound(&fresh);
+            return fresh;
+        }
+        view.clone()
     }
 
     fn lock(&self) -> MutexGuard<'_, Groups> {
@@ -196,25 +252,24 @@ impl Coscheduling {
 
     /// `GetPodGroup`: the group's full name (when the pod has the label) and the
     /// group (when it exists).
-    fn pod_group(&self, pod: &PodInfo) -> (Option<String>, Option<&Arc<PodGroup>>) {
+    fn pod_group(&self, pod: &PodInfo) -> (Option<String>, Option<Arc<PodGroup>>) {
         match group_full_name(pod) {
             None => (None, None),
             Some(full) => {
-                let group = self.groups.get(&full);
+                let group = self.view().groups.get(&full).cloned();
                 (Some(full), group)
             }
         }
     }
 
     /// The pods of `pod`'s namespace with the same group label (the pod lister).
-    fn siblings<'a>(
-        &'a self,
-        pod: &'a PodInfo,
-        group: &'a str,
-    ) -> impl Iterator<Item = &'a Arc<PodInfo>> + 'a {
-        self.pods
+    fn siblings(&self, pod: &PodInfo, group: &str) -> Vec<Arc<PodInfo>> {
+        self.view()
+            .pods
             .iter()
-            .filter(move |p| p.namespace() == pod.namespace() && group_label(p) == Some(group))
+            .filter(|p| p.namespace() == pod.namespace() && group_label(p) == Some(group))
+            .cloned()
+            .collect()
     }
 
     /// `GetCreationTimestamp`, on one time line: a PodGroup's `creationTimestamp`
@@ -230,7 +285,7 @@ impl Coscheduling {
         if self.lock().failed.contains(&full) {
             return Creation::Failed;
         }
-        match self.groups.get(&full) {
+        match self.view().groups.get(&full) {
             None => Creation::Queued(q.timestamp),
             Some(g) => match &g.metadata.creation_timestamp {
                 Some(t) => Creation::Stamped(t.0),
@@ -248,7 +303,7 @@ impl Coscheduling {
             return Err(format!("podGroup {full} failed recently"));
         }
         let label = group_label(pod).unwrap_or_default();
-        let pods: Vec<&Arc<PodInfo>> = self.siblings(pod, label).collect();
+        let pods = self.siblings(pod, label);
         let min_member = group.min_member();
         let mut quorum_gap = i64::from(min_member) - pods.len() as i64;
         if quorum_gap > 0 {
@@ -391,8 +446,7 @@ impl PostFilterPlugin for Coscheduling {
         let label = group_label(pod).unwrap_or_default();
         self.reject_waiting(pod.namespace(), label, "optimistic rejection in PostFilter");
         let mut state = self.lock();
-        if self.backoff.is_some()
-            && self.siblings(pod, label).count() as i64 >= i64::from(min_member)
+        if self.backoff.is_some() && self.siblings(pod, label).len() as i64 >= i64::from(min_member)
         {
             state.backed_off.insert(full.clone());
         }
@@ -437,7 +491,7 @@ impl ReservePlugin for Coscheduling {
 impl PermitPlugin for Coscheduling {
     /// `Permit`: waits until `minMember` pods of the group are assumed, then allows
     /// them all.
-    fn permit(&self, _: &mut CycleState, pod: &PodInfo, _: &str) -> (Status, Duration) {
+    fn permit(&self, cycle: &mut CycleState, pod: &PodInfo, _: &str) -> (Status, Duration) {
         let (full, group) = self.pod_group(pod);
         let Some(full) = full else {
             return (Status::success(), Duration::ZERO);
@@ -476,6 +530,17 @@ impl PermitPlugin for Coscheduling {
         } else {
             wait
         };
+        // ActivateSiblings: the group's first pod to wait asks the queue to retry its
+        // siblings now (PermitState.Activate is set when it is the first assigned).
+        if assigned == 1
+            && let Some(label) = group_label(pod)
+        {
+            for sibling in self.siblings(pod, label) {
+                if sibling.uid() != pod.uid() {
+                    PodsToActivate::add(cycle, sibling.key());
+                }
+            }
+        }
         (Status::with_code(Code::Wait), wait)
     }
 }
