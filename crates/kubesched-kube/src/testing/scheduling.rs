@@ -164,37 +164,14 @@ async fn get_pod_group(
     }
 }
 
-/// Replaces a PodGroup's status (only its status, as the subresource does), refusing a
-/// stale `resourceVersion` with 409.
+/// Replaces a PodGroup's status (only its status, as the subresource does), as the
+/// storage kinds' status writes are replaced.
 async fn replace_pod_group_status(
     State(fake): State<Arc<Fake>>,
     Path((ns, name)): Path<(String, String)>,
     body: Bytes,
 ) -> Response {
-    let Ok(new) = serde_json::from_slice::<Value>(&body) else {
-        return status(400, "BadRequest", "invalid PodGroup".into());
-    };
-    let k = key(&ns, &name);
-    let mut s = fake.lock();
-    let Some(mut group) = s.objects.get(POD_GROUPS).and_then(|o| o.get(&k)).cloned() else {
-        return pod_group_not_found(&name);
-    };
-    if new["metadata"]["resourceVersion"] != group["metadata"]["resourceVersion"] {
-        return status(
-            409,
-            "Conflict",
-            format!(
-                "Operation cannot be fulfilled on podgroups.scheduling.k8s.io \"{name}\": the object has been modified; please apply your changes to the latest version and try again"
-            ),
-        );
-    }
-    group["status"] = new["status"].clone();
-    s.record(&fake.changes, POD_GROUPS, "MODIFIED", &mut group);
-    s.objects
-        .entry(POD_GROUPS)
-        .or_default()
-        .insert(k, group.clone());
-    axum::Json(group).into_response()
+    super::storage::replace(&fake, POD_GROUPS, &key(&ns, &name), &body, true)
 }
 
 impl FakeApiServer {

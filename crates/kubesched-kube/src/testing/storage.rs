@@ -64,8 +64,11 @@ pub(super) fn group(resource: &str) -> &'static str {
 }
 
 /// The resource as the API server's messages name it (`persistentvolumes`,
-/// `resourceclaims.resource.k8s.io`).
+/// `resourceclaims.resource.k8s.io`, and the gang and quota kinds' `podgroups.scheduling.k8s.io`).
 pub(super) fn qualified(resource: &str) -> String {
+    if let Some((plural, group)) = super::scheduling::plural_and_group(resource) {
+        return format!("{plural}.{group}");
+    }
     match group(resource) {
         "" => resource.to_owned(),
         g => format!("{resource}.{g}"),
@@ -126,7 +129,7 @@ pub(super) fn routes(router: Router<Arc<Fake>>) -> Router<Arc<Fake>> {
 }
 
 /// Replaces an object (or only its status), refusing a stale `resourceVersion`.
-fn replace(
+pub(super) fn replace(
     fake: &Fake,
     resource: &'static str,
     k: &str,
