@@ -236,16 +236,19 @@ async fn coscheduling_binds_a_gang_whose_group_and_pods_come_while_it_runs() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn capacity_scheduling_follows_an_elastic_quota_created_while_it_runs() {
+async fn capacity_scheduling_holds_a_namespace_to_its_elastic_quota_in_run() {
     let server = FakeApiServer::start().await;
     server.add_node(FakeApiServer::node("n1", "8", "8Gi"));
-    let rt = start_sigs(&server).await;
+    // Created before the runtime starts, so that its first list holds it: created
+    // after, its watch event could come after the pods' (two streams) and a pod would
+    // be placed with no quota yet, as upstream's would.
     server.apply_value(json!({
         "apiVersion": "scheduling.x-k8s.io/v1alpha1",
         "kind": "ElasticQuota",
         "metadata": {"name": "q", "namespace": "default"},
         "spec": {"min": {"cpu": "1"}, "max": {"cpu": "2"}},
     }));
+    let rt = start_sigs(&server).await;
     server.add_pod(FakeApiServer::pod("small", OURS, "1"));
     until(5, "small bound", || {
         server.node_of("default/small").is_some()
