@@ -51,6 +51,11 @@ pub struct RunArgs {
     /// alone means true, as kube-scheduler takes it.
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub leader_elect: Option<bool>,
+    /// Override the configuration's clientConnection.contentType: how pods, nodes and
+    /// the other built-in kinds are listed and watched
+    /// (`application/vnd.kubernetes.protobuf`, the default, or `application/json`).
+    #[arg(long, value_name = "TYPE")]
+    pub kube_api_content_type: Option<String>,
     /// The kube-scheduler version whose decisions to reproduce (1.35 or 1.36); default:
     /// the API server's (`/version`), or the nearest older one kubesched has.
     #[arg(long, value_name = "VERSION", value_parser = |s: &str| s.parse::<kubesched_framework::KubernetesVersion>())]
@@ -142,6 +147,17 @@ async fn run_async(args: RunArgs, plugins: Registry) -> Result<(), Failure> {
     let mut config = loaded.config;
     if let Some(le) = args.leader_elect {
         config.leader_election.leader_elect = le;
+    }
+    match &args.kube_api_content_type {
+        Some(t) => {
+            crate::watch::Encoding::from_content_type(t)
+                .map_err(|why| Usage(format!("--kube-api-content-type: {why}")))?;
+            config.client_connection.content_type = t.clone();
+        }
+        None => {
+            crate::watch::Encoding::from_content_type(&config.client_connection.content_type)
+                .map_err(|why| Usage(format!("{source}: {why}")))?;
+        }
     }
     let kubeconfig = args.kubeconfig.clone().or_else(|| {
         let k = &config.client_connection.kubeconfig;

@@ -46,13 +46,14 @@ pub mod events;
 pub mod leader;
 pub mod metrics;
 mod outage;
+pub mod protobuf;
 pub mod record;
 mod runtime;
 pub mod serve;
 pub mod server_version;
 mod storage;
 pub mod testing;
-mod watch;
+pub mod watch;
 mod writer;
 
 use std::net::SocketAddr;
@@ -377,7 +378,14 @@ impl Runtime {
             self.client.apiserver_version(),
             self.events_client.apiserver_version()
         );
-        // Watches.
+        // Watches, in protobuf unless the configuration asks for JSON (`kubesched
+        // run` refuses any other content type before it gets here).
+        let encoding =
+            watch::Encoding::from_content_type(&self.config.client_connection.content_type)
+                .unwrap_or_else(|why| {
+                    tracing::warn!(%why, "listing and watching in protobuf");
+                    watch::Encoding::Protobuf
+                });
         let (pods_synced, pods_rx) = tokio::sync::oneshot::channel();
         let (nodes_synced, nodes_rx) = tokio::sync::oneshot::channel();
         let mut tasks = vec![
@@ -385,12 +393,14 @@ impl Runtime {
             tokio::spawn(watch::run::<k8s_openapi::api::core::v1::Node>(
                 shared.clone(),
                 self.client.clone(),
+                encoding,
                 nodes_synced,
                 stop_rx.clone(),
             )),
             tokio::spawn(watch::run::<k8s_openapi::api::core::v1::Pod>(
                 shared.clone(),
                 self.client.clone(),
+                encoding,
                 pods_synced,
                 stop_rx.clone(),
             )),
@@ -403,6 +413,7 @@ impl Runtime {
                 tasks.push(tokio::spawn(watch::run::<$t>(
                     shared.clone(),
                     self.client.clone(),
+                    encoding,
                     tx,
                     stop_rx.clone(),
                 )));

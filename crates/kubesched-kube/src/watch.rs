@@ -1,24 +1,35 @@
 //! List-then-watch loops for pods, nodes and the objects plugins read (Services,
 //! ReplicationControllers, ReplicaSets, StatefulSets, Namespaces,
-//! PodDisruptionBudgets; the storage and DRA kinds of [`crate::storage`], which the
+//! PodDisruptionBudgets; the storage and DRA kinds of `storage.rs`, which the
 //! runtime goes on without when the API server does not serve or allow them) that
 //! keep the runtime's cache in step, as client-go's
 //! reflector: relisting at once when a watch's resourceVersion is too old (410 Gone),
 //! and after a jittered exponential backoff when the API server fails.
+//!
+//! Lists and watches ask for protobuf, as kube-scheduler's informers do, where the
+//! kind is one the [`crate::protobuf`] schema knows and `clientConnection.contentType`
+//! names protobuf; whatever the API server answers in (JSON, for kinds it has no
+//! protobuf for) is decoded by its Content-Type. The first list asks for
+//! `resourceVersion=0`, served from the API server's watch cache, as client-go's
+//! reflector does; a relist after the watch expired asks for the latest.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use futures::{StreamExt, TryStreamExt};
+use futures::{Stream, StreamExt, TryStreamExt};
+use http::header::{ACCEPT, CONTENT_TYPE};
+use http_body_util::BodyExt;
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ReplicationController, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::api::{Api, ListParams, WatchEvent, WatchParams};
+use kube::api::{ListParams, WatchParams};
+use kube::core::{ObjectList, Status};
 use kubesched_framework::ClusterObjects;
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
 use crate::outage::Backoff;
+use crate::protobuf::{self, PROTOBUF, WatchEvent};
 use crate::runtime::Shared;
 
 /// A kind a list-and-watch loop follows, and what the cache does with what it sees.
@@ -99,6 +110,7 @@ impl From<kube::Error> for Ended {
 pub(crate) async fn run<K: Watched>(
     shared: Arc<Shared>,
     client: kube::Client,
+    encoding: Encoding,
     synced: tokio::sync::oneshot::Sender<()>,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -106,17 +118,23 @@ pub(crate) async fn run<K: Watched>(
     let mut backoff = Backoff::new();
     let kind = K::kind(&()).to_string();
     let mut refused = false;
+    let source = Source::new::<K>(client, encoding);
+    // client-go's reflector lists from the watch cache (resourceVersion=0) unless its
+    // last watch expired: then only the latest will do.
+    let mut from_cache = true;
     loop {
         if *stop.borrow() {
             return;
         }
         let r = tokio::select! {
-            r = list_and_watch::<K>(&shared, &client, &mut synced, &kind, &mut refused) => r,
+            r = list_and_watch::<K>(&shared, &source, from_cache, &mut synced, &kind, &mut refused) => r,
             _ = stop.changed() => return,
         };
+        from_cache = true;
         let wait = match r {
             Ended::Expired => {
                 tracing::debug!(%kind, "watch expired (410 Gone); relisting");
+                from_cache = false;
                 continue;
             }
             Ended::Failed(kube::Error::Api(s))
@@ -150,17 +168,20 @@ pub(crate) async fn run<K: Watched>(
 
 async fn list_and_watch<K: Watched>(
     shared: &Arc<Shared>,
-    client: &kube::Client,
+    source: &Source,
+    from_cache: bool,
     synced: &mut Option<tokio::sync::oneshot::Sender<()>>,
     kind: &str,
     refused: &mut bool,
 ) -> Ended {
-    let api: Api<K> = Api::all(client.clone());
     let mut lp = ListParams::default();
     if let Some(fields) = K::FIELD_SELECTOR {
         lp = lp.fields(fields);
     }
-    let list = match api.list(&lp).await {
+    if from_cache {
+        lp = lp.at("0");
+    }
+    let (mut rv, items) = match source.list::<K>(&lp).await {
         Ok(l) => l,
         Err(e) => return e.into(),
     };
@@ -170,8 +191,7 @@ async fn list_and_watch<K: Watched>(
         *refused = false;
         K::refused(shared, None);
     }
-    let mut rv = list.metadata.resource_version.clone().unwrap_or_default();
-    K::listed(shared, list.items);
+    K::listed(shared, items);
     if let Some(s) = synced.take() {
         let _ = s.send(());
     }
@@ -180,7 +200,7 @@ async fn list_and_watch<K: Watched>(
         if let Some(fields) = K::FIELD_SELECTOR {
             wp = wp.fields(fields);
         }
-        let mut stream = match api.watch(&wp, &rv).await {
+        let mut stream = match source.watch::<K>(&wp, &rv).await {
             Ok(s) => s.boxed(),
             Err(e) => return e.into(),
         };
@@ -195,15 +215,239 @@ async fn list_and_watch<K: Watched>(
                 WatchEvent::Added(o) | WatchEvent::Modified(o) => (o, false),
                 WatchEvent::Deleted(o) => (o, true),
                 WatchEvent::Bookmark(b) => {
-                    rv = b.metadata.resource_version;
+                    rv = b;
                     continue;
                 }
-                WatchEvent::Error(s) => return kube::Error::Api(s).into(),
+                WatchEvent::Error(s) => return kube::Error::Api(Box::new(s)).into(),
             };
             rv = object.meta().resource_version.clone().unwrap_or(rv);
             K::changed(shared, object, deleted);
         }
     }
+}
+
+/// How the runtime asks for lists and watches: kube-scheduler's
+/// `clientConnection.contentType`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Encoding {
+    /// `application/vnd.kubernetes.protobuf` where the kind has it (kube-scheduler's
+    /// default), JSON otherwise.
+    #[default]
+    Protobuf,
+    /// `application/json` only.
+    Json,
+}
+
+impl Encoding {
+    /// The encoding a `contentType` names (`application/vnd.kubernetes.protobuf` or
+    /// `application/json`).
+    pub fn from_content_type(content_type: &str) -> Result<Encoding, String> {
+        match content_type.trim() {
+            "" | PROTOBUF => Ok(Encoding::Protobuf),
+            "application/json" => Ok(Encoding::Json),
+            other => Err(format!(
+                "clientConnection.contentType {other:?} is not supported: use {PROTOBUF:?} or \"application/json\""
+            )),
+        }
+    }
+}
+
+/// Where a kind is listed and watched, and in what encoding.
+struct Source {
+    client: kube::Client,
+    /// The kind's protobuf message, when it is asked for in protobuf.
+    message: Option<protobuf::MessageId>,
+}
+
+/// A kind that can be listed and watched.
+pub trait Listable:
+    kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + Send + 'static
+{
+}
+impl<K: kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + Send + 'static> Listable
+    for K
+{
+}
+
+/// Lists `K` as the runtime does, in `encoding` (protobuf falls back to JSON where
+/// the kind has none): the list's resourceVersion and its items.
+pub async fn list<K: Listable>(
+    client: &kube::Client,
+    encoding: Encoding,
+    lp: &ListParams,
+) -> Result<(String, Vec<K>), kube::Error> {
+    Source::new::<K>(client.clone(), encoding).list(lp).await
+}
+
+/// Watches `K` from `resource_version` as the runtime does, in `encoding`.
+pub async fn watch<K: Listable>(
+    client: &kube::Client,
+    encoding: Encoding,
+    wp: &WatchParams,
+    resource_version: &str,
+) -> Result<impl Stream<Item = Result<WatchEvent<K>, kube::Error>> + use<K>, kube::Error> {
+    Source::new::<K>(client.clone(), encoding)
+        .watch(wp, resource_version)
+        .await
+}
+
+impl Source {
+    fn new<K: Listable>(client: kube::Client, encoding: Encoding) -> Source {
+        let message = match encoding {
+            Encoding::Protobuf => protobuf::message_of::<K>(),
+            Encoding::Json => None,
+        };
+        Source { client, message }
+    }
+
+    async fn send(
+        &self,
+        mut request: http::Request<Vec<u8>>,
+    ) -> Result<(bool, kube::client::Body), kube::Error> {
+        if self.message.is_some() {
+            request.headers_mut().insert(
+                ACCEPT,
+                http::HeaderValue::from_static(
+                    "application/vnd.kubernetes.protobuf, application/json",
+                ),
+            );
+        }
+        let response = self
+            .client
+            .send(request.map(kube::client::Body::from))
+            .await?;
+        let protobuf = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with(PROTOBUF));
+        let status = response.status();
+        if status.is_client_error() || status.is_server_error() {
+            let body = response.into_body().collect().await?.to_bytes();
+            let decoded = if protobuf {
+                protobuf::decode_status(&body).ok()
+            } else {
+                serde_json::from_slice::<Status>(&body).ok()
+            };
+            let status = decoded.unwrap_or_else(|| {
+                Status::failure(
+                    String::from_utf8_lossy(&body).trim(),
+                    "Failed to parse error data",
+                )
+                .with_code(status.as_u16())
+            });
+            return Err(kube::Error::Api(Box::new(status)));
+        }
+        Ok((protobuf, response.into_body()))
+    }
+
+    /// Lists `K`: the list's resourceVersion and its items.
+    async fn list<K: Listable>(&self, lp: &ListParams) -> Result<(String, Vec<K>), kube::Error> {
+        let request = kube::core::Request::new(K::url_path(&(), None))
+            .list(lp)
+            .map_err(kube::Error::BuildRequest)?;
+        let (protobuf, body) = self.send(request).await?;
+        let body = body.collect().await?.to_bytes();
+        match (protobuf, self.message) {
+            (true, Some(item)) => protobuf::decode_list(item, &body).map_err(decode_error),
+            _ => {
+                let list: ObjectList<K> =
+                    serde_json::from_slice(&body).map_err(kube::Error::SerdeError)?;
+                Ok((
+                    list.metadata.resource_version.unwrap_or_default(),
+                    list.items,
+                ))
+            }
+        }
+    }
+
+    /// Watches `K` from `rv`: its events as they arrive.
+    async fn watch<K: Listable>(
+        &self,
+        wp: &WatchParams,
+        rv: &str,
+    ) -> Result<impl Stream<Item = Result<WatchEvent<K>, kube::Error>> + use<K>, kube::Error> {
+        let request = kube::core::Request::new(K::url_path(&(), None))
+            .watch(wp, rv)
+            .map_err(kube::Error::BuildRequest)?;
+        let (protobuf, body) = self.send(request).await?;
+        let message = self.message.filter(|_| protobuf);
+        let chunks = body.into_data_stream();
+        let decoder = EventDecoder::<K> {
+            message,
+            buffer: protobuf::Frames::default(),
+            kind: std::marker::PhantomData,
+        };
+        Ok(futures::stream::unfold(
+            (chunks, decoder, std::collections::VecDeque::new()),
+            |(mut chunks, mut decoder, mut ready)| async move {
+                loop {
+                    if let Some(ev) = ready.pop_front() {
+                        return Some((ev, (chunks, decoder, ready)));
+                    }
+                    match chunks.next().await {
+                        Some(Ok(bytes)) => ready.extend(decoder.push(&bytes)),
+                        Some(Err(e)) => return Some((Err(e), (chunks, decoder, ready))),
+                        None if decoder.buffer.is_empty() => return None,
+                        None => {
+                            decoder.buffer = protobuf::Frames::default();
+                            let e = decode_error(protobuf::Error::new(
+                                "the watch ended inside an event",
+                            ));
+                            return Some((Err(e), (chunks, decoder, ready)));
+                        }
+                    }
+                }
+            },
+        ))
+    }
+}
+
+fn decode_error(e: protobuf::Error) -> kube::Error {
+    kube::Error::ReadEvents(std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
+/// Splits a watch's bytes into events: length-prefixed protobuf frames, or JSON
+/// lines.
+struct EventDecoder<K> {
+    message: Option<protobuf::MessageId>,
+    buffer: protobuf::Frames,
+    kind: std::marker::PhantomData<fn() -> K>,
+}
+
+impl<K: Listable> EventDecoder<K> {
+    fn push(&mut self, bytes: &[u8]) -> Vec<Result<WatchEvent<K>, kube::Error>> {
+        self.buffer.push(bytes);
+        let mut events = Vec::new();
+        match self.message {
+            Some(item) => {
+                while let Some(frame) = self.buffer.next_frame() {
+                    events.push(protobuf::decode_watch_event(item, &frame).map_err(decode_error));
+                }
+            }
+            None => {
+                while let Some(line) = self.buffer.next_line() {
+                    if line.iter().all(u8::is_ascii_whitespace) {
+                        continue;
+                    }
+                    events.push(json_event(&line));
+                }
+            }
+        }
+        events
+    }
+}
+
+fn json_event<K: Listable>(line: &[u8]) -> Result<WatchEvent<K>, kube::Error> {
+    let ev: kube::api::WatchEvent<K> =
+        serde_json::from_slice(line).map_err(kube::Error::SerdeError)?;
+    Ok(match ev {
+        kube::api::WatchEvent::Added(o) => WatchEvent::Added(o),
+        kube::api::WatchEvent::Modified(o) => WatchEvent::Modified(o),
+        kube::api::WatchEvent::Deleted(o) => WatchEvent::Deleted(o),
+        kube::api::WatchEvent::Bookmark(b) => WatchEvent::Bookmark(b.metadata.resource_version),
+        kube::api::WatchEvent::Error(s) => WatchEvent::Error(*s),
+    })
 }
 
 /// The cluster objects other than pods and nodes that plugins read (workload

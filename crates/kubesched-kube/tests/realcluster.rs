@@ -19,6 +19,8 @@ mod gang_scenarios;
 mod lesson_scenario;
 #[path = "realcluster_scenarios/load.rs"]
 mod load_scenarios;
+#[path = "realcluster_scenarios/protobuf.rs"]
+mod protobuf_scenario;
 #[path = "realcluster_scenarios/record.rs"]
 mod record_scenario;
 #[path = "realcluster_scenarios/serving.rs"]
@@ -117,6 +119,9 @@ fn against_a_real_api_server() {
             "extended resources backed by DRA, as the real kube-scheduler",
             |c| Box::pin(extended_scenarios::extended_resources(c)),
         ),
+        ("protobuf lists and watches decode as the JSON ones", |c| {
+            Box::pin(protobuf_scenario::protobuf_as_json(c))
+        }),
         (
             "gang scheduling (PodGroups), as the real kube-scheduler",
             |c| Box::pin(gang_scenarios::gangs(c)),
