@@ -75,6 +75,7 @@ pub struct CycleState {
     /// Filter plugin, so the per-node loop compares no names.
     skip_filter_mask: Vec<bool>,
     skip_score_plugins: BTreeSet<String>,
+    skip_pre_bind_plugins: BTreeSet<String>,
     explain: bool,
 }
 
@@ -157,6 +158,16 @@ impl CycleState {
     pub(crate) fn set_skip_score_plugins(&mut self, names: BTreeSet<String>) {
         self.skip_score_plugins = names;
     }
+
+    /// Plugins whose PreBindPreFlight returned Skip: their PreBind is not run this
+    /// cycle (see [`Framework::run_pre_bind_pre_flights`](crate::Framework::run_pre_bind_pre_flights)).
+    pub fn skip_pre_bind_plugins(&self) -> &BTreeSet<String> {
+        &self.skip_pre_bind_plugins
+    }
+
+    pub(crate) fn set_skip_pre_bind_plugins(&mut self, names: BTreeSet<String>) {
+        self.skip_pre_bind_plugins = names;
+    }
 }
 
 impl Clone for CycleState {
@@ -170,6 +181,7 @@ impl Clone for CycleState {
             skip_filter_plugins: self.skip_filter_plugins.clone(),
             skip_filter_mask: self.skip_filter_mask.clone(),
             skip_score_plugins: self.skip_score_plugins.clone(),
+            skip_pre_bind_plugins: self.skip_pre_bind_plugins.clone(),
             explain: self.explain,
         }
     }
@@ -181,6 +193,7 @@ impl fmt::Debug for CycleState {
             .field("entries", &self.data.len())
             .field("skip_filter_plugins", &self.skip_filter_plugins)
             .field("skip_score_plugins", &self.skip_score_plugins)
+            .field("skip_pre_bind_plugins", &self.skip_pre_bind_plugins)
             .finish()
     }
 }

@@ -86,7 +86,7 @@ pub use pod_info::{DEFAULT_SCHEDULER_NAME, HostPort, PodInfo};
 pub use queue::{
     Clock, FakeClock, QueueName, QueueOptions, QueuedPod, SchedulingQueue, SystemClock,
 };
-pub use registry::{Handle, PluginError, PluginFactory, PodBinder, Registry};
+pub use registry::{BindFuture, Handle, PluginError, PluginFactory, PodBinder, Registry};
 pub use schedule::{
     Diagnosis, FitError, HostSelection, NodeSearch, Outcome, PodGroupCondition, PodGroupCycle,
     ScheduleError, ScheduleResult, Scheduler, SchedulerError, SchedulerOptions,

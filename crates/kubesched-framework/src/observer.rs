@@ -38,7 +38,8 @@ use crate::status::Code;
 pub trait PluginObserver: Send + Sync {
     /// `plugin` ran at `extension_point` (kube-scheduler's names: `PreFilter`,
     /// `Filter`, `PostFilter`, `PreScore`, `Score`, `ScoreExtensionNormalize`,
-    /// `Reserve`, `Unreserve`, `Permit`, `PreBind`, `Bind`, `PostBind`, `Sign`) and
+    /// `Reserve`, `Unreserve`, `Permit`, `PreBindPreFlight`, `PreBind`, `Bind`,
+    /// `PostBind`, `Sign`) and
     /// returned `code` after `took`. Called only in sampled cycles
     /// ([`RecordPluginMetrics`]), except at `Sign`, which kube-scheduler times on every
     /// cycle that batches.
@@ -49,7 +50,8 @@ pub trait PluginObserver: Send + Sync {
     /// `scheduler_framework_extension_point_duration_seconds`. Called on every cycle,
     /// sampled or not, by the `Framework::run_*` method of the point (its name is one of
     /// `PreEnqueue`, `PreFilter`, `PostFilter`, `PreScore`, `Score`, `Reserve`,
-    /// `Unreserve`, `Permit`, `PreBind`, `Bind`, `PostBind`), and `Filter`, timed by the
+    /// `Unreserve`, `Permit`, `PreBindPreFlight`, `PreBind`, `Bind`, `PostBind`), and
+    /// `Filter`, timed by the
     /// caller of the per-node Filter runs around its whole pass over the nodes, as
     /// kube-scheduler's `findNodesThatPassFilters` does.
     /// `ScoreExtensionNormalize` is part of `Score`. `code` is the code of the
@@ -190,6 +192,7 @@ fn time_for<T>(
 
 #[cfg(test)]
 mod tests {
+    use std::future::Future;
     use std::sync::{Arc, Mutex};
 
     use k8s_openapi::api::core::v1::Pod;
@@ -285,6 +288,108 @@ mod tests {
             ..Handle::default()
         };
         Framework::new(&profile, &registry, &handle).unwrap()
+    }
+
+    /// Binds through a binder whose asynchronous write refuses every pod.
+    struct Through(Arc<dyn crate::PodBinder>);
+    impl Plugin for Through {
+        fn name(&self) -> &str {
+            "Through"
+        }
+        fn as_bind(self: Arc<Self>) -> Option<Arc<dyn BindPlugin>> {
+            Some(self)
+        }
+    }
+    impl BindPlugin for Through {
+        fn bind(&self, _: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
+            match self.0.bind(pod, node) {
+                Ok(()) => Status::success(),
+                Err(e) => Status::new(Code::Error, e),
+            }
+        }
+        fn pod_binder(&self) -> Option<&Arc<dyn crate::PodBinder>> {
+            Some(&self.0)
+        }
+    }
+    struct Refuses;
+    impl crate::PodBinder for Refuses {
+        fn bind(&self, _: &PodInfo, _: &str) -> Result<(), String> {
+            Err("refused".into())
+        }
+        fn bind_async(&self, _: &Arc<PodInfo>, _: &str) -> Option<crate::BindFuture> {
+            Some(Box::pin(async { Err("refused".to_string()) }))
+        }
+    }
+
+    #[test]
+    fn an_async_bind_answers_and_is_reported_as_run_bind_plugins() {
+        let mut registry = Registry::new();
+        registry
+            .register("Stub", |_, _| Ok(Arc::new(Stub)))
+            .unwrap();
+        registry
+            .register("Through", |_, _| Ok(Arc::new(Through(Arc::new(Refuses)))))
+            .unwrap();
+        let set = |name: &str| PluginSet {
+            enabled: vec![PluginRef {
+                name: name.into(),
+                ..Default::default()
+            }],
+            disabled: vec![],
+        };
+        let mut profile = Profile {
+            scheduler_name: "p".into(),
+            percentage_of_nodes_to_score: None,
+            plugins: Default::default(),
+            user_plugins: None,
+            plugin_config: vec![],
+        };
+        profile.plugins.queue_sort = set("Stub");
+        profile.plugins.bind = set("Through");
+        let mut fwk = Framework::new(&profile, &registry, &Handle::default()).unwrap();
+        let recorder = Arc::new(Recorder::default());
+        fwk.set_plugin_observer(recorder.clone());
+        let mut pod = Pod::default();
+        pod.metadata.name = Some("x".into());
+        let pod = Arc::new(PodInfo::new(Arc::new(pod)).unwrap());
+        let mut state = CycleState::new();
+        state.write(RecordPluginMetrics);
+        // No PreBind plugin: nothing to do before binding.
+        assert!(
+            fwk.run_pre_bind_pre_flights(&mut state, &pod, "n")
+                .is_skip()
+        );
+        let sync = fwk.run_bind_plugins(&mut state, &pod, "n");
+        let bind = fwk.bind_async(&state, &pod, "n").expect("an async bind");
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        let std::task::Poll::Ready(s) = std::pin::pin!(bind).poll(&mut cx) else {
+            panic!("the binder answers at once");
+        };
+        assert_eq!(
+            (s.code(), s.message(), s.plugin()),
+            (sync.code(), sync.message(), sync.plugin())
+        );
+        assert_eq!(s.message(), "refused");
+        let points: Vec<_> = recorder
+            .points
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|p| (p.1, p.2))
+            .collect();
+        assert_eq!(
+            points,
+            [
+                ("PreBindPreFlight", Code::Skip),
+                ("Bind", Code::Error),
+                ("Bind", Code::Error)
+            ]
+        );
+        // The sampled cycle timed the plugin in both runs.
+        assert_eq!(*recorder.plugin_calls.lock().unwrap(), 2);
+        // The Stub binds synchronously only.
+        let stub = framework();
+        assert!(stub.bind_async(&state, &pod, "n").is_none());
     }
 
     #[test]

@@ -1029,6 +1029,20 @@ pub trait PermitPlugin: Plugin {
 pub trait PreBindPlugin: Plugin {
     /// Anything but `Success` aborts the binding.
     fn pre_bind(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status;
+
+    /// kube-scheduler's `PreBindPreFlight`: whether [`PreBindPlugin::pre_bind`] has
+    /// work for `pod` on `node`, asked before it runs. `Success`: it may have (it runs);
+    /// `Skip`: it has none (it would return `Success` without writing or waiting), and
+    /// is not called this cycle; `Error` fails the binding. Any other code is an
+    /// error. Must be cheap and must not block.
+    ///
+    /// A runtime binds a pod whose PreBind plugins all skip without a blocking thread
+    /// ([`Framework::run_pre_bind_pre_flights`](crate::Framework::run_pre_bind_pre_flights)).
+    /// The default, `Success`, is always correct.
+    fn pre_bind_pre_flight(&self, state: &CycleState, pod: &PodInfo, node: &str) -> Status {
+        let _ = (state, pod, node);
+        Status::success()
+    }
 }
 
 /// Bind: writes the binding. The first Bind plugin that does not return `Skip` decides.
@@ -1056,6 +1070,16 @@ pub trait PreBindPlugin: Plugin {
 pub trait BindPlugin: Plugin {
     /// Binds the pod to the node.
     fn bind(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status;
+
+    /// The [`PodBinder`](crate::PodBinder) this plugin binds through, when its
+    /// [`BindPlugin::bind`] is exactly that binder's `bind` (`Ok` as `Success`, `Err`
+    /// as an `Error` with its message) and nothing else, as DefaultBinder's is. A
+    /// runtime may then await the binder's [`PodBinder::bind_async`](crate::PodBinder::bind_async)
+    /// instead of calling `bind` on a blocking thread ([`Framework::bind_async`](crate::Framework::bind_async)).
+    /// `None` (the default) for any other Bind plugin.
+    fn pod_binder(&self) -> Option<&Arc<dyn crate::PodBinder>> {
+        None
+    }
 }
 
 /// PostBind: informational, after a successful bind.

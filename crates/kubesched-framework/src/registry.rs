@@ -4,16 +4,31 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use crate::plugin::Plugin;
 use crate::pod_info::PodInfo;
+
+/// A binding in flight ([`PodBinder::bind_async`]): it resolves as
+/// [`PodBinder::bind`] returns.
+pub type BindFuture = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'static>>;
 
 /// Writes bindings to the cluster: what DefaultBinder calls. The simulator has none
 /// (binding is then a no-op); the runtime provides one backed by the API server.
 pub trait PodBinder: Send + Sync {
     /// Binds `pod` to `node`; an `Err` carries the reason.
     fn bind(&self, pod: &PodInfo, node: &str) -> Result<(), String>;
+
+    /// The same write as [`PodBinder::bind`], as a future that holds no thread while
+    /// it waits (the runtime's binding subresource POST), or `None` (the default) when
+    /// the binder only binds synchronously. Nothing is written before the future is
+    /// first polled.
+    fn bind_async(&self, pod: &Arc<PodInfo>, node: &str) -> Option<BindFuture> {
+        let _ = (pod, node);
+        None
+    }
 }
 
 /// What a plugin factory may use from the framework it is built into.

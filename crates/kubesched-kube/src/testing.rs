@@ -9,7 +9,8 @@
 //! `nominatedNodeName`), pod deletion,
 //! `events.k8s.io/v1` events, and `coordination.k8s.io/v1` leases with optimistic
 //! concurrency (409 on a stale resourceVersion); and the storage and DRA kinds, with
-//! their updates and a PV controller the test plays (`storage`). Lists honour `limit` and `continue`
+//! their updates and a PV controller the test plays (`storage`); binding requests
+//! can be held until enough arrive together ([`FakeApiServer::hold_bindings_until`]). Lists honour `limit` and `continue`
 //! (the continue token is the offset of the next item), and every request is recorded
 //! ([`FakeApiServer::requests`]), so a test can check that a reader wrote nothing.
 //!
@@ -93,6 +94,15 @@ struct Store {
 struct Fake {
     store: Mutex<Store>,
     changes: broadcast::Sender<Change>,
+    /// Holds binding requests back ([`FakeApiServer::hold_bindings_until`]).
+    binding_gate: Mutex<Option<Arc<BindingGate>>>,
+}
+
+/// Binding requests wait here until `need` of them have arrived.
+struct BindingGate {
+    need: usize,
+    arrived: std::sync::atomic::AtomicUsize,
+    open: tokio::sync::watch::Sender<bool>,
 }
 
 impl Fake {
@@ -181,6 +191,7 @@ impl FakeApiServer {
         let fake = Arc::new(Fake {
             store: Mutex::new(Store::default()),
             changes,
+            binding_gate: Mutex::new(None),
         });
         let app = Router::new()
             .route("/version", get(version))
@@ -435,6 +446,32 @@ impl FakeApiServer {
         self.get_pod(key)
             .and_then(|p| p.spec)
             .and_then(|s| s.node_name)
+    }
+
+    /// Answers no binding request until `n` have arrived, then all of them (and every
+    /// later one at once): the scheduler binds `n` pods only if it has `n` bindings in
+    /// flight together.
+    pub fn hold_bindings_until(&self, n: usize) {
+        let gate = BindingGate {
+            need: n,
+            arrived: Default::default(),
+            open: tokio::sync::watch::Sender::new(n == 0),
+        };
+        *self
+            .fake
+            .binding_gate
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(gate));
+    }
+
+    /// How many binding requests have arrived since [`FakeApiServer::hold_bindings_until`].
+    pub fn bindings_arrived(&self) -> usize {
+        self.fake
+            .binding_gate
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map_or(0, |g| g.arrived.load(std::sync::atomic::Ordering::SeqCst))
     }
 
     /// Every successful binding so far, in order: (pod key, node).
@@ -697,6 +734,22 @@ async fn bind_pod(
     let Some(node) = binding["target"]["name"].as_str().map(String::from) else {
         return status(400, "BadRequest", "binding has no target".into());
     };
+    let gate = fake
+        .binding_gate
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    if let Some(gate) = gate {
+        let mut open = gate.open.subscribe();
+        let arrived = gate
+            .arrived
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            + 1;
+        if arrived >= gate.need {
+            gate.open.send_replace(true);
+        }
+        let _ = open.wait_for(|open| *open).await;
+    }
     let k = key(&ns, &name);
     let mut s = fake.lock();
     if let Some(other) = s.steal.remove(&k)

@@ -57,4 +57,9 @@ impl BindPlugin for DefaultBinder {
             },
         }
     }
+
+    /// `bind` is the handle's binder's and nothing else (when there is one).
+    fn pod_binder(&self) -> Option<&Arc<dyn PodBinder>> {
+        self.binder.as_ref()
+    }
 }

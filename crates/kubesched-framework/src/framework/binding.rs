@@ -7,8 +7,11 @@ use crate::observer::{sampled, timed};
 use crate::pod_info::PodInfo;
 use crate::status::{Code, Status};
 use crate::waiting::MAX_PERMIT_WAIT;
-use std::collections::BTreeMap;
-use std::time::Duration;
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 impl Framework {
     /// Runs Reserve plugins in order; on failure the caller must run
@@ -147,6 +150,9 @@ impl Framework {
     fn pre_bind_untimed(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
         let obs = sampled(&self.observer, state);
         for w in &self.pre_bind {
+            if state.skip_pre_bind_plugins().contains(&*w.name) {
+                continue;
+            }
             let s = timed(obs, &w.name, "PreBind", Status::code, || {
                 w.plugin.pre_bind(state, pod, node)
             });
@@ -155,6 +161,98 @@ impl Framework {
             }
         }
         Status::success()
+    }
+
+    /// Runs kube-scheduler's `RunPreBindPreFlights`: asks each PreBind plugin whether
+    /// it has work for `pod` on `node` ([`PreBindPlugin::pre_bind_pre_flight`](crate::PreBindPlugin::pre_bind_pre_flight)).
+    /// `Success` when one has, `Skip` when none has (or there are none), `Error` when
+    /// one fails or answers with another code. The plugins that answered `Skip` are
+    /// recorded in `state` and not run by [`Framework::run_pre_bind_plugins`].
+    pub fn run_pre_bind_pre_flights(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node: &str,
+    ) -> Status {
+        self.timed_point("PreBindPreFlight", Status::code, || {
+            self.pre_bind_pre_flights_untimed(state, pod, node)
+        })
+    }
+
+    fn pre_bind_pre_flights_untimed(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node: &str,
+    ) -> Status {
+        let obs = sampled(&self.observer, state);
+        let mut skip = BTreeSet::new();
+        let mut result = Status::skip();
+        for w in &self.pre_bind {
+            let s = timed(obs, &w.name, "PreBindPreFlight", Status::code, || {
+                w.plugin.pre_bind_pre_flight(state, pod, node)
+            });
+            match s.code() {
+                Code::Success => result = Status::success(),
+                Code::Skip => {
+                    skip.insert(w.name.to_string());
+                }
+                Code::Error => {
+                    let message =
+                        format!("running PreBindPreFlight {:?}: {}", &*w.name, s.message());
+                    return Status::error(message).with_plugin(w.name.clone());
+                }
+                other => {
+                    let message = format!(
+                        "PreBindPreFlight {} returned {:?}, which is unsupported. It is supposed to return Success, Skip, or Error status",
+                        w.name,
+                        other.as_str()
+                    );
+                    return Status::error(message).with_plugin(w.name.clone());
+                }
+            }
+        }
+        state.set_skip_pre_bind_plugins(skip);
+        result
+    }
+
+    /// The Bind point as a future that holds no thread while the binding is written,
+    /// when the first Bind plugin binds through a [`PodBinder`](crate::PodBinder)
+    /// ([`BindPlugin::pod_binder`](crate::BindPlugin::pod_binder)) that writes asynchronously
+    /// ([`PodBinder::bind_async`](crate::PodBinder::bind_async)); `None` otherwise
+    /// (then [`Framework::run_bind_plugins`] binds). The future resolves to what
+    /// `run_bind_plugins` would return and reports to the observer as it would (the
+    /// plugin's call in a sampled cycle, the whole point always). Nothing is written
+    /// before it is polled.
+    pub fn bind_async(
+        &self,
+        state: &CycleState,
+        pod: &Arc<PodInfo>,
+        node: &str,
+    ) -> Option<Pin<Box<dyn Future<Output = Status> + Send + 'static>>> {
+        let first = self.bind.first()?;
+        let write = first.plugin.pod_binder()?.bind_async(pod, node)?;
+        let name = first.name.clone();
+        let observer = self.observer.clone();
+        let sampled = sampled(&self.observer, state).is_some();
+        let profile = self.profile_name.clone();
+        Some(Box::pin(async move {
+            let start = observer.is_some().then(Instant::now);
+            // As DefaultBinder turns its binder's answer into a status.
+            let s = match write.await {
+                Ok(()) => Status::success(),
+                Err(e) => Status::new(Code::Error, e),
+            }
+            .with_plugin(name.clone());
+            if let (Some(o), Some(start)) = (observer, start) {
+                let took = start.elapsed();
+                if sampled {
+                    o.observe(&name, "Bind", s.code(), took);
+                }
+                o.observe_extension_point(&profile, "Bind", s.code(), took);
+            }
+            s
+        }))
     }
 
     /// Runs Bind plugins: the first that does not Skip decides.

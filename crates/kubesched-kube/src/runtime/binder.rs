@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, PostParams};
-use kubesched_framework::{PodBinder, PodInfo};
+use kubesched_framework::{BindFuture, PodBinder, PodInfo};
 
 use crate::outage::Outage;
 
@@ -16,9 +16,18 @@ use super::lock;
 /// Binds through the API server's `binding` subresource, with the pod's UID as a
 /// precondition (the API server refuses the binding of a pod deleted and recreated
 /// under the same name since it was scheduled).
+///
+/// [`PodBinder::bind`] blocks its thread on the POST; [`PodBinder::bind_async`] is the
+/// same POST as a future, which the runtime's binding cycles await.
 pub struct ApiBinder {
-    client: kube::Client,
+    post: BindingPost,
     rt: tokio::runtime::Handle,
+}
+
+/// What a binding POST needs, cloned into each binding in flight.
+#[derive(Clone)]
+struct BindingPost {
+    client: kube::Client,
     outage: Arc<Outage>,
     unanswered: Arc<Unanswered>,
 }
@@ -56,8 +65,8 @@ impl Unanswered {
 }
 
 impl ApiBinder {
-    /// A binder on `client`; `rt` runs the request (bind is called from a blocking
-    /// thread of the binding cycle).
+    /// A binder on `client`; `rt` runs the request when [`PodBinder::bind`] is called
+    /// (from a blocking thread).
     pub fn new(client: kube::Client, rt: tokio::runtime::Handle) -> ApiBinder {
         ApiBinder::with_outage(client, rt, Arc::new(Outage::new("writes")), Arc::default())
     }
@@ -69,16 +78,22 @@ impl ApiBinder {
         unanswered: Arc<Unanswered>,
     ) -> ApiBinder {
         ApiBinder {
-            client,
+            post: BindingPost {
+                client,
+                outage,
+                unanswered,
+            },
             rt,
-            outage,
-            unanswered,
         }
     }
 }
 
-impl PodBinder for ApiBinder {
-    fn bind(&self, pod: &PodInfo, node: &str) -> Result<(), String> {
+impl BindingPost {
+    /// POSTs the binding of `pod` to `node`, and keeps the outage and unanswered
+    /// bookkeeping: the one write behind both [`PodBinder`] methods. An `Err` is the
+    /// API server's message (the binding cycle recognizes "is already assigned to
+    /// node" in it) or the transport's error.
+    async fn send(&self, pod: &PodInfo, node: &str) -> Result<(), String> {
         let api: Api<Pod> = Api::namespaced(self.client.clone(), pod.namespace());
         let binding = Binding {
             metadata: ObjectMeta {
@@ -94,12 +109,9 @@ impl PodBinder for ApiBinder {
                 ..Default::default()
             },
         };
-        let r: Result<serde_json::Value, kube::Error> = self.rt.block_on(api.create_subresource(
-            "binding",
-            pod.name(),
-            &PostParams::default(),
-            &binding,
-        ));
+        let r: Result<serde_json::Value, kube::Error> = api
+            .create_subresource("binding", pod.name(), &PostParams::default(), &binding)
+            .await;
         match r {
             Ok(_) => {
                 self.outage.succeeded("writes");
@@ -120,5 +132,16 @@ impl PodBinder for ApiBinder {
                 Err(e.to_string())
             }
         }
+    }
+}
+
+impl PodBinder for ApiBinder {
+    fn bind(&self, pod: &PodInfo, node: &str) -> Result<(), String> {
+        self.rt.block_on(self.post.send(pod, node))
+    }
+
+    fn bind_async(&self, pod: &Arc<PodInfo>, node: &str) -> Option<BindFuture> {
+        let (post, pod, node) = (self.post.clone(), pod.clone(), node.to_string());
+        Some(Box::pin(async move { post.send(&pod, &node).await }))
     }
 }

@@ -423,9 +423,36 @@ impl Shared {
             status = self.wait_on_permit(assumed.uid(), decision).await;
             at_permit = !status.is_success();
         }
-        // Whether PreBind (rather than Permit or Bind) failed.
+        // Whether PreBind (rather than Permit or Bind) failed, and whether it was its
+        // pre-flight.
         let mut at_pre_bind = false;
-        let (state, status) = if status.is_success() {
+        let mut at_pre_flight = false;
+        let pre_flight = if status.is_success() {
+            fwk.run_pre_bind_pre_flights(&mut state, &assumed, &node)
+        } else {
+            Status::skip()
+        };
+        let bind_async = if status.is_success() && pre_flight.is_skip() {
+            fwk.bind_async(&state, &assumed, &node)
+        } else {
+            None
+        };
+        let (state, status) = if !status.is_success() {
+            (state, status)
+        } else if !pre_flight.is_success() && !pre_flight.is_skip() {
+            at_pre_flight = true;
+            (state, pre_flight)
+        } else if let Some(bind) = bind_async {
+            // No PreBind plugin has work and Bind is DefaultBinder's POST: the task
+            // awaits it, holding no thread (kube-scheduler's binding goroutine).
+            let s = fwk.run_pre_bind_plugins(&mut state, &assumed, &node);
+            if s.is_success() {
+                (state, bind.await)
+            } else {
+                at_pre_bind = true;
+                (state, s)
+            }
+        } else {
             let (fwk2, assumed2, node2) = (fwk.clone(), assumed.clone(), node.clone());
             // PreBind may wait (VolumeBinding waits for the PV controller): on a
             // blocking thread of its own, never the scheduling loop's.
@@ -448,8 +475,6 @@ impl Shared {
                     Status::error(format!("binding task: {e}")),
                 ),
             }
-        } else {
-            (state, status)
         };
         let mut state = state;
         if status.is_success() || status.is_skip() {
@@ -496,7 +521,8 @@ impl Shared {
             FitError::on_chosen_node(host, status.clone()).to_string()
         } else if at_permit {
             format!("waiting on permit for pod: {}", status.message())
-        } else if at_pre_bind && status.is_rejected() {
+        } else if at_pre_flight || (at_pre_bind && status.is_rejected()) {
+            // RunPreBindPreFlights words its own errors.
             status.message()
         } else if at_pre_bind {
             // kube-scheduler's RunPreBindPlugins wraps a plugin's error so.

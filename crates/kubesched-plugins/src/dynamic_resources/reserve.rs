@@ -263,6 +263,24 @@ pub(super) fn consumer(pod: &PodInfo) -> ResourceClaimConsumerReference {
 }
 
 impl PreBindPlugin for DynamicResources {
+    /// kube-scheduler's: Skip for a pod without claims (nor an extended resource
+    /// claim to create), where `pre_bind` neither writes nor waits.
+    fn pre_bind_pre_flight(&self, state: &CycleState, _: &PodInfo, _: &str) -> Status {
+        let (Some(CycleData(data)), Some(_)) = (state.read::<CycleData>(), &self.dra) else {
+            return Status::skip();
+        };
+        let extended = data
+            .reserved_extended
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some();
+        if data.claims.is_empty() && !extended {
+            Status::skip()
+        } else {
+            Status::success()
+        }
+    }
+
     fn pre_bind(&self, state: &mut CycleState, pod: &PodInfo, _: &str) -> Status {
         let (Some(CycleData(data)), Some(dra)) = (state.read::<CycleData>(), &self.dra) else {
             return Status::success();

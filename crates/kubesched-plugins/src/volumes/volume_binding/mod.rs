@@ -529,6 +529,29 @@ impl PreBindPlugin for VolumeBinding {
             Err(e) => Status::error(format!("binding volumes: {e}")),
         }
     }
+
+    /// Skip where `pre_bind` returns at once: a pod without claims, a simulation, or
+    /// claims Reserve found all bound. A missing reservation has work (`pre_bind`
+    /// reports it, where kube-scheduler's PreBindPreFlight reports it earlier).
+    fn pre_bind_pre_flight(&self, state: &CycleState, _: &PodInfo, _: &str) -> Status {
+        let Some(s) = state.read::<State>() else {
+            return Status::skip();
+        };
+        if self.writer.is_none() {
+            return Status::skip();
+        }
+        let all_bound = s
+            .reserved
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .is_some_and(|r| r.all_bound);
+        if all_bound {
+            Status::skip()
+        } else {
+            Status::success()
+        }
+    }
 }
 
 /// A resourceVersion as a number; `None` when it is not one.
