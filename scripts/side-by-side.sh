@@ -7,7 +7,8 @@
 #    has its Scheduled event; then the pods are deleted (one deletecollection). Per
 #    round: pods/s (first to last Scheduled event), CPU per pod of the scheduler and of
 #    the API server with etcd (their /proc stat), bytes the scheduler received per pod
-#    (rchar of /proc/PID/io: everything it read, its start-up lists included).
+#    (bytes_received of its TCP connections, from `ss`, read just before it is stopped:
+#    everything it received, its start-up lists included).
 # 2. Side by side: 1,000 pending pods alternating default-scheduler (kube-scheduler)
 #    and my-scheduler (kubesched), both started together with the same
 #    clientConnection.qps/burst, once at qps 50 (burst 100) and ROUNDS times at qps
@@ -22,7 +23,7 @@
 # one run. Each figure is printed per round and as a median (range) over the rounds.
 #
 # usage: scripts/side-by-side.sh [STATE_DIR]     (needs the release build of kubesched:
-#        cargo build --release -p kubesched-cli; KUBESCHED_REALCLUSTER overrides the
+#        cargo build --release -p kubesched-cli, or KUBESCHED=PATH; KUBESCHED_REALCLUSTER overrides the
 #        directory of `up` and `down`; ROUNDS, default 5; ALONE_PODS, default 2000;
 #        SKIP_SIDE_BY_SIDE=1 leaves out part 2, and part 3 then creates the 6,000 pods)
 set -euo pipefail
@@ -30,7 +31,7 @@ cd "$(dirname "$0")/.."
 repo=$(pwd)
 rc=${KUBESCHED_REALCLUSTER:-$repo/../shared/realcluster}
 state=${1:-$(mktemp -d /tmp/side-by-side.XXXXXX)}
-kubesched=$repo/target/release/kubesched
+kubesched=${KUBESCHED:-$repo/target/release/kubesched}
 [ -x "$kubesched" ] || { echo "build it first: cargo build --release -p kubesched-cli" >&2; exit 1; }
 before=${KUBESCHED_BEFORE:-}
 [ -z "$before" ] || [ -x "$before" ] || { echo "KUBESCHED_BEFORE=$before is not an executable" >&2; exit 1; }
@@ -97,7 +98,14 @@ api_pid=$(pgrep -f "kube-apiserver.*$state" | head -1)
 etcd_pid=$(pgrep -f "etcd.*$state" | head -1)
 ratio() { python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(f'{a / b:.2f}' if b else 'n/a')" "$1" "$2"; }
 
-bytes_read() { awk '/^rchar/ {print $2}' "/proc/$1/io" 2>/dev/null || echo 0; }
+# Bytes a process received over its TCP connections still open (its socket reads
+# are recv(2), which /proc/PID/io's rchar does not count for every runtime).
+bytes_read() {
+  ss -tinpH 2>/dev/null | awk -v pid="pid=$1," '
+    index($0, pid) { want = 1; next }
+    want { for (i = 1; i <= NF; i++) if ($i ~ /^bytes_received:/) { split($i, a, ":"); s += a[2] }; want = 0 }
+    END { print s + 0 }'
+}
 peak_rss_mib() { awk '/^VmHWM/ {printf "%.0f", $2 / 1024}' "/proc/$1/status" 2>/dev/null || echo 0; }
 
 write_configs() { # QPS BURST

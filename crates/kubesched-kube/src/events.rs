@@ -17,10 +17,11 @@ use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use k8s_openapi::api::events::v1::{Event, EventSeries};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams};
 use tokio::sync::watch;
 
 use crate::outage::{Outage, Refusals, jitter};
+use crate::requests::Requests;
 
 /// client-go's `maxTriesPerEvent`.
 const MAX_TRIES: u32 = 12;
@@ -72,7 +73,8 @@ struct Cached {
 
 /// The recorder of one runtime.
 pub(crate) struct Recorder {
-    client: kube::Client,
+    /// The event client, in the runtime's encoding (series patches are JSON).
+    requests: Requests,
     hostname: String,
     cache: Mutex<HashMap<String, Cached>>,
     outage: Outage,
@@ -116,9 +118,9 @@ enum Written {
 }
 
 impl Recorder {
-    pub(crate) fn new(client: kube::Client, rt: tokio::runtime::Handle) -> Arc<Recorder> {
+    pub(crate) fn new(requests: Requests, rt: tokio::runtime::Handle) -> Arc<Recorder> {
         Arc::new(Recorder {
-            client,
+            requests,
             hostname: crate::hostname(),
             cache: Mutex::new(HashMap::new()),
             outage: Outage::new("events"),
@@ -230,7 +232,7 @@ impl Recorder {
 
     async fn write(&self, event: &Event) -> Written {
         let ns = event.metadata.namespace.as_deref().unwrap_or("default");
-        let api: Api<Event> = Api::namespaced(self.client.clone(), ns);
+        let api: Api<Event> = Api::namespaced(self.requests.client.clone(), ns);
         let name = event.metadata.name.as_deref().unwrap_or("");
         if let Some(series) = &event.series {
             let patch = serde_json::json!({"series": {
@@ -249,7 +251,7 @@ impl Recorder {
         }
         let mut event = event.clone();
         event.metadata.resource_version = None;
-        match api.create(&PostParams::default(), &event).await {
+        match self.requests.create(Some(ns), &event).await {
             Ok(_) => Written::Done,
             Err(kube::Error::Api(s)) if s.code == 409 => Written::Done,
             Err(e) => classify(e),
@@ -303,6 +305,7 @@ fn classify(e: kube::Error) -> Written {
 mod tests {
     use super::*;
     use crate::testing::FakeApiServer;
+    use crate::watch::Encoding;
 
     fn api_error(code: u16, message: &str) -> kube::Error {
         let status: kube::core::Status = serde_json::from_value(serde_json::json!({
@@ -334,7 +337,10 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn an_isomorphic_event_becomes_a_series_written_once_then_counted() {
         let server = FakeApiServer::start().await;
-        let recorder = Recorder::new(server.client(), tokio::runtime::Handle::current());
+        let recorder = Recorder::new(
+            Requests::new(server.client(), Encoding::Protobuf),
+            tokio::runtime::Handle::current(),
+        );
         let mut pod = FakeApiServer::pod("p", "my-scheduler", "1");
         pod.metadata.uid = Some("u1".into());
         let spec = || EventSpec {

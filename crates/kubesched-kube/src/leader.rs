@@ -14,8 +14,10 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, PostParams};
 use tokio::sync::watch;
+
+use crate::requests::Requests;
+use crate::watch::Encoding;
 
 /// Whether the elector should stop: told to, or its runtime dropped the sender (then
 /// `changed()` returns at once, and a retry loop waiting on it would spin).
@@ -47,7 +49,7 @@ pub struct LeaderLost(pub String);
 
 /// The elector of one replica.
 pub struct LeaderElector {
-    api: Api<Lease>,
+    requests: Requests,
     opts: LeaderElectionOptions,
     observed: Option<(Option<String>, Option<Timestamp>)>,
     observed_at: Instant,
@@ -69,11 +71,30 @@ impl LeaderElector {
     /// An elector for the lease of `opts`.
     pub fn new(client: kube::Client, opts: LeaderElectionOptions) -> LeaderElector {
         LeaderElector {
-            api: Api::namespaced(client, &opts.namespace),
+            requests: Requests::new(client, Encoding::Protobuf),
             opts,
             observed: None,
             observed_at: Instant::now(),
         }
+    }
+
+    /// Reads and writes the Lease in `encoding` (protobuf unless told otherwise, as
+    /// kube-scheduler's client does).
+    pub fn with_encoding(mut self, encoding: Encoding) -> LeaderElector {
+        self.requests.encoding = encoding;
+        self
+    }
+
+    async fn get(&self) -> Result<Option<Lease>, kube::Error> {
+        self.requests
+            .get_opt(Some(&self.opts.namespace), &self.opts.name)
+            .await
+    }
+
+    async fn replace(&self, lease: &Lease) -> Result<Lease, kube::Error> {
+        self.requests
+            .replace(Some(&self.opts.namespace), &self.opts.name, lease)
+            .await
     }
 
     /// One try: `Ok(true)` when this replica holds the lease afterwards.
@@ -88,7 +109,7 @@ impl LeaderElector {
             lease_transitions: Some(transitions),
             ..Default::default()
         };
-        let Some(lease) = self.api.get_opt(&self.opts.name).await? else {
+        let Some(lease) = self.get().await? else {
             let lease = Lease {
                 metadata: ObjectMeta {
                     name: Some(self.opts.name.clone()),
@@ -97,7 +118,11 @@ impl LeaderElector {
                 },
                 spec: Some(spec(Some(MicroTime(now)), 0)),
             };
-            return match self.api.create(&PostParams::default(), &lease).await {
+            return match self
+                .requests
+                .create(Some(&self.opts.namespace), &lease)
+                .await
+            {
                 Ok(_) => Ok(true),
                 Err(kube::Error::Api(s)) if s.is_already_exists() || s.is_conflict() => Ok(false),
                 Err(e) => Err(e),
@@ -129,11 +154,7 @@ impl LeaderElector {
         };
         let mut updated = lease;
         updated.spec = Some(new_spec);
-        match self
-            .api
-            .replace(&self.opts.name, &PostParams::default(), &updated)
-            .await
-        {
+        match self.replace(&updated).await {
             Ok(l) => {
                 let s = l.spec.unwrap_or_default();
                 self.observed = Some((s.holder_identity, s.renew_time.map(|t| t.0)));
@@ -147,7 +168,7 @@ impl LeaderElector {
 
     /// Gives the lease up if this replica holds it (client-go's `ReleaseOnCancel`).
     pub async fn release(&mut self) -> Result<(), kube::Error> {
-        let Some(mut lease) = self.api.get_opt(&self.opts.name).await? else {
+        let Some(mut lease) = self.get().await? else {
             return Ok(());
         };
         let spec = lease.spec.get_or_insert_with(Default::default);
@@ -159,9 +180,7 @@ impl LeaderElector {
         spec.lease_duration_seconds = Some(1);
         spec.renew_time = Some(now.clone());
         spec.acquire_time = Some(now);
-        self.api
-            .replace(&self.opts.name, &PostParams::default(), &lease)
-            .await?;
+        self.replace(&lease).await?;
         Ok(())
     }
 

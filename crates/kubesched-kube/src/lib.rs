@@ -48,6 +48,7 @@ pub mod metrics;
 mod outage;
 pub mod protobuf;
 pub mod record;
+mod requests;
 mod runtime;
 pub mod serve;
 pub mod server_version;
@@ -287,15 +288,26 @@ impl Runtime {
     pub async fn start(self) -> Result<RunningRuntime, RuntimeError> {
         let features = self.features().await?;
         let rt = tokio::runtime::Handle::current();
+        // Protobuf unless the configuration asks for JSON (`kubesched run` refuses any
+        // other content type before it gets here).
+        let encoding =
+            watch::Encoding::from_content_type(&self.config.client_connection.content_type)
+                .unwrap_or_else(|why| {
+                    tracing::warn!(%why, "talking protobuf");
+                    watch::Encoding::Protobuf
+                });
         let write_outage = Arc::new(outage::Outage::new("writes"));
         let unanswered = Arc::new(runtime::Unanswered::default());
         let binder = Arc::new(ApiBinder::with_outage(
-            self.client.clone(),
+            requests::Requests::new(self.client.clone(), encoding),
             rt.clone(),
             write_outage.clone(),
             unanswered.clone(),
         ));
-        let recorder = events::Recorder::new(self.events_client.clone(), rt.clone());
+        let recorder = events::Recorder::new(
+            requests::Requests::new(self.events_client.clone(), encoding),
+            rt.clone(),
+        );
         let writer = Arc::new(writer::ApiWriter::new(self.client.clone(), rt.clone()));
         let dra = Arc::new(kubesched_framework::DraState::default());
         let batching = features.enabled("OpportunisticBatching");
@@ -378,14 +390,7 @@ impl Runtime {
             self.client.apiserver_version(),
             self.events_client.apiserver_version()
         );
-        // Watches, in protobuf unless the configuration asks for JSON (`kubesched
-        // run` refuses any other content type before it gets here).
-        let encoding =
-            watch::Encoding::from_content_type(&self.config.client_connection.content_type)
-                .unwrap_or_else(|why| {
-                    tracing::warn!(%why, "listing and watching in protobuf");
-                    watch::Encoding::Protobuf
-                });
+        // Watches.
         let (pods_synced, pods_rx) = tokio::sync::oneshot::channel();
         let (nodes_synced, nodes_rx) = tokio::sync::oneshot::channel();
         let mut tasks = vec![
@@ -484,7 +489,8 @@ impl Runtime {
                     s.notify();
                 }
             }));
-            let elector = LeaderElector::new(self.leader_election_client.clone(), opts);
+            let elector = LeaderElector::new(self.leader_election_client.clone(), opts)
+                .with_encoding(encoding);
             Some(tokio::spawn(elector.run(lead_tx, stop_rx.clone())))
         } else {
             shared.leading.store(true, Ordering::SeqCst);

@@ -47,9 +47,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Container, Node, NodeStatus, Pod, PodSpec, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use serde_json::{Value, json};
@@ -723,12 +724,32 @@ fn object_resource(plural: &str) -> &'static str {
     }
 }
 
+/// A request's body as JSON. The runtime sends the built-in kinds in protobuf, which
+/// a real API server takes: decoded here with kubesched's own decoder (the fake
+/// answers in JSON, which the runtime also takes).
+fn decode_body<K>(headers: &HeaderMap, body: &[u8]) -> Option<Value>
+where
+    K: kube::Resource<DynamicType = ()> + serde::de::DeserializeOwned + serde::Serialize,
+{
+    let protobuf = headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with(crate::protobuf::PROTOBUF));
+    if protobuf {
+        let object: K = crate::protobuf::decode_of(body).ok()?;
+        serde_json::to_value(object).ok()
+    } else {
+        serde_json::from_slice(body).ok()
+    }
+}
+
 async fn bind_pod(
     State(fake): State<Arc<Fake>>,
     Path((ns, name)): Path<(String, String)>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let Ok(binding) = serde_json::from_slice::<Value>(&body) else {
+    let Some(binding) = decode_body::<k8s_openapi::api::core::v1::Binding>(&headers, &body) else {
         return status(400, "BadRequest", "invalid binding".into());
     };
     let Some(node) = binding["target"]["name"].as_str().map(String::from) else {
@@ -886,9 +907,11 @@ async fn patch_event(
 async fn create_event(
     State(fake): State<Arc<Fake>>,
     Path(ns): Path<String>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let Ok(mut event) = serde_json::from_slice::<Value>(&body) else {
+    let Some(mut event) = decode_body::<k8s_openapi::api::events::v1::Event>(&headers, &body)
+    else {
         return status(400, "BadRequest", "invalid event".into());
     };
     event["metadata"]["namespace"] = json!(ns);
@@ -913,9 +936,10 @@ async fn get_lease(
 async fn create_lease(
     State(fake): State<Arc<Fake>>,
     Path(ns): Path<String>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let Ok(mut lease) = serde_json::from_slice::<Value>(&body) else {
+    let Some(mut lease) = decode_body::<Lease>(&headers, &body) else {
         return status(400, "BadRequest", "invalid lease".into());
     };
     let name = lease["metadata"]["name"].as_str().unwrap_or("").to_string();
@@ -937,9 +961,10 @@ async fn create_lease(
 async fn replace_lease(
     State(fake): State<Arc<Fake>>,
     Path((ns, name)): Path<(String, String)>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let Ok(mut lease) = serde_json::from_slice::<Value>(&body) else {
+    let Some(mut lease) = decode_body::<Lease>(&headers, &body) else {
         return status(400, "BadRequest", "invalid lease".into());
     };
     let k = key(&ns, &name);

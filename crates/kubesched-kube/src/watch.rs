@@ -17,19 +17,19 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use futures::{Stream, StreamExt, TryStreamExt};
-use http::header::{ACCEPT, CONTENT_TYPE};
 use http_body_util::BodyExt;
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ReplicationController, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{ListParams, WatchParams};
-use kube::core::{ObjectList, Status};
+use kube::core::ObjectList;
 use kubesched_framework::ClusterObjects;
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
 use crate::outage::Backoff;
 use crate::protobuf::{self, PROTOBUF, WatchEvent};
+use crate::requests::{Requests, decode_error};
 use crate::runtime::Shared;
 
 /// A kind a list-and-watch loop follows, and what the cache does with what it sees.
@@ -252,13 +252,6 @@ impl Encoding {
     }
 }
 
-/// Where a kind is listed and watched, and in what encoding.
-struct Source {
-    client: kube::Client,
-    /// The kind's protobuf message, when it is asked for in protobuf.
-    message: Option<protobuf::MessageId>,
-}
-
 /// A kind that can be listed and watched.
 pub trait Listable:
     kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + Send + 'static
@@ -291,54 +284,23 @@ pub async fn watch<K: Listable>(
         .await
 }
 
+/// Where a kind is listed and watched, and in what encoding.
+struct Source {
+    requests: Requests,
+    /// The kind's protobuf message, when it is asked for in protobuf.
+    message: Option<protobuf::MessageId>,
+}
+
 impl Source {
     fn new<K: Listable>(client: kube::Client, encoding: Encoding) -> Source {
         let message = match encoding {
             Encoding::Protobuf => protobuf::message_of::<K>(),
             Encoding::Json => None,
         };
-        Source { client, message }
-    }
-
-    async fn send(
-        &self,
-        mut request: http::Request<Vec<u8>>,
-    ) -> Result<(bool, kube::client::Body), kube::Error> {
-        if self.message.is_some() {
-            request.headers_mut().insert(
-                ACCEPT,
-                http::HeaderValue::from_static(
-                    "application/vnd.kubernetes.protobuf, application/json",
-                ),
-            );
+        Source {
+            requests: Requests::new(client, encoding),
+            message,
         }
-        let response = self
-            .client
-            .send(request.map(kube::client::Body::from))
-            .await?;
-        let protobuf = response
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with(PROTOBUF));
-        let status = response.status();
-        if status.is_client_error() || status.is_server_error() {
-            let body = response.into_body().collect().await?.to_bytes();
-            let decoded = if protobuf {
-                protobuf::decode_status(&body).ok()
-            } else {
-                serde_json::from_slice::<Status>(&body).ok()
-            };
-            let status = decoded.unwrap_or_else(|| {
-                Status::failure(
-                    String::from_utf8_lossy(&body).trim(),
-                    "Failed to parse error data",
-                )
-                .with_code(status.as_u16())
-            });
-            return Err(kube::Error::Api(Box::new(status)));
-        }
-        Ok((protobuf, response.into_body()))
     }
 
     /// Lists `K`: the list's resourceVersion and its items.
@@ -346,7 +308,7 @@ impl Source {
         let request = kube::core::Request::new(K::url_path(&(), None))
             .list(lp)
             .map_err(kube::Error::BuildRequest)?;
-        let (protobuf, body) = self.send(request).await?;
+        let (protobuf, body) = self.requests.send(request, self.message.is_some()).await?;
         let body = body.collect().await?.to_bytes();
         match (protobuf, self.message) {
             (true, Some(item)) => protobuf::decode_list(item, &body).map_err(decode_error),
@@ -370,7 +332,7 @@ impl Source {
         let request = kube::core::Request::new(K::url_path(&(), None))
             .watch(wp, rv)
             .map_err(kube::Error::BuildRequest)?;
-        let (protobuf, body) = self.send(request).await?;
+        let (protobuf, body) = self.requests.send(request, self.message.is_some()).await?;
         let message = self.message.filter(|_| protobuf);
         let chunks = body.into_data_stream();
         let decoder = EventDecoder::<K> {
@@ -401,10 +363,6 @@ impl Source {
             },
         ))
     }
-}
-
-fn decode_error(e: protobuf::Error) -> kube::Error {
-    kube::Error::ReadEvents(std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
 
 /// Splits a watch's bytes into events: length-prefixed protobuf frames, or JSON

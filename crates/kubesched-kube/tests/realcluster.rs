@@ -119,13 +119,13 @@ fn against_a_real_api_server() {
             "extended resources backed by DRA, as the real kube-scheduler",
             |c| Box::pin(extended_scenarios::extended_resources(c)),
         ),
-        ("protobuf lists and watches decode as the JSON ones", |c| {
-            Box::pin(protobuf_scenario::protobuf_as_json(c))
-        }),
         (
             "gang scheduling (PodGroups), as the real kube-scheduler",
             |c| Box::pin(gang_scenarios::gangs(c)),
         ),
+        ("protobuf lists and watches decode as the JSON ones", |c| {
+            Box::pin(protobuf_scenario::protobuf_as_json(c))
+        }),
     ];
     // KUBESCHED_REALCLUSTER_ONLY=text runs only the scenarios whose name contains it.
     let only = std::env::var("KUBESCHED_REALCLUSTER_ONLY").unwrap_or_default();

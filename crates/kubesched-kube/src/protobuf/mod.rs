@@ -8,7 +8,8 @@
 //! a word. So kubesched reads the wire itself: a schema of field numbers and JSON names
 //! (`schema`, generated from the Go types of the Kubernetes version the k8s-openapi
 //! feature names) drives a serde `Deserializer` (`de`) that shows each message to
-//! the k8s-openapi `Deserialize` impls as the JSON object it stands for.
+//! the k8s-openapi `Deserialize` impls as the JSON object it stands for; a serde
+//! `Serializer` (`ser`) writes what the runtime sends back the same way.
 //!
 //! An object on the wire is enveloped: the bytes `k8s\0`, then a `runtime.Unknown`
 //! holding the object's apiVersion and kind and its own bytes. A list is one such
@@ -17,6 +18,7 @@
 
 mod de;
 mod schema;
+mod ser;
 mod wire;
 
 use k8s_openapi::serde::de::DeserializeOwned;
@@ -93,7 +95,6 @@ pub(crate) fn unwrap(bytes: &[u8]) -> Result<Unknown<'_>, Error> {
 }
 
 /// Puts an object's bytes in an envelope of `apiVersion` and `kind`.
-#[cfg(test)]
 pub(crate) fn envelope(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
     let mut type_meta = Vec::with_capacity(api_version.len() + kind.len() + 4);
     wire::put_bytes(&mut type_meta, 1, api_version.as_bytes());
@@ -122,6 +123,26 @@ fn message_or_error<K: kube::Resource<DynamicType = ()>>() -> Result<MessageId, 
             K::kind(&())
         ))
     })
+}
+
+/// Encodes `object` as the API server takes it in protobuf: enveloped, with its
+/// apiVersion and kind. An error (a kind or a field the schema does not have) means
+/// the object should be sent as JSON.
+pub fn encode<K>(object: &K) -> Result<Vec<u8>, Error>
+where
+    K: kube::Resource<DynamicType = ()> + serde::Serialize,
+{
+    let id = message_or_error::<K>()?;
+    let raw = ser::to_message(id, object)?;
+    Ok(envelope(&K::api_version(&()), &K::kind(&()), &raw))
+}
+
+/// Decodes one enveloped object of `K`.
+pub fn decode_of<K>(bytes: &[u8]) -> Result<K, Error>
+where
+    K: kube::Resource<DynamicType = ()> + DeserializeOwned,
+{
+    decode(message_or_error::<K>()?, bytes)
 }
 
 /// Decodes a list of `K` as the API server sends it (`application/vnd.kubernetes.protobuf`):
@@ -401,6 +422,80 @@ mod tests {
             decode_watch_event_of::<Namespace>(&b).expect("decodes"),
             WatchEvent::Bookmark("9".into())
         );
+    }
+
+    #[test]
+    fn what_the_runtime_writes_round_trips() {
+        use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+        use k8s_openapi::api::core::v1::{Binding, ObjectReference};
+        use k8s_openapi::api::events::v1::{Event, EventSeries};
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+
+        fn round_trip<K>(object: K)
+        where
+            K: kube::Resource<DynamicType = ()>
+                + serde::Serialize
+                + DeserializeOwned
+                + PartialEq
+                + std::fmt::Debug,
+        {
+            let bytes = encode(&object).expect("encodes");
+            let back: K = decode_of(&bytes).expect("decodes");
+            assert_eq!(back, object);
+        }
+        let meta = |name: &str| ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("ns".into()),
+            uid: Some("u-1".into()),
+            ..Default::default()
+        };
+        round_trip(Binding {
+            metadata: meta("p"),
+            target: ObjectReference {
+                api_version: Some("v1".into()),
+                kind: Some("Node".into()),
+                name: Some("n".into()),
+                ..Default::default()
+            },
+        });
+        let at: jiff::Timestamp = "2026-01-02T03:04:05.123456Z".parse().expect("time");
+        round_trip(Lease {
+            metadata: meta("kube-scheduler"),
+            spec: Some(LeaseSpec {
+                holder_identity: Some("me".into()),
+                lease_duration_seconds: Some(15),
+                lease_transitions: Some(0),
+                renew_time: Some(MicroTime(at)),
+                ..Default::default()
+            }),
+        });
+        round_trip(Event {
+            metadata: meta("p.1"),
+            event_time: Some(MicroTime(at)),
+            reason: Some("Scheduled".into()),
+            note: Some("Successfully assigned ns/p to n".into()),
+            type_: Some("Normal".into()),
+            action: Some("Binding".into()),
+            reporting_controller: Some("default-scheduler".into()),
+            reporting_instance: Some("default-scheduler-host".into()),
+            regarding: Some(ObjectReference {
+                kind: Some("Pod".into()),
+                name: Some("p".into()),
+                ..Default::default()
+            }),
+            series: Some(EventSeries {
+                count: 2,
+                last_observed_time: MicroTime(at),
+            }),
+            ..Default::default()
+        });
+    }
+
+    #[test]
+    fn a_field_the_schema_lacks_is_an_error() {
+        let value = serde_json::json!({"metadata": {"name": "x"}, "spec": {"nope": 1}});
+        let id = Schema::get().of_kind("v1", "Namespace").expect("schema");
+        assert!(ser::to_message(id, &value).is_err());
     }
 
     #[test]

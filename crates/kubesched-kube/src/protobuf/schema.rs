@@ -78,6 +78,14 @@ impl Message {
     pub(crate) fn field(&self, number: u32) -> Option<&Field> {
         self.by_number.get(number as usize).and_then(Option::as_ref)
     }
+
+    /// The field whose JSON name is `name`, and its number.
+    pub(crate) fn field_named(&self, name: &str) -> Option<(u32, &Field)> {
+        self.by_number
+            .iter()
+            .enumerate()
+            .find_map(|(n, f)| f.as_ref().filter(|f| f.name == name).map(|f| (n as u32, f)))
+    }
 }
 
 /// Every message the decoder knows.

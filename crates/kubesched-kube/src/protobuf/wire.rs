@@ -90,7 +90,6 @@ pub(crate) fn varint(rest: &mut &[u8]) -> Result<u64, Error> {
 }
 
 /// Appends a varint.
-#[cfg(test)]
 pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
@@ -100,7 +99,6 @@ pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
 }
 
 /// Appends a length-delimited field.
-#[cfg(test)]
 pub(crate) fn put_bytes(out: &mut Vec<u8>, number: u32, bytes: &[u8]) {
     put_varint(out, u64::from(number) << 3 | 2);
     put_varint(out, bytes.len() as u64);

@@ -6,10 +6,11 @@ use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{Api, PostParams};
 use kubesched_framework::{BindFuture, PodBinder, PodInfo};
 
 use crate::outage::Outage;
+use crate::requests::Requests;
+use crate::watch::Encoding;
 
 use super::lock;
 
@@ -27,7 +28,7 @@ pub struct ApiBinder {
 /// What a binding POST needs, cloned into each binding in flight.
 #[derive(Clone)]
 struct BindingPost {
-    client: kube::Client,
+    requests: Requests,
     outage: Arc<Outage>,
     unanswered: Arc<Unanswered>,
 }
@@ -65,21 +66,27 @@ impl Unanswered {
 }
 
 impl ApiBinder {
-    /// A binder on `client`; `rt` runs the request when [`PodBinder::bind`] is called
-    /// (from a blocking thread).
+    /// A binder on `client`, sending its bindings in protobuf as kube-scheduler does;
+    /// `rt` runs the request when [`PodBinder::bind`] is called (from a blocking
+    /// thread).
     pub fn new(client: kube::Client, rt: tokio::runtime::Handle) -> ApiBinder {
-        ApiBinder::with_outage(client, rt, Arc::new(Outage::new("writes")), Arc::default())
+        ApiBinder::with_outage(
+            Requests::new(client, Encoding::Protobuf),
+            rt,
+            Arc::new(Outage::new("writes")),
+            Arc::default(),
+        )
     }
 
     pub(crate) fn with_outage(
-        client: kube::Client,
+        requests: Requests,
         rt: tokio::runtime::Handle,
         outage: Arc<Outage>,
         unanswered: Arc<Unanswered>,
     ) -> ApiBinder {
         ApiBinder {
             post: BindingPost {
-                client,
+                requests,
                 outage,
                 unanswered,
             },
@@ -94,7 +101,6 @@ impl BindingPost {
     /// API server's message (the binding cycle recognizes "is already assigned to
     /// node" in it) or the transport's error.
     async fn send(&self, pod: &PodInfo, node: &str) -> Result<(), String> {
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), pod.namespace());
         let binding = Binding {
             metadata: ObjectMeta {
                 name: Some(pod.name().to_string()),
@@ -109,8 +115,9 @@ impl BindingPost {
                 ..Default::default()
             },
         };
-        let r: Result<serde_json::Value, kube::Error> = api
-            .create_subresource("binding", pod.name(), &PostParams::default(), &binding)
+        let r = self
+            .requests
+            .create_subresource::<Pod, _>(Some(pod.namespace()), pod.name(), "binding", &binding)
             .await;
         match r {
             Ok(_) => {

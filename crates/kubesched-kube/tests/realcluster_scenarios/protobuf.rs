@@ -183,6 +183,39 @@ pub(crate) async fn protobuf_as_json(cluster: &mut Cluster) {
     assert_eq!(pb.len(), 2, "{pb:?}");
     assert!(matches!(pb[0], WatchEvent::Modified(_)), "{:?}", pb[0]);
     assert_eq!(pb, json, "the watch's events decode alike");
+    // A Lease written in protobuf (as the elector writes it) reads back, in JSON, as
+    // written: its holder, and its renewTime to the microsecond.
+    let opts = kubesched_kube::LeaderElectionOptions {
+        namespace: "pb".into(),
+        name: "pb-elected".into(),
+        identity: "pb-replica".into(),
+        lease_duration: std::time::Duration::from_secs(15),
+        renew_deadline: std::time::Duration::from_secs(10),
+        retry_period: std::time::Duration::from_secs(2),
+    };
+    let mut elector =
+        kubesched_kube::LeaderElector::new(client.clone(), opts).with_encoding(Encoding::Protobuf);
+    assert!(
+        elector.try_acquire_or_renew().await.expect("acquire"),
+        "acquired"
+    );
+    assert!(
+        elector.try_acquire_or_renew().await.expect("renew"),
+        "renewed"
+    );
+    let lease = Api::<Lease>::namespaced(client.clone(), "pb")
+        .get("pb-elected")
+        .await
+        .expect("lease");
+    let spec = lease.spec.expect("spec");
+    assert_eq!(spec.holder_identity.as_deref(), Some("pb-replica"));
+    assert_eq!(spec.lease_transitions, Some(0));
+    let renewed = spec.renew_time.expect("renewTime").0;
+    assert!(
+        renewed.subsec_nanosecond() % 1_000 == 0,
+        "microseconds: {renewed}"
+    );
+
     // An error's Status comes in protobuf too, and reads as the JSON one.
     let bad = ListParams::default().fields("spec.bogus=x");
     let (pb, json) = tokio::join!(
