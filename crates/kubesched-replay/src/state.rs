@@ -278,11 +278,20 @@ impl Cluster {
         }
     }
 
-    /// Removes another object by kind, namespace and name; whether it was there.
-    pub fn remove_object(&mut self, kind: &str, namespace: Option<&str>, name: &str) -> bool {
+    pub fn remove_object(
+        &mut self,
+        api_version: Option<&str>,
+        kind: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> bool {
         let before = self.objects.len();
-        self.objects
-            .retain(|o| !(o.kind == kind && o.name == name && o.namespace.as_deref() == namespace));
+        self.objects.retain(|o| {
+            !(o.kind == kind
+                && o.name == name
+                && o.namespace.as_deref() == namespace
+                && api_version.is_none_or(|v| o.api_version == v))
+        });
         self.objects.len() != before
     }
 }
@@ -393,6 +402,35 @@ pub(crate) fn decode(object: &Value, source: &str) -> Result<Decoded, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_delete_with_an_api_version_removes_that_kind_only() {
+        let group = |api_version: &str| OtherObject {
+            api_version: api_version.into(),
+            kind: "PodGroup".into(),
+            namespace: Some("default".into()),
+            name: "train".into(),
+            value: Value::Null,
+            source: "trace".into(),
+        };
+        let mut state = Cluster::default();
+        state.put_object(group("scheduling.k8s.io/v1alpha2"));
+        state.put_object(group("scheduling.x-k8s.io/v1alpha1"));
+        let (upstream, sigs) = (
+            Some("scheduling.k8s.io/v1alpha2"),
+            Some("scheduling.x-k8s.io/v1alpha1"),
+        );
+        assert!(state.remove_object(sigs, "PodGroup", Some("default"), "train"));
+        assert!(!state.remove_object(sigs, "PodGroup", Some("default"), "train"));
+        assert!(state.remove_object(upstream, "PodGroup", Some("default"), "train"));
+        state.put_object(group("scheduling.k8s.io/v1alpha2"));
+        state.put_object(group("scheduling.x-k8s.io/v1alpha1"));
+        assert!(
+            state.remove_object(None, "PodGroup", Some("default"), "train"),
+            "any API"
+        );
+        assert!(!state.remove_object(upstream, "PodGroup", Some("default"), "train"));
+    }
 
     #[test]
     fn durations_read_as_go_writes_them() {

@@ -67,6 +67,10 @@ pub enum Action {
 /// Which object a `delete` names.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ObjectRef {
+    /// Its `apiVersion`, when the line gives one: which of two kinds of one name is
+    /// meant (`scheduling.k8s.io/v1alpha2` or `scheduling.x-k8s.io/v1alpha1`
+    /// PodGroup). Without it, the kind of that name in any API.
+    pub api_version: Option<String>,
     /// Its kind, e.g. `Pod`.
     pub kind: String,
     /// Its namespace, when given.
@@ -386,6 +390,7 @@ impl<R: BufRead> TraceReader<R> {
             }
         };
         Ok(ObjectRef {
+            api_version: text("apiVersion", false)?,
             kind: text("kind", true)?.unwrap_or_default(),
             namespace: text("namespace", false)?,
             name: text("name", true)?.unwrap_or_default(),

@@ -57,10 +57,12 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
                     }
                 }
                 kind => {
-                    if self
-                        .cluster
-                        .remove_object(kind, r.namespace.as_deref(), &r.name)
-                    {
+                    if self.cluster.remove_object(
+                        r.api_version.as_deref(),
+                        kind,
+                        r.namespace.as_deref(),
+                        &r.name,
+                    ) {
                         if is_gang_kind(kind) {
                             self.gangs_changed();
                         }
