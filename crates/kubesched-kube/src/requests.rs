@@ -96,15 +96,18 @@ impl Requests {
         ))
     }
 
-    /// Sends `request` (its body of `content_type`) and decodes the answer as `K`.
+    /// Sends `request` (with a body of `content_type`, if any) and decodes the answer
+    /// as `K`.
     async fn object<K: Listable>(
         &self,
         mut request: http::Request<Vec<u8>>,
-        content_type: &'static str,
+        content_type: Option<&'static str>,
     ) -> Result<K, kube::Error> {
-        request
-            .headers_mut()
-            .insert(CONTENT_TYPE, http::HeaderValue::from_static(content_type));
+        if let Some(content_type) = content_type {
+            request
+                .headers_mut()
+                .insert(CONTENT_TYPE, http::HeaderValue::from_static(content_type));
+        }
         let (is_protobuf, body) = self.send(request, self.protobuf_for::<K>()).await?;
         let body = body.collect().await?.to_bytes();
         if is_protobuf {
@@ -123,7 +126,7 @@ impl Requests {
         let request = kube::core::Request::new(K::url_path(&(), namespace))
             .get(name, &GetParams::default())
             .map_err(kube::Error::BuildRequest)?;
-        match self.object(request, "application/json").await {
+        match self.object(request, None).await {
             Ok(k) => Ok(Some(k)),
             Err(kube::Error::Api(s)) if s.code == 404 => Ok(None),
             Err(e) => Err(e),
@@ -140,7 +143,7 @@ impl Requests {
         let request = kube::core::Request::new(K::url_path(&(), namespace))
             .create(&PostParams::default(), body)
             .map_err(kube::Error::BuildRequest)?;
-        self.object(request, content_type).await
+        self.object(request, Some(content_type)).await
     }
 
     /// PUTs `object` over `name`.
@@ -154,7 +157,7 @@ impl Requests {
         let request = kube::core::Request::new(K::url_path(&(), namespace))
             .replace(name, &PostParams::default(), body)
             .map_err(kube::Error::BuildRequest)?;
-        self.object(request, content_type).await
+        self.object(request, Some(content_type)).await
     }
 
     /// POSTs `body` to the subresource `subresource` of the `K` called `name`; the
