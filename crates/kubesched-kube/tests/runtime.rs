@@ -1,7 +1,10 @@
 //! The runtime against a loopback API server: real kube-rs client code, real HTTP.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
+use common::until;
 use kubesched_config::KubeSchedulerConfiguration;
 use kubesched_kube::testing::{FakeApiServer, https_get_insecure};
 use kubesched_kube::{RunningRuntime, Runtime, ServingOptions};
@@ -38,15 +41,6 @@ async fn start(server: &FakeApiServer, leader_elect: bool, identity: &str) -> Ru
         .start()
         .await
         .expect("start")
-}
-
-/// Polls `f` every 10 ms until it holds, for at most `secs` seconds.
-async fn until(secs: u64, what: &str, f: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

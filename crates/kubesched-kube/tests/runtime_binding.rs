@@ -4,8 +4,9 @@
 //! so the bindings in flight are not bounded by the blocking thread pool; and the
 //! Bind point is still reported to the metrics as `run_bind_plugins` reports it.
 
-use std::time::{Duration, Instant};
+mod common;
 
+use common::until;
 use kubesched_config::KubeSchedulerConfiguration;
 use kubesched_kube::Runtime;
 use kubesched_kube::testing::FakeApiServer;
@@ -32,15 +33,6 @@ profiles:
     KubeSchedulerConfiguration::from_yaml_str(&text, "test.yaml")
         .expect("config")
         .config
-}
-
-/// Polls `f` every 10 ms until it holds, for at most `secs` seconds.
-async fn until(secs: u64, what: &str, f: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 /// The value of the metrics line that contains every one of `parts`.

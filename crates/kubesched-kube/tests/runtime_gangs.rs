@@ -4,8 +4,11 @@
 //! against the real kube-scheduler, these run anywhere), and scheduler-plugins'
 //! Coscheduling and CapacityScheduling following their objects as they change.
 
-use std::time::{Duration, Instant};
+mod common;
 
+use std::time::Duration;
+
+use common::until;
 use k8s_openapi::api::core::v1::Pod;
 use kubesched_config::KubeSchedulerConfiguration;
 use kubesched_framework::KubernetesVersion;
@@ -67,15 +70,6 @@ fn condition(server: &FakeApiServer, key: &str) -> Option<String> {
         c["reason"].as_str()?,
         c["message"].as_str()?
     ))
-}
-
-/// Polls `f` every 10 ms until it holds, for at most `secs` seconds.
-async fn until(secs: u64, what: &str, f: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

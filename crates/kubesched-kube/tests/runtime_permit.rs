@@ -4,10 +4,13 @@
 //! on its node, a wait that runs out is reported as kube-scheduler reports it, and
 //! `scheduler_permit_wait_duration_seconds` counts the waits.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::until;
 use kubesched_config::KubeSchedulerConfiguration;
 use kubesched_framework::waiting::WaitingPods;
 use kubesched_framework::{
@@ -121,15 +124,6 @@ fn paired(name: &str, pair: &str, cpu: &str) -> k8s_openapi::api::core::v1::Pod 
     let mut pod = FakeApiServer::pod(name, OURS, cpu);
     pod.metadata.labels = Some(BTreeMap::from([("pair".to_string(), pair.to_string())]));
     pod
-}
-
-/// Polls `f` every 10 ms until it holds, for at most `secs` seconds.
-async fn until(secs: u64, what: &str, f: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 /// The count of a histogram series in the metrics text.

@@ -7,8 +7,11 @@
 #[path = "support/objects.rs"]
 mod objects;
 
+mod common;
+
 use std::time::{Duration, Instant};
 
+use common::until_some;
 use kubesched_config::KubeSchedulerConfiguration;
 use kubesched_kube::testing::FakeApiServer;
 use kubesched_kube::{RunningRuntime, Runtime};
@@ -45,18 +48,6 @@ async fn start(server: &FakeApiServer, bind_timeout_seconds: u64) -> RunningRunt
         .expect("start")
 }
 
-/// Polls `f` every 10 ms until it returns `Some`, for at most `secs` seconds.
-async fn until<T>(secs: u64, what: &str, f: impl Fn() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 fn two_nodes(server: &FakeApiServer) {
     server.add_node(FakeApiServer::node("n1", "4", "8Gi"));
     server.add_node(FakeApiServer::node("n2", "4", "8Gi"));
@@ -82,7 +73,7 @@ async fn a_wffc_claim_is_bound_to_a_local_pv_through_prebind() {
     let rt = start(&server, 600).await;
 
     // PreBind writes the claimRef, with the claim's UID, and waits.
-    let pv = until(10, "the PV's claimRef", || {
+    let pv = until_some(10, "the PV's claimRef", || {
         server
             .object("persistentvolumes", "pv-n2")
             .filter(|pv| !pv["spec"]["claimRef"].is_null())
@@ -107,9 +98,9 @@ async fn a_wffc_claim_is_bound_to_a_local_pv_through_prebind() {
 
     // The PV controller binds the claim; the pod is bound.
     server.bind_volume("default/data", "pv-n2");
-    let node = until(10, "db bound", || server.node_of("default/db")).await;
+    let node = until_some(10, "db bound", || server.node_of("default/db")).await;
     assert_eq!(node, "n2");
-    until(5, "the Scheduled event", || {
+    until_some(5, "the Scheduled event", || {
         (!notes(&server, "default/db", "Scheduled").is_empty()).then_some(())
     })
     .await;
@@ -128,7 +119,7 @@ async fn a_wffc_claim_is_provisioned_on_the_chosen_node() {
     server.add_pod(pod_with_claim("worker", OURS, "scratch"));
     let rt = start(&server, 600).await;
 
-    let claim = until(10, "selected-node", || {
+    let claim = until_some(10, "selected-node", || {
         server
             .object("persistentvolumeclaims", "default/scratch")
             .filter(|c| {
@@ -143,7 +134,7 @@ async fn a_wffc_claim_is_provisioned_on_the_chosen_node() {
     // The provisioner makes a PV on that node; the PV controller binds it.
     server.apply_object(&local_pv("pvc-scratch", "fast", "1Gi", &node));
     server.bind_volume("default/scratch", "pvc-scratch");
-    let bound = until(10, "worker bound", || server.node_of("default/worker")).await;
+    let bound = until_some(10, "worker bound", || server.node_of("default/worker")).await;
     assert_eq!(bound, node);
     rt.stop().await;
 }
@@ -155,7 +146,7 @@ async fn a_pod_whose_claim_appears_later_is_retried_and_bound() {
     server.add_pod(pod_with_claim("late", OURS, "later"));
     server.add_pod(FakeApiServer::pod("plain", OURS, "100m"));
     let rt = start(&server, 600).await;
-    until(10, "FailedScheduling", || {
+    until_some(10, "FailedScheduling", || {
         notes(&server, "default/late", "FailedScheduling")
             .into_iter()
             .next()
@@ -169,7 +160,7 @@ async fn a_pod_whose_claim_appears_later_is_retried_and_bound() {
         // v1.35's own words (conformance/cases-preemption/dra-postfilter-messages).
         "0/2 nodes are available: persistentvolumeclaim \"later\" not found. not found"
     );
-    until(10, "plain bound", || server.node_of("default/plain")).await;
+    until_some(10, "plain bound", || server.node_of("default/plain")).await;
 
     // The claim appears bound to a PV on n1: the claim's Add event retries the pod
     // (long before podMaxInUnschedulablePodsDuration).
@@ -177,7 +168,7 @@ async fn a_pod_whose_claim_appears_later_is_retried_and_bound() {
     server.apply_object(&local_pv("pv-n1", "local", "10Gi", "n1"));
     server.apply_object(&claim("later", "local", "1Gi"));
     server.bind_volume("default/later", "pv-n1");
-    let node = until(10, "late bound", || server.node_of("default/late")).await;
+    let node = until_some(10, "late bound", || server.node_of("default/late")).await;
     assert_eq!(node, "n1");
     rt.stop().await;
 }
@@ -196,7 +187,7 @@ async fn a_bind_that_times_out_or_fails_is_unreserved_and_requeued() {
     // kube-scheduler's message and goes back to the queue.
     // (The pod may be tried once before the watch brings its claim.)
     let started = Instant::now();
-    until(10, "the timeout", || {
+    until_some(10, "the timeout", || {
         notes(&server, "default/slow", "FailedScheduling")
             .into_iter()
             .find(|n| {
@@ -211,12 +202,12 @@ async fn a_bind_that_times_out_or_fails_is_unreserved_and_requeued() {
     assert_eq!(server.node_of("default/slow"), None);
     // Retried: the PV is written again (its claimRef is the API server's now, so the
     // retry matches the same PV), and once the controller binds it the pod is bound.
-    until(10, "a second PreBind", || {
+    until_some(10, "a second PreBind", || {
         (server.writes_to("persistentvolumes").len() >= 2).then_some(())
     })
     .await;
     server.bind_volume("default/a", "pv-a");
-    until(10, "slow bound", || server.node_of("default/slow")).await;
+    until_some(10, "slow bound", || server.node_of("default/slow")).await;
 
     // A write the API server refuses fails the binding cycle at once, with its error.
     server.apply_object(&local_pv("pv-b", "local", "10Gi", "n1"));
@@ -224,7 +215,7 @@ async fn a_bind_that_times_out_or_fails_is_unreserved_and_requeued() {
     server.fail_writes("persistentvolumes", 500);
     server.add_pod(pod_with_claim("refused", OURS, "b"));
     // (The pod may be tried once before the watch brings its claim.)
-    until(10, "the refused write", || {
+    until_some(10, "the refused write", || {
         notes(&server, "default/refused", "FailedScheduling")
             .into_iter()
             .find(|n| {
@@ -233,14 +224,14 @@ async fn a_bind_that_times_out_or_fails_is_unreserved_and_requeued() {
     })
     .await;
     server.heal_writes("persistentvolumes");
-    until(10, "the PV's claimRef after the retry", || {
+    until_some(10, "the PV's claimRef after the retry", || {
         server
             .object("persistentvolumes", "pv-b")
             .filter(|pv| !pv["spec"]["claimRef"].is_null())
     })
     .await;
     server.bind_volume("default/b", "pv-b");
-    until(10, "refused bound", || server.node_of("default/refused")).await;
+    until_some(10, "refused bound", || server.node_of("default/refused")).await;
     rt.stop().await;
 }
 
@@ -266,7 +257,7 @@ async fn a_resource_claim_gets_its_allocation_and_reservation_written() {
     server.apply_object(&resource_claim("gpu", "gpu.example.com"));
     server.add_pod(pod_with_resource_claim("trainer", OURS, "gpu"));
     let rt = start(&server, 600).await;
-    let node = until(10, "trainer bound", || server.node_of("default/trainer")).await;
+    let node = until_some(10, "trainer bound", || server.node_of("default/trainer")).await;
     assert_eq!(node, "n2", "the only node with a GPU");
     let claim = server
         .object("resourceclaims", "default/gpu")
@@ -289,7 +280,7 @@ async fn a_resource_claim_gets_its_allocation_and_reservation_written() {
     server.add_pod(pod_with_resource_claim("second", OURS, "gpu-2"));
     // (The pod may be tried once before the watch brings its claim: "could not find
     // ResourceClaim", retried on the claim's Add.)
-    until(10, "second's FailedScheduling for the device", || {
+    until_some(10, "second's FailedScheduling for the device", || {
         notes(&server, "default/second", "FailedScheduling")
             .into_iter()
             .find(|n| n.contains("cannot allocate all claims"))
@@ -298,7 +289,7 @@ async fn a_resource_claim_gets_its_allocation_and_reservation_written() {
     // A new GPU node: the slice's Add event retries it.
     server.add_node(FakeApiServer::node("n3", "4", "8Gi"));
     server.apply_object(&node_slice("n3", "gpu.example.com", 1));
-    let node = until(10, "second bound", || server.node_of("default/second")).await;
+    let node = until_some(10, "second bound", || server.node_of("default/second")).await;
     assert_eq!(node, "n3");
     rt.stop().await;
 }
@@ -312,7 +303,7 @@ async fn a_failed_bind_takes_the_pod_out_of_the_claims_reserved_for() {
     // Another scheduler binds the pod just before our binding lands (409).
     server.steal_next_binding("default/stolen", "n1");
     let rt = start(&server, 600).await;
-    until(10, "the status patch of Unreserve", || {
+    until_some(10, "the status patch of Unreserve", || {
         server
             .requests()
             .iter()
@@ -341,8 +332,8 @@ async fn a_server_without_resource_k8s_io_leaves_claim_pods_unschedulable_with_a
     server.add_pod(pod_with_resource_claim("trainer", OURS, "gpu"));
     server.add_pod(FakeApiServer::pod("plain", OURS, "100m"));
     let rt = start(&server, 600).await;
-    until(10, "plain bound", || server.node_of("default/plain")).await;
-    let note = until(10, "trainer's FailedScheduling", || {
+    until_some(10, "plain bound", || server.node_of("default/plain")).await;
+    let note = until_some(10, "trainer's FailedScheduling", || {
         notes(&server, "default/trainer", "FailedScheduling")
             .into_iter()
             .next()
@@ -355,7 +346,7 @@ async fn a_server_without_resource_k8s_io_leaves_claim_pods_unschedulable_with_a
     // Served again: the next list (after the watch's backoff) brings the claims, and
     // the pod is retried and bound.
     server.allow("resourceclaims");
-    let node = until(10, "trainer bound", || server.node_of("default/trainer")).await;
+    let node = until_some(10, "trainer bound", || server.node_of("default/trainer")).await;
     assert_eq!(node, "n2");
     rt.stop().await;
 }
