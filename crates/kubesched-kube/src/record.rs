@@ -100,6 +100,21 @@ pub async fn record(
     duration: Option<Duration>,
     stop: impl Future<Output = ()>,
 ) -> Result<Recorded, RecordError> {
+    record_with_start_hook(client, out, description, duration, stop, |_| {}).await
+}
+
+/// As [`record`], calling `started` once, when the objects at time 0 are written (with
+/// what was written so far): whatever changes in the cluster after that is in the
+/// trace as a change. A caller that makes changes of its own (a test, a load
+/// generator) waits for it so that none of them is taken for the starting state.
+pub async fn record_with_start_hook(
+    client: &kube::Client,
+    out: &mut (impl Write + Send),
+    description: &str,
+    duration: Option<Duration>,
+    stop: impl Future<Output = ()>,
+    started: impl FnOnce(&Recorded),
+) -> Result<Recorded, RecordError> {
     writeln!(
         out,
         "{{\"kubeschedTrace\":1,\"description\":{}}}",
@@ -128,6 +143,7 @@ pub async fn record(
     kinds.push(start_typed::<Pod>(client, &tx, out, r, false).await?);
     out.flush()?;
     drop(tx);
+    started(&recorded);
     let deadline = async {
         match duration {
             Some(d) => tokio::time::sleep(d).await,

@@ -40,14 +40,19 @@ struct Placement {
     conditions: BTreeMap<String, String>,
 }
 
-/// The group a pod of the case belongs to, by pod name.
-fn groups_of(path: &Path) -> BTreeMap<String, String> {
+/// The case at `path`, loaded as `simulate` loads it.
+fn load_case(path: &Path) -> scenario::Scenario {
     let text = std::fs::read_to_string(path).expect("case");
-    let scenario = scenario::load(&[scenario::Source {
+    scenario::load(&[scenario::Source {
         name: path.display().to_string(),
         text,
     }])
-    .expect("case loads");
+    .expect("case loads")
+}
+
+/// The group a pod of the case belongs to, by pod name.
+fn groups_of(path: &Path) -> BTreeMap<String, String> {
+    let scenario = load_case(path);
     scenario
         .pods
         .iter()
@@ -66,12 +71,7 @@ fn groups_of(path: &Path) -> BTreeMap<String, String> {
 
 /// kubesched's placement of the case (`simulate --preemption` with the gates).
 fn simulated(path: &Path) -> Placement {
-    let text = std::fs::read_to_string(path).expect("case");
-    let scenario = scenario::load(&[scenario::Source {
-        name: path.display().to_string(),
-        text,
-    }])
-    .expect("case loads");
+    let scenario = load_case(path);
     let options = SimulationOptions {
         preemption: true,
         features: Features::with_gates(KubernetesVersion::V1_36, [GATES]).expect("gates"),
@@ -170,8 +170,10 @@ fn outcome_of(p: &Pod) -> String {
 /// PreEnqueue and enter the queue together when it appears, so that one PodGroup cycle
 /// attempts them all, as the one-instant simulation does. (Created in file order, a
 /// pod that arrives after its group was placed gets a cycle of its own, whose failure
-/// turns the group's condition False: kube-scheduler does so too.)
-fn apply_pod_groups_last(cluster: &Cluster, path: &Path) {
+/// turns the group's condition False: kube-scheduler does so too.) With `log`, the
+/// real kube-scheduler's (at `--v=3`), the PodGroups wait until it has logged every
+/// pod's add event: a pod its informer had not yet seen would come after the group.
+async fn apply_pod_groups_last(cluster: &Cluster, path: &Path, log: Option<&Path>) {
     let text = std::fs::read_to_string(path).expect("case");
     let (mut groups, mut rest) = (String::new(), String::new());
     for doc in text.split("\n---") {
@@ -182,17 +184,46 @@ fn apply_pod_groups_last(cluster: &Cluster, path: &Path) {
     }
     let dir = std::env::temp_dir().join(format!("kubesched-gang-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
-    for (name, text) in [("objects.yaml", rest), ("podgroups.yaml", groups)] {
+    let logged_before = log.map_or(0, |l| std::fs::metadata(l).map_or(0, |m| m.len()));
+    let apply = |name: &str, text: &str| {
         if text
             .lines()
             .all(|l| l.trim().is_empty() || l.trim() == "---" || l.trim_start().starts_with('#'))
         {
-            continue;
+            return;
         }
         let file = dir.join(name);
         std::fs::write(&file, text).expect("write the split case");
         kubectl_apply(cluster, &file);
+    };
+    apply("objects.yaml", &rest);
+    if let Some(log) = log {
+        let pods = unassigned_pods(path);
+        until(30, "kube-scheduler's add event of each pod", || async {
+            let text = std::fs::read(log).ok()?;
+            let text = String::from_utf8_lossy(text.get(logged_before as usize..)?);
+            pods.iter()
+                .all(|p| {
+                    text.contains(&format!(
+                        "\"Add event for unscheduled pod\" pod=\"default/{p}\""
+                    ))
+                })
+                .then_some(())
+        })
+        .await;
     }
+    apply("podgroups.yaml", &groups);
+}
+
+/// The names of the case's pods that no `nodeName` binds.
+fn unassigned_pods(path: &Path) -> Vec<String> {
+    let scenario = load_case(path);
+    scenario
+        .pods
+        .iter()
+        .filter(|p| p.spec.as_ref().is_none_or(|s| s.node_name.is_none()))
+        .filter_map(|p| p.metadata.name.clone())
+        .collect()
 }
 
 /// kube-scheduler's placement of the case, once every pod that kubesched attempted has
@@ -202,8 +233,9 @@ async fn real(
     client: &kube::Client,
     path: &Path,
     want: &Placement,
+    log: Option<&Path>,
 ) -> Placement {
-    apply_pod_groups_last(cluster, path);
+    apply_pod_groups_last(cluster, path, log).await;
     let groups = groups_of(path);
     let decided = want
         .pods
@@ -329,27 +361,40 @@ fn cases() -> Vec<PathBuf> {
 pub async fn gangs(cluster: &mut Cluster) {
     let client = cluster.admin().await;
     let gates = format!("--feature-gates={GATES}");
-    let kube_scheduler = KubeScheduler::start(cluster, &[gates.as_str()]);
+    // At --v=3 it logs each pod's add event, which the cases wait for.
+    let kube_scheduler = KubeScheduler::start(cluster, &[gates.as_str(), "--v=3"]);
+    let log = cluster.state.join("logs/kube-scheduler.log");
     let cases = cases();
     assert_eq!(cases.len(), 7, "cases in conformance/cases-gangs");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let (started, recording) = tokio::sync::oneshot::channel::<()>();
     let recorder = {
         let client = client.clone();
         tokio::spawn(async move {
             let mut out = Vec::new();
-            let recorded =
-                kubesched_kube::record::record(&client, &mut out, "gang cases", None, async {
-                    let _ = stopped.await;
-                })
-                .await;
+            let stop = async {
+                let _ = stopped.await;
+            };
+            let recorded = kubesched_kube::record::record_with_start_hook(
+                &client,
+                &mut out,
+                "gang cases",
+                None,
+                stop,
+                |_| {
+                    let _ = started.send(());
+                },
+            )
+            .await;
             (recorded, out)
         })
     };
+    recording.await.expect("the recorder lists the cluster");
     let mut disagreements = Vec::new();
     let mut created = BTreeSet::new();
     for case in &cases {
         let want = simulated(case);
-        let got = real(cluster, &client, case, &want).await;
+        let got = real(cluster, &client, case, &want, Some(&log)).await;
         created.extend(conditions(cluster).into_keys());
         if got != want {
             disagreements.push(format!(
@@ -417,7 +462,7 @@ leaderElection:
     for case in &cases {
         let want = simulated(case);
         let before = scheduled();
-        let got = real(cluster, &client, case, &want).await;
+        let got = real(cluster, &client, case, &want, None).await;
         if got != want {
             disagreements.push(format!(
                 "{}:\n  kubesched run:      {got:?}\n  kubesched simulate: {want:?}",

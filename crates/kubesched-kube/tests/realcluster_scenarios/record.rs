@@ -48,17 +48,30 @@ pub(super) async fn record_and_replay(cluster: &mut Cluster) {
     let admin = cluster.admin().await;
     let path = cluster.state.join("recorded.jsonl");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let (started, recording) = tokio::sync::oneshot::channel::<()>();
     let recorder = {
         let client = admin.clone();
         let path = path.clone();
         tokio::spawn(async move {
             let mut out = std::io::BufWriter::new(std::fs::File::create(&path).expect("trace"));
-            kubesched_kube::record::record(&client, &mut out, "realcluster test", None, async {
+            let stop = async {
                 let _ = stopped.await;
-            })
+            };
+            kubesched_kube::record::record_with_start_hook(
+                &client,
+                &mut out,
+                "realcluster test",
+                None,
+                stop,
+                |_| {
+                    let _ = started.send(());
+                },
+            )
             .await
         })
     };
+    // What follows is recorded as changes, not taken for the starting state.
+    recording.await.expect("the recorder lists the cluster");
     let running = start_kubesched(cluster, scheduler_config(CONFIG)).await;
     create_nodes(&admin, vec![labelled("rec-a", "2"), labelled("rec-b", "2")]).await;
     for (pod, node) in [("rec-1", "rec-a"), ("rec-2", "rec-b"), ("rec-3", "rec-a")] {
