@@ -78,7 +78,7 @@ pub use events::{ActionType, ClusterEvent, EventResource, QueueingHints};
 pub use features::{Features, KubernetesVersion};
 pub use fill::NoFill;
 pub use framework::{Framework, FrameworkError, NominatedPods, ScoreTable};
-pub use live::LiveObjects;
+pub use live::{LiveCursor, LiveObjects};
 pub use node_info::{BaseResources, HostPortInfo, ImageStateSummary, NodeCounts, NodeInfo};
 pub use observer::{PluginObserver, RecordPluginMetrics};
 pub use plugin::*;

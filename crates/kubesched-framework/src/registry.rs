@@ -61,6 +61,19 @@ pub struct Handle {
     /// [`Handle::objects`] is the whole cluster. Where set, it is what plugins read
     /// outside a cycle, and `objects` is empty.
     pub live_objects: Option<Arc<crate::live::LiveObjects>>,
+    /// Where plugins read the time for what expires (Coscheduling's caches); `None`
+    /// for the system's clock ([`Handle::clock`]). A simulation sets a clock that
+    /// stands still (its decisions are of one instant), a replay the clock it moves.
+    pub clock: Option<Arc<dyn crate::queue::Clock>>,
+}
+
+impl Handle {
+    /// [`Handle::clock`], or the system's clock when it is `None`.
+    pub fn clock(&self) -> Arc<dyn crate::queue::Clock> {
+        self.clock
+            .clone()
+            .unwrap_or_else(|| Arc::new(crate::queue::SystemClock))
+    }
 }
 
 impl fmt::Debug for Handle {
@@ -74,6 +87,7 @@ impl fmt::Debug for Handle {
             .field("waiting_pods", &self.waiting_pods.len())
             .field("objects", &self.objects.is_some())
             .field("live_objects", &self.live_objects.is_some())
+            .field("clock", &self.clock.is_some())
             .finish()
     }
 }

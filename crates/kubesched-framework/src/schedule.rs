@@ -9,7 +9,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::batch::{NodeHint, OpportunisticBatch};
-use crate::cycle_state::CycleState;
+use crate::cycle_state::{CycleState, PodsToActivate};
 use crate::framework::{Framework, NominatedPods, PARALLEL_THRESHOLD, ScoreTable};
 use crate::incremental::{Changed, Cycle, IncrementalCache, Key};
 use crate::node_info::NodeInfo;
@@ -385,6 +385,9 @@ pub struct Scheduler {
     /// The time the waits are measured in (nanoseconds; see
     /// [`Scheduler::set_permit_time`]).
     permit_time: u64,
+    /// The pods the last cycle's plugins asked to retry now (see
+    /// [`Scheduler::pods_to_activate`]).
+    to_activate: Vec<String>,
 }
 
 /// A binding cycle paused at Permit (kube-scheduler's binding goroutine blocked in
@@ -473,6 +476,7 @@ impl Scheduler {
             decisions_only: false,
             parked: VecDeque::new(),
             permit_time: 0,
+            to_activate: Vec::new(),
         })
     }
 
@@ -657,6 +661,7 @@ impl Scheduler {
         }
         // The queue's pop: one scheduling cycle per pod that reaches it.
         self.cycle += 1;
+        self.to_activate.clear();
         let mut state = CycleState::new();
         state.set_explain(self.explained_pod.as_deref() == Some(pod.key()));
         let result = self.schedule_pod(index, &mut state, pod);
@@ -700,6 +705,14 @@ impl Scheduler {
             return self.fail_scheduling_cycle(index, &mut state, &assumed, &node, host, s);
         }
         let (s, waits) = fwk.run_permit_plugins_waits(&mut state, &assumed, &node);
+        // At the end of a scheduling cycle that Permit let through (or made wait),
+        // the pods its plugins asked for are retried now (schedulingCycle's
+        // `Activate`).
+        if (s.is_success() || s.is_wait())
+            && let Some(activate) = state.read_mut::<PodsToActivate>()
+        {
+            self.to_activate = std::mem::take(&mut activate.keys).into_iter().collect();
+        }
         if s.is_wait() {
             fwk.waiting_pods()
                 .add(assumed.clone(), &node, waits, self.permit_time);
@@ -791,6 +804,16 @@ impl Scheduler {
         }
         self.nominated_pods.remove(pod.uid());
         Outcome::Scheduled { node, result }
+    }
+
+    /// The pods (`namespace/name`) that the plugins of the last
+    /// [`Scheduler::schedule_one`] asked to retry at once, through the cycle state's
+    /// [`PodsToActivate`] (Coscheduling's `ActivateSiblings`), when its Permit let the
+    /// pod through or made it wait: a caller with a queue moves them to its active
+    /// queue ([`SchedulingQueue::activate`](crate::queue::SchedulingQueue::activate)),
+    /// as kube-scheduler's `schedulingCycle` does. Empty after any other cycle.
+    pub fn pods_to_activate(&self) -> &[String] {
+        &self.to_activate
     }
 
     /// How many pods wait at Permit.

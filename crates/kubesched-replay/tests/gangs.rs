@@ -432,3 +432,67 @@ fn v1_35_a_gang_pod_waits_across_time_and_a_late_sibling_lets_it_in() {
     assert_eq!(b, [(40.0, "n3"), (40.0, "n3")], "{seen:?}");
     assert_eq!((summary.scheduled, summary.pending), (4, 0));
 }
+
+#[test]
+fn a_waiting_gang_pod_retries_its_siblings_at_once() {
+    // g-2 comes first and is one pod short. g-1 comes at 0.5 s: the event sends g-2
+    // to back off until 1 s, but g-1's Permit, waiting, activates its sibling
+    // (ActivateSiblings), so g-2 is tried at 0.5 s and lets both in then.
+    let docs = [
+        coscheduling_config(),
+        node("n1", "4"),
+        sigs_group("g", 2),
+        sigs_pod("g-2", "1", "g"),
+    ];
+    let events = [json!({"time": 0.5, "apply": sigs_pod("g-1", "1", "g")})];
+    let (seen, summary) = run(&docs, &events, &options(Mode::Timed, 10));
+    let g2 = lines(&seen, "default/g-2");
+    assert_eq!(g2.len(), 2, "{seen:?}");
+    assert!(
+        g2[0].1.contains("cannot find enough sibling pods"),
+        "{seen:?}"
+    );
+    assert_eq!(g2[1], (0.5, "n1"), "{seen:?}");
+    assert_eq!(lines(&seen, "default/g-1"), [(0.5, "n1")], "{seen:?}");
+    assert_eq!((summary.scheduled, summary.pending), (2, 0));
+}
+
+#[test]
+fn a_backed_off_group_is_refused_until_its_backoff_has_passed_on_the_replay_clock() {
+    // podGroupBackoffSeconds 20. At 0, g-2 fits nowhere and PostFilter rejects the
+    // group (g-1 waited on n1) and backs it off. n2 at 5 s: both are refused at
+    // PreFilter. n3 at 25 s, past the backoff: both are placed.
+    let mut config = coscheduling_config();
+    config["profiles"][0]["pluginConfig"] =
+        json!([{"name": "Coscheduling", "args": {"podGroupBackoffSeconds": 20}}]);
+    let docs = [
+        config,
+        node("n1", "2"),
+        sigs_group("g", 2),
+        sigs_pod("g-1", "1", "g"),
+        sigs_pod("g-2", "3", "g"),
+    ];
+    let events = [
+        json!({"time": 5, "apply": node("n2", "4")}),
+        json!({"time": 25, "apply": node("n3", "4")}),
+    ];
+    // PostFilter runs with preemption on.
+    let mut options = options(Mode::Timed, 10);
+    options.simulation.preemption = true;
+    let (seen, summary) = run(&docs, &events, &options);
+    let at = |pod: &str, t: f64| {
+        lines(&seen, pod)
+            .into_iter()
+            .find(|(time, _)| *time == t)
+            .map(|(_, w)| w.to_string())
+            .unwrap_or_default()
+    };
+    for pod in ["default/g-1", "default/g-2"] {
+        assert!(
+            at(pod, 5.0).contains("podGroup default/g failed recently"),
+            "{pod} at 5 s: {seen:?}"
+        );
+        assert!(at(pod, 25.0).starts_with('n'), "{pod} at 25 s: {seen:?}");
+    }
+    assert_eq!((summary.scheduled, summary.pending), (2, 0));
+}

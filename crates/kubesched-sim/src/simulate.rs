@@ -432,6 +432,8 @@ pub fn prepare(
         dra: Some(Arc::new(dra_state(&scenario.dra))),
         features: options.features.clone(),
         objects: Some(objects.clone()),
+        // One instant: nothing a plugin keeps expires while the simulation runs.
+        clock: Some(Arc::new(kubesched_framework::queue::FakeClock::new())),
         ..Handle::default()
     };
     let profiles = build_frameworks_with(&config, registry, &config_source, &handle)?;

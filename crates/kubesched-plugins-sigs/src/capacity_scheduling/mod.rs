@@ -26,7 +26,7 @@ pub mod quota;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use kubesched_framework::{
-    ClusterObjects, Code, CycleState, Handle, LiveObjects, NodeInfo, NodeToStatus, Plugin,
+    ClusterObjects, Code, CycleState, Handle, LiveCursor, NodeInfo, NodeToStatus, Plugin,
     PluginError, PodInfo, PostFilterContext, PostFilterPlugin, PostFilterResult,
     PreFilterExtensions, PreFilterPlugin, PreFilterResult, ReservePlugin, Snapshot, Status,
     extension_points,
@@ -43,9 +43,9 @@ pub const NAME: &str = "CapacityScheduling";
 #[derive(Debug)]
 pub struct CapacityScheduling {
     infos: Mutex<ElasticQuotaInfos>,
-    /// Where a running scheduler keeps the ElasticQuotas as they change, and the
-    /// generation `infos` was built at; `None` in a simulation.
-    live: Option<(Arc<LiveObjects>, Mutex<u64>)>,
+    /// Where a running scheduler keeps the ElasticQuotas as they change (a
+    /// simulation's are read once).
+    live: LiveCursor,
 }
 
 /// `ElasticQuotaSnapshotState`: the quotas as PreFilter copied them, changed by the
@@ -81,16 +81,10 @@ impl CapacityScheduling {
     /// The plugin over `handle`'s ElasticQuotas (the first of a namespace is kept, as
     /// `addElasticQuota` keeps it) and its bound pods (the pod informer's `addPod`).
     pub fn new(handle: &Handle) -> Result<CapacityScheduling, PluginError> {
-        let (infos, live) = match (&handle.live_objects, &handle.objects) {
-            (Some(live), _) => {
-                let (generation, objects) = live.current();
-                (
-                    quota_infos(&objects)?,
-                    Some((live.clone(), Mutex::new(generation))),
-                )
-            }
-            (None, Some(objects)) => (quota_infos(objects)?, None),
-            (None, None) => (ElasticQuotaInfos::new(), None),
+        let (live, objects) = LiveCursor::new(handle);
+        let infos = match objects {
+            Some(objects) => quota_infos(&objects)?,
+            None => ElasticQuotaInfos::new(),
         };
         Ok(CapacityScheduling {
             infos: Mutex::new(infos),
@@ -102,17 +96,11 @@ impl CapacityScheduling {
     /// pods are replayed from the snapshot next); a quota that does not decode keeps
     /// the quotas as they were.
     fn follow_live_quotas(&self) {
-        let Some((live, seen)) = &self.live else {
-            return;
-        };
-        let mut seen = seen.lock().unwrap_or_else(|e| e.into_inner());
-        if live.generation() == *seen {
-            return;
-        }
-        let (generation, objects) = live.current();
-        *seen = generation;
-        if let Ok(infos) = quota_infos(&objects) {
-            *self.lock() = infos;
+        let mut infos = self.lock();
+        if let Some(objects) = self.live.changed()
+            && let Ok(fresh) = quota_infos(&objects)
+        {
+            *infos = fresh;
         }
     }
 

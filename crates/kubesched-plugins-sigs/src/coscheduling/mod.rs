@@ -7,9 +7,11 @@
 //!
 //! Each function below says which Go function it follows. `ActivateSiblings` asks,
 //! through the cycle state's [`PodsToActivate`], that the group's other pods be
-//! retried at once; a running scheduler's queue does it (a one-instant simulation
-//! attempts every pod once anyway). Left out: the expiry of the `permittedPG` (the
-//! group's wait) and `backedOffPG` (`podGroupBackoffSeconds`) caches.
+//! retried at once; a running scheduler's queue does it, and a timed replay's (a
+//! one-instant simulation attempts every pod once anyway). The `permittedPG` and
+//! `backedOffPG` caches expire as go-cache's do, on [`Handle::clock`]: the system's
+//! in a running scheduler, the replay's in a replay, one that stands still in a
+//! simulation.
 //!
 //! Floor: `kubesched-framework` and `kubesched-config`; PodGroups and the pod list
 //! come from [`Handle::objects`] in a simulation and from [`Handle::live_objects`] in
@@ -19,12 +21,13 @@ mod resources;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::jiff::Timestamp;
+use kubesched_framework::queue::Clock;
 use kubesched_framework::waiting::WaitingPods;
 use kubesched_framework::{
-    ClusterObjects, Code, CycleState, Handle, LiveObjects, NodeToStatus, PermitPlugin, Plugin,
+    ClusterObjects, Code, CycleState, Handle, LiveCursor, NodeToStatus, PermitPlugin, Plugin,
     PluginError, PodInfo, PodsToActivate, PostFilterContext, PostFilterPlugin, PostFilterResult,
     PreFilterPlugin, PreFilterResult, QueueSortPlugin, QueuedPodInfo, ReservePlugin, Snapshot,
     Status, extension_points,
@@ -38,6 +41,11 @@ pub const NAME: &str = "Coscheduling";
 
 /// `util.DefaultWaitTime`: the wait when neither the group nor the args set one.
 pub const DEFAULT_WAIT_TIME: Duration = Duration::from_secs(60);
+
+/// The `permittedPG` cache's default expiry (`gocache.New(3*time.Second, ...)`): what
+/// an entry added with a zero `permitWaitingTimeSeconds` lives (go-cache reads a zero
+/// duration as its default).
+const PERMITTED_DEFAULT_EXPIRY: Duration = Duration::from_secs(3);
 
 /// `CoschedulingArgs` (apis/config/v1), defaulted as `SetDefaults_CoschedulingArgs`
 /// does: 60 s, 0 s and 10 %.
@@ -98,10 +106,10 @@ impl CoschedulingArgs {
 /// The plugin (`Coscheduling` with its `PodGroupManager`).
 pub struct Coscheduling {
     waiting: Arc<WaitingPods>,
-    /// Where a running scheduler keeps the PodGroups and pods as they change; `None`
-    /// in a simulation, whose objects `view` holds from the start.
-    live: Option<Arc<LiveObjects>>,
-    /// The PodGroups and pods, at one generation of the live objects.
+    /// Where a running scheduler keeps the PodGroups and pods as they change (a
+    /// simulation's objects `view` holds from the start).
+    live: LiveCursor,
+    /// The PodGroups and pods.
     view: Mutex<Arc<View>>,
     /// `permitWaitingTimeSeconds` (`scheduleTimeout`).
     schedule_timeout: Duration,
@@ -109,14 +117,14 @@ pub struct Coscheduling {
     backoff: Option<Duration>,
     /// `podGroupRejectPercentage / 100`.
     reject_threshold: f64,
+    /// What the caches' expiries are read against.
+    clock: Arc<dyn Clock>,
     state: Mutex<Groups>,
 }
 
 /// The PodGroup and pod listers' contents.
 #[derive(Debug, Default)]
 struct View {
-    /// The [`LiveObjects`] generation they were read at.
-    generation: u64,
     /// PodGroups by `namespace/name`.
     groups: HashMap<String, Arc<PodGroup>>,
     /// Every pod the scheduler knows (the pod informer's lister).
@@ -124,7 +132,7 @@ struct View {
 }
 
 impl View {
-    fn of(objects: &ClusterObjects, generation: u64) -> Result<View, PluginError> {
+    fn of(objects: &ClusterObjects) -> Result<View, PluginError> {
         let mut groups = HashMap::new();
         for o in objects.custom_of(api::GROUP, "PodGroup") {
             let mut group: PodGroup = serde_json::from_value(o.value.clone())
@@ -133,7 +141,6 @@ impl View {
             groups.insert(group.full_name(), Arc::new(group));
         }
         Ok(View {
-            generation,
             groups,
             pods: objects.pods.clone(),
         })
@@ -145,12 +152,37 @@ impl View {
 struct Groups {
     /// `assignedPodsByPG`: pod names assumed or bound, by group full name.
     assigned: HashMap<String, BTreeSet<String>>,
-    /// `permittedPG`: groups whose minResources passed.
-    permitted: HashSet<String>,
-    /// `backedOffPG`.
-    backed_off: HashSet<String>,
+    /// `permittedPG`: groups whose minResources passed, until when.
+    permitted: Expiring,
+    /// `backedOffPG`: groups refused at PreFilter, until when.
+    backed_off: Expiring,
     /// `lastFailedSchedulePG`: groups that failed (at the current instant).
     failed: HashSet<String>,
+}
+
+/// A go-cache of names: each entry lives until its expiry (and is gone once the clock
+/// is past it, as go-cache's `Get` reads it).
+#[derive(Debug, Default)]
+struct Expiring(HashMap<String, Instant>);
+
+impl Expiring {
+    /// `Get`: whether `key` is there and not expired at `now`.
+    fn contains(&self, key: &str, now: Instant) -> bool {
+        self.0.get(key).is_some_and(|&until| now <= until)
+    }
+
+    /// `Add`: keeps `key` for `ttl` from `now`, unless it is there and not expired
+    /// (go-cache's `Add` then refuses, and the first expiry stands).
+    fn add(&mut self, key: &str, now: Instant, ttl: Duration) {
+        if !self.contains(key, now) {
+            self.0.insert(key.to_string(), now + ttl);
+        }
+    }
+
+    /// `Delete`.
+    fn remove(&mut self, key: &str) {
+        self.0.remove(key);
+    }
 }
 
 impl std::fmt::Debug for Coscheduling {
@@ -184,23 +216,21 @@ pub fn new(
 impl Coscheduling {
     /// The plugin over `handle`'s objects, with defaulted and valid `args`.
     pub fn new(args: &CoschedulingArgs, handle: &Handle) -> Result<Coscheduling, PluginError> {
-        let view = match (&handle.live_objects, &handle.objects) {
-            (Some(live), _) => {
-                let (generation, objects) = live.current();
-                View::of(&objects, generation)?
-            }
-            (None, Some(objects)) => View::of(objects, 0)?,
-            (None, None) => View::default(),
+        let (live, objects) = LiveCursor::new(handle);
+        let view = match objects {
+            Some(objects) => View::of(&objects)?,
+            None => View::default(),
         };
         let seconds = |s: Option<i64>| Duration::from_secs(s.unwrap_or(0).max(0).unsigned_abs());
         let backoff = seconds(args.pod_group_backoff_seconds);
         let plugin = Coscheduling {
             waiting: handle.waiting_pods.clone(),
-            live: handle.live_objects.clone(),
+            live,
             view: Mutex::new(Arc::new(view)),
             schedule_timeout: seconds(args.permit_waiting_time_seconds),
             backoff: (!backoff.is_zero()).then_some(backoff),
             reject_threshold: f64::from(args.pod_group_reject_percentage.unwrap_or(0)) / 100.0,
+            clock: handle.clock(),
             state: Mutex::new(Groups::default()),
         };
         let view = plugin.view();
@@ -224,18 +254,14 @@ impl Coscheduling {
     }
 
     /// The listers' contents, read again first if the live objects changed since. A
-    /// PodGroup that does not decode (the API server validated it) keeps the view as
-    /// it was.
+    /// PodGroup that does not decode (the API server validated it) keeps the groups
+    /// as they were.
     fn view(&self) -> Arc<View> {
         let mut view = self.view.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(live) = &self.live
-            && live.generation() != view.generation
-        {
-            let (generation, objects) = live.current();
-            let fresh = View::of(&objects, generation).unwrap_or_else(|_| View {
-                generation,
+        if let Some(objects) = self.live.changed() {
+            let fresh = View::of(&objects).unwrap_or_else(|_| View {
                 groups: view.groups.clone(),
-                pods: view.pods.clone(),
+                pods: objects.pods.clone(),
             });
             *view = Arc::new(fresh);
             let fresh = view.clone();
@@ -299,7 +325,7 @@ impl Coscheduling {
         let (Some(full), Some(group)) = self.pod_group(pod) else {
             return Ok(());
         };
-        if self.lock().backed_off.contains(&full) {
+        if self.lock().backed_off.contains(&full, self.clock.now()) {
             return Err(format!("podGroup {full} failed recently"));
         }
         let label = group_label(pod).unwrap_or_default();
@@ -332,11 +358,16 @@ impl Coscheduling {
         let Some(min_resources) = &group.spec.min_resources else {
             return Ok(());
         };
-        if self.lock().permitted.contains(&full) {
+        if self.lock().permitted.contains(&full, self.clock.now()) {
             return Ok(());
         }
         resources::check_cluster_resource(snapshot, min_resources, min_member, &full)?;
-        self.lock().permitted.insert(full);
+        let ttl = if self.schedule_timeout.is_zero() {
+            PERMITTED_DEFAULT_EXPIRY
+        } else {
+            self.schedule_timeout
+        };
+        self.lock().permitted.add(&full, self.clock.now(), ttl);
         Ok(())
     }
 
@@ -446,9 +477,10 @@ impl PostFilterPlugin for Coscheduling {
         let label = group_label(pod).unwrap_or_default();
         self.reject_waiting(pod.namespace(), label, "optimistic rejection in PostFilter");
         let mut state = self.lock();
-        if self.backoff.is_some() && self.siblings(pod, label).len() as i64 >= i64::from(min_member)
+        if let Some(backoff) = self.backoff
+            && self.siblings(pod, label).len() as i64 >= i64::from(min_member)
         {
-            state.backed_off.insert(full.clone());
+            state.backed_off.add(&full, self.clock.now(), backoff);
         }
         state.permitted.remove(&full);
         state.failed.insert(full.clone());

@@ -46,3 +46,99 @@ fn args_decode_strictly() {
     .unwrap_or_default();
     assert!(err.contains("permitWaitingTimeSecond"), "{err}");
 }
+
+mod expiry {
+    //! The `permittedPG` cache lives `permitWaitingTimeSeconds` on the handle's clock,
+    //! as go-cache's entries do.
+
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use kubesched_framework::build::{NodeBuilder, PodBuilder};
+    use kubesched_framework::queue::FakeClock;
+    use kubesched_framework::{ClusterObjects, CustomObject, CycleState, Handle, PreFilterPlugin};
+    use kubesched_framework::{Snapshot, Status};
+
+    use super::super::{Coscheduling, CoschedulingArgs};
+    use crate::api::{API_VERSION, POD_GROUP_LABEL};
+
+    fn args(wait: i64) -> CoschedulingArgs {
+        let mut args = CoschedulingArgs {
+            permit_waiting_time_seconds: Some(wait),
+            ..CoschedulingArgs::default()
+        };
+        args.apply_defaults();
+        args
+    }
+
+    /// PodGroup `g` (minMember 1, minResources 2 cpu) and its pod, on `clock`.
+    fn plugin(
+        clock: &Arc<FakeClock>,
+        wait: i64,
+    ) -> (Coscheduling, Arc<kubesched_framework::PodInfo>) {
+        let pod = PodBuilder::new("default", "g-1")
+            .label(POD_GROUP_LABEL, "g")
+            .cpu_millis(100)
+            .pod_info()
+            .unwrap();
+        let group = CustomObject {
+            api_version: API_VERSION.into(),
+            kind: "PodGroup".into(),
+            namespace: Some("default".into()),
+            name: "g".into(),
+            value: serde_json::json!({
+                "metadata": {"name": "g", "namespace": "default"},
+                "spec": {"minMember": 1, "minResources": {"cpu": "2"}}
+            }),
+        };
+        let handle = Handle {
+            objects: Some(Arc::new(ClusterObjects {
+                custom: vec![Arc::new(group)],
+                pods: vec![pod.clone()],
+                ..ClusterObjects::default()
+            })),
+            clock: Some(clock.clone()),
+            ..Handle::default()
+        };
+        (Coscheduling::new(&args(wait), &handle).unwrap(), pod)
+    }
+
+    fn cluster(cpu_millis: i64) -> Snapshot {
+        let node = NodeBuilder::new("n").cpu_millis(cpu_millis).node();
+        Snapshot::new([node], []).unwrap().0
+    }
+
+    fn pre_filter(p: &Coscheduling, pod: &kubesched_framework::PodInfo, s: &Snapshot) -> Status {
+        p.pre_filter(&mut CycleState::new(), pod, s).1
+    }
+
+    #[test]
+    fn a_group_whose_min_resources_passed_is_not_checked_again_until_the_wait_has_passed() {
+        let clock = Arc::new(FakeClock::new());
+        let (p, pod) = plugin(&clock, 60);
+        assert!(pre_filter(&p, &pod, &cluster(4000)).is_success());
+        // The cluster shrank, but the group passed within the last minute.
+        let small = cluster(1000);
+        assert!(pre_filter(&p, &pod, &small).is_success());
+        clock.advance(Duration::from_secs(60));
+        assert!(
+            pre_filter(&p, &pod, &small).is_success(),
+            "expired only after"
+        );
+        clock.advance(Duration::from_millis(1));
+        let s = pre_filter(&p, &pod, &small);
+        assert!(!s.is_success(), "checked again: {}", s.message());
+    }
+
+    #[test]
+    fn a_zero_wait_keeps_a_permitted_group_go_caches_default_three_seconds() {
+        let clock = Arc::new(FakeClock::new());
+        let (p, pod) = plugin(&clock, 0);
+        assert!(pre_filter(&p, &pod, &cluster(4000)).is_success());
+        let small = cluster(1000);
+        clock.advance(Duration::from_secs(3));
+        assert!(pre_filter(&p, &pod, &small).is_success());
+        clock.advance(Duration::from_millis(1));
+        assert!(!pre_filter(&p, &pod, &small).is_success());
+    }
+}

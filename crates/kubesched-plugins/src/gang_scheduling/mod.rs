@@ -36,7 +36,7 @@ use std::time::Duration;
 
 use kubesched_framework::waiting::WaitingPods;
 use kubesched_framework::{
-    ClusterObjects, Code, CycleState, Handle, LiveObjects, PermitPlugin, Plugin, PluginError,
+    ClusterObjects, Code, CycleState, Handle, LiveCursor, PermitPlugin, Plugin, PluginError,
     PodInfo, PreEnqueuePlugin, Status, extension_points,
 };
 
@@ -90,9 +90,9 @@ fn pod_groups_of(objects: &ClusterObjects) -> Result<HashMap<String, Arc<PodGrou
 /// The plugin.
 pub struct GangScheduling {
     waiting: Arc<WaitingPods>,
-    /// Where a running scheduler keeps the PodGroups and pods as they change; `None`
-    /// in a simulation, whose objects `view` holds from the start.
-    live: Option<Arc<LiveObjects>>,
+    /// Where a running scheduler keeps the PodGroups and pods as they change (a
+    /// simulation's objects `view` holds from the start).
+    live: LiveCursor,
     /// The PodGroups and how many pods name each.
     view: Mutex<GroupView>,
     /// The pods of each group bound, or allowed at Permit, by uid.
@@ -101,11 +101,9 @@ pub struct GangScheduling {
     made_to_wait: Mutex<HashMap<String, MadeToWait>>,
 }
 
-/// What the plugin derives from the objects, at one generation of them.
+/// What the plugin derives from the objects.
 #[derive(Debug, Default)]
 struct GroupView {
-    /// The [`LiveObjects`] generation it was derived at.
-    generation: u64,
     /// PodGroups by `namespace/name`.
     groups: HashMap<String, Arc<PodGroup>>,
     /// How many pods name each group (`PodGroupState.AllPodsCount`).
@@ -117,7 +115,6 @@ impl GroupView {
     /// `scheduled`.
     fn of(
         objects: &ClusterObjects,
-        generation: u64,
         scheduled: &mut HashMap<String, HashSet<String>>,
     ) -> Result<GroupView, PluginError> {
         let groups = pod_groups_of(objects)?;
@@ -132,11 +129,7 @@ impl GroupView {
             }
             *all_pods.entry(key).or_default() += 1;
         }
-        Ok(GroupView {
-            generation,
-            groups,
-            all_pods,
-        })
+        Ok(GroupView { groups, all_pods })
     }
 }
 
@@ -178,7 +171,7 @@ impl std::fmt::Debug for GangScheduling {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GangScheduling")
             .field("groups", &self.view().groups.len())
-            .field("live", &self.live.is_some())
+            .field("live", &self.live)
             .finish()
     }
 }
@@ -208,17 +201,14 @@ impl GangScheduling {
     /// else the simulation's.
     pub fn new(handle: &Handle) -> Result<GangScheduling, PluginError> {
         let mut scheduled = HashMap::new();
-        let view = match (&handle.live_objects, &handle.objects) {
-            (Some(live), _) => {
-                let (generation, objects) = live.current();
-                GroupView::of(&objects, generation, &mut scheduled)?
-            }
-            (None, Some(objects)) => GroupView::of(objects, 0, &mut scheduled)?,
-            (None, None) => GroupView::default(),
+        let (live, objects) = LiveCursor::new(handle);
+        let view = match objects {
+            Some(objects) => GroupView::of(&objects, &mut scheduled)?,
+            None => GroupView::default(),
         };
         Ok(GangScheduling {
             waiting: handle.waiting_pods.clone(),
-            live: handle.live_objects.clone(),
+            live,
             view: Mutex::new(view),
             scheduled: Mutex::new(scheduled),
             made_to_wait: Mutex::default(),
@@ -234,15 +224,10 @@ impl GangScheduling {
     /// keeps the view as it was.
     fn view(&self) -> MutexGuard<'_, GroupView> {
         let mut view = self.view.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(live) = &self.live
-            && live.generation() != view.generation
+        if let Some(objects) = self.live.changed()
+            && let Ok(fresh) = GroupView::of(&objects, &mut self.lock())
         {
-            let (generation, objects) = live.current();
-            let mut scheduled = self.lock();
-            match GroupView::of(&objects, generation, &mut scheduled) {
-                Ok(fresh) => *view = fresh,
-                Err(_) => view.generation = generation,
-            }
+            *view = fresh;
         }
         view
     }

@@ -3,6 +3,7 @@
 
 use super::*;
 use k8s_openapi::api::core::v1::Pod;
+use kubesched_framework::LiveObjects;
 use kubesched_framework::snapshot::{ClusterObjects, CustomObject};
 
 fn pod(name: &str, group: &str, node: Option<&str>) -> Arc<PodInfo> {

@@ -69,6 +69,9 @@ impl Timed {
         };
         let clock = Arc::new(FakeClock::new());
         let start = kubesched_framework::queue::Clock::now(&*clock);
+        // What plugins keep expires on the replay's clock: the profiles are built
+        // again over it before the first attempt.
+        prepared.handle.clock = Some(clock.clone());
         let profiles = prepared.scheduler.profiles();
         let queue_sort = Arc::new(RwLock::new(profiles[0].clone()));
         let sort = queue_sort.clone();
@@ -111,7 +114,7 @@ impl Timed {
             queue_sort,
             waiting: HashMap::new(),
             decided_later: Vec::new(),
-            profiles_stale: false,
+            profiles_stale: true,
         })
     }
 }
@@ -181,6 +184,11 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
             return self.attempt_group(qp, &group);
         }
         let (attempt, waiting) = timed.prepared.attempt_waiting(&pod, &timed.names);
+        // Pods its plugins asked to retry now (Coscheduling's ActivateSiblings).
+        let activate = timed.prepared.scheduler.pods_to_activate();
+        if !activate.is_empty() {
+            timed.queue.activate(activate);
+        }
         self.stats.attempts += 1;
         if waiting {
             self.park(qp, attempt);
