@@ -496,3 +496,34 @@ fn a_backed_off_group_is_refused_until_its_backoff_has_passed_on_the_replay_cloc
     }
     assert_eq!((summary.scheduled, summary.pending), (2, 0));
 }
+
+#[test]
+fn an_elastic_quota_changed_by_the_trace_retries_the_pods_it_turned_down() {
+    // Namespace team may use 1 cpu; its 2-cpu pod is turned down at PreFilter. At
+    // 10 s the trace raises the quota to 4: the change moves the pod (as `run` does
+    // on the quota's watch event), and it is placed then, not at the flush.
+    let only = |name: &str| json!({"enabled": [{"name": name}], "disabled": [{"name": "*"}]});
+    let config = json!({"apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [{"schedulerName": "default-scheduler", "plugins": {
+            "multiPoint": {"disabled": [{"name": "*"}]},
+            "queueSort": only("PrioritySort"),
+            "preFilter": only("CapacityScheduling"),
+            "filter": only("NodeResourcesFit"),
+            "reserve": only("CapacityScheduling"),
+            "bind": only("DefaultBinder")}}]});
+    let quota = |cpu: &str| {
+        json!({"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "ElasticQuota",
+            "metadata": {"name": "q", "namespace": "team"},
+            "spec": {"min": {"cpu": cpu}, "max": {"cpu": cpu}}})
+    };
+    let mut pod = sigs_pod("p", "2", "none");
+    pod["metadata"] = json!({"name": "p", "namespace": "team"});
+    let docs = [config, node("n1", "4"), quota("1"), pod];
+    let events = [json!({"time": 10, "apply": quota("4")})];
+    let (seen, summary) = run(&docs, &events, &options(Mode::Timed, 10));
+    let l = lines(&seen, "team/p");
+    assert_eq!(l.len(), 2, "{seen:?}");
+    assert_eq!(l[1], (10.0, "n1"), "{seen:?}");
+    assert_eq!((summary.scheduled, summary.pending), (1, 0));
+}

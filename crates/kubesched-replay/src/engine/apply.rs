@@ -35,6 +35,7 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
                     Decoded::Other(o) => {
                         if is_gang_kind(&o.kind) {
                             self.gangs_changed();
+                            self.gang_object_event();
                         }
                         self.cluster.put_object(o);
                         self.mark_dirty();
@@ -65,6 +66,7 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
                     ) {
                         if is_gang_kind(kind) {
                             self.gangs_changed();
+                            self.gang_object_event();
                         }
                         self.mark_dirty();
                     }
@@ -273,6 +275,14 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
             node: node.to_string(),
             reason,
         })
+    }
+
+    /// A gang or quota object came, changed or went: the queue moves the pods that
+    /// wait unschedulable or back off, as `run` does on the object's watch event
+    /// (kubesched's events have no resource for these kinds: a wildcard event stands
+    /// for it, which every plugin's registration matches).
+    fn gang_object_event(&mut self) {
+        self.queue_events(&[ClusterEvent::WILDCARD]);
     }
 
     /// The objects or pods the gang and quota plugins read changed: their profiles
