@@ -25,6 +25,8 @@ mod protobuf_scenario;
 mod record_scenario;
 #[path = "realcluster_scenarios/serving.rs"]
 mod serving_scenarios;
+#[path = "realcluster_scenarios/sigs.rs"]
+mod sigs_scenario;
 #[path = "realcluster_scenarios/storage.rs"]
 mod storage_scenarios;
 mod support;
@@ -126,6 +128,10 @@ fn against_a_real_api_server() {
         ("protobuf lists and watches decode as the JSON ones", |c| {
             Box::pin(protobuf_scenario::protobuf_as_json(c))
         }),
+        (
+            "scheduler-plugins' CRDs: Coscheduling and CapacityScheduling in run",
+            |c| Box::pin(sigs_scenario::plugins_sigs(c)),
+        ),
     ];
     // KUBESCHED_REALCLUSTER_ONLY=text runs only the scenarios whose name contains it.
     let only = std::env::var("KUBESCHED_REALCLUSTER_ONLY").unwrap_or_default();
