@@ -527,3 +527,44 @@ fn an_elastic_quota_changed_by_the_trace_retries_the_pods_it_turned_down() {
     assert_eq!(l[1], (10.0, "n1"), "{seen:?}");
     assert_eq!((summary.scheduled, summary.pending), (1, 0));
 }
+
+#[test]
+fn v1_35_a_later_pod_of_a_gang_waits_only_what_is_left_of_the_groups_deadline() {
+    // a-1 waits on n1 from 0 s: the group's deadline is 300 s. a-2 fits once n2
+    // joins at 100 s and waits the 200 s left; a-3 never fits. Both time out at
+    // 300 s (SchedulingTimeout), not a-2 at 400 s.
+    let docs = [
+        node("n1", "2"),
+        json!({"apiVersion": "scheduling.k8s.io/v1alpha1", "kind": "Workload",
+            "metadata": {"name": "a", "namespace": "default"},
+            "spec": {"podGroups": [{"name": "workers", "policy": {"gang": {"minCount": 3}}}]}}),
+        workload_pod("a-1", "2", "a"),
+        workload_pod("a-2", "2", "a"),
+        workload_pod("a-3", "3", "a"),
+    ];
+    let events = [json!({"time": 100, "apply": node("n2", "2")})];
+    let (seen, summary) = run(&docs, &events, &v1_35_options(Mode::Timed));
+    let first_timeout = |pod: &str| {
+        lines(&seen, pod)
+            .into_iter()
+            .find(|(_, w)| w.contains("timeout"))
+            .map(|(t, w)| (t, w.to_string()))
+    };
+    assert_eq!(
+        first_timeout("default/a-1"),
+        Some((
+            300.0,
+            "rejected due to timeout after waiting 5m0s at plugin GangScheduling".into()
+        )),
+        "{seen:?}"
+    );
+    assert_eq!(
+        first_timeout("default/a-2"),
+        Some((
+            300.0,
+            "rejected due to timeout after waiting 3m20s at plugin GangScheduling".into()
+        )),
+        "{seen:?}"
+    );
+    assert_eq!(summary.scheduled, 0);
+}

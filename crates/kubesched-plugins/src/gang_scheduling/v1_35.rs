@@ -11,30 +11,34 @@
 //!   group (`AllPods`).
 //! - **Reserve** / **Unreserve** mark the pod assumed / not assumed (`AssumePod`,
 //!   `ForgetPod`).
-//! - **Permit** makes a pod wait (the group's deadline, 5 minutes from the first
-//!   wait: `DefaultSchedulingTimeoutDuration`) until `minCount` of the group's pods
-//!   are assumed or bound, then allows every assumed pod of the group.
+//! - **Permit** makes a pod wait until `minCount` of the group's pods are assumed or
+//!   bound, then allows every assumed pod of the group. A pod that waits is given what
+//!   is left of the group's deadline (`SchedulingTimeout`: set 5 minutes,
+//!   `DefaultSchedulingTimeoutDuration`, ahead at the first wait, and again once it
+//!   has passed), read on [`Handle::clock`], and asks that the group's unscheduled
+//!   pods be retried at once (`Activate`, through the cycle state's
+//!   [`PodsToActivate`]).
 //! - **Events**: a pod added (the one that completes a gang) and a Workload added.
 //!
-//! What the simulation leaves out: Permit's `Activate` of the group's unscheduled pods
-//! (a one-instant simulation attempts every pod once, in queue order), and the time
-//! that passes between two pods' Permit (every wait starts at the instant, so each is
-//! the full 5 minutes; kube-scheduler gives a later pod what is left of the group's
-//! deadline). A pod's group membership is read once, when the plugin is built, from
-//! [`Handle::objects`] (the workload manager's `AddPod`); bound pods count as assigned.
+//! In a one-instant simulation the clock stands still, so every wait is the full 5
+//! minutes, and the activations are moot (every pod is attempted once, in queue
+//! order); a timed replay moves both. A pod's group membership is read when the
+//! plugin is built, from [`Handle::objects`] (the workload manager's `AddPod`); bound
+//! pods count as assigned.
 //!
 //! Floor: `kubesched-framework`; Workloads and the pod list come from
 //! [`Handle::objects`].
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kubesched_framework::events::{ActionType, ClusterEvent, EventResource};
+use kubesched_framework::queue::Clock;
 use kubesched_framework::waiting::WaitingPods;
 use kubesched_framework::{
-    Code, CycleState, Handle, PermitPlugin, Plugin, PluginError, PodInfo, PreEnqueuePlugin,
-    ReservePlugin, Status, extension_points,
+    Code, CycleState, Handle, PermitPlugin, Plugin, PluginError, PodInfo, PodsToActivate,
+    PreEnqueuePlugin, ReservePlugin, Status, extension_points,
 };
 
 use super::NAME;
@@ -57,12 +61,34 @@ type GroupKey = (String, WorkloadReference);
 /// `podGroupInfo`: the group's pods by state (uids).
 #[derive(Debug, Default)]
 struct GroupInfo {
-    /// Every pod of the group the scheduler knows.
-    all: HashSet<String>,
+    /// Every pod of the group the scheduler knows: its key (`namespace/name`) by uid.
+    all: HashMap<String, String>,
     /// Pods past Reserve, not yet bound.
     assumed: HashSet<String>,
     /// Pods bound to a node.
     assigned: HashSet<String>,
+    /// `schedulingDeadline`: when the group's waits end, from its first wait.
+    deadline: Option<Instant>,
+}
+
+impl GroupInfo {
+    /// `SchedulingTimeout`: what is left of the group's deadline at `now`, a new one
+    /// [`SCHEDULING_TIMEOUT`] ahead when there is none or it has passed.
+    fn scheduling_timeout(&mut self, now: Instant) -> Duration {
+        let deadline = match self.deadline {
+            Some(d) if d >= now => d,
+            _ => *self.deadline.insert(now + SCHEDULING_TIMEOUT),
+        };
+        deadline - now
+    }
+
+    /// `UnscheduledPods`: the keys of the pods neither assumed nor bound.
+    fn unscheduled(&self) -> impl Iterator<Item = &String> {
+        self.all
+            .iter()
+            .filter(|(uid, _)| !self.assumed.contains(*uid) && !self.assigned.contains(*uid))
+            .map(|(_, key)| key)
+    }
 }
 
 /// The plugin.
@@ -72,6 +98,8 @@ pub struct GangScheduling {
     workloads: HashMap<String, Arc<Workload>>,
     /// The workload manager's groups.
     groups: Mutex<HashMap<GroupKey, GroupInfo>>,
+    /// What the groups' deadlines are read on.
+    clock: Arc<dyn Clock>,
 }
 
 impl std::fmt::Debug for GangScheduling {
@@ -115,7 +143,8 @@ impl GangScheduling {
             for pod in &objects.pods {
                 let Some(key) = key_of(pod) else { continue };
                 let info = groups.entry(key).or_default();
-                info.all.insert(pod.uid().to_string());
+                info.all
+                    .insert(pod.uid().to_string(), pod.key().to_string());
                 if pod.node_name().is_some() {
                     info.assigned.insert(pod.uid().to_string());
                 }
@@ -125,6 +154,7 @@ impl GangScheduling {
             waiting: handle.waiting_pods.clone(),
             workloads,
             groups: Mutex::new(groups),
+            clock: handle.clock(),
         })
     }
 
@@ -219,9 +249,10 @@ impl ReservePlugin for GangScheduling {
 }
 
 impl PermitPlugin for GangScheduling {
-    /// `Permit`: waits until `minCount` pods of the gang are assumed or bound, then
-    /// allows every assumed pod of the gang.
-    fn permit(&self, _: &mut CycleState, pod: &PodInfo, _: &str) -> (Status, Duration) {
+    /// `Permit`: waits until `minCount` pods of the gang are assumed or bound (what is
+    /// left of the group's deadline, its unscheduled pods activated), then allows
+    /// every assumed pod of the gang.
+    fn permit(&self, cycle: &mut CycleState, pod: &PodInfo, _: &str) -> (Status, Duration) {
         let Some(key) = key_of(pod) else {
             return (Status::success(), Duration::ZERO);
         };
@@ -251,13 +282,17 @@ impl PermitPlugin for GangScheduling {
             return (Status::success(), Duration::ZERO);
         };
         let assumed: Vec<String> = {
-            let groups = self.lock();
-            let Some(info) = groups.get(&key) else {
+            let mut groups = self.lock();
+            let Some(info) = groups.get_mut(&key) else {
                 return (Status::error(NO_GROUP_STATE), Duration::ZERO);
             };
             let scheduled = info.assumed.union(&info.assigned).count();
             if (scheduled as i64) < i64::from(min_count) {
-                return (Status::new(Code::Wait, WAIT_MESSAGE), SCHEDULING_TIMEOUT);
+                for key in info.unscheduled() {
+                    PodsToActivate::add(cycle, key);
+                }
+                let timeout = info.scheduling_timeout(self.clock.now());
+                return (Status::new(Code::Wait, WAIT_MESSAGE), timeout);
             }
             info.assumed.iter().cloned().collect()
         };
