@@ -460,8 +460,10 @@ fn a_waiting_gang_pod_retries_its_siblings_at_once() {
 #[test]
 fn a_backed_off_group_is_refused_until_its_backoff_has_passed_on_the_replay_clock() {
     // podGroupBackoffSeconds 20. At 0, g-2 fits nowhere and PostFilter rejects the
-    // group (g-1 waited on n1) and backs it off. n2 at 5 s: both are refused at
-    // PreFilter. n3 at 25 s, past the backoff: both are placed.
+    // group (g-1 waited on n1) and backs it off. n2 and a third pod of the group at
+    // 5 s: the plugin keeps its backed-off groups across the new pod (as its informer
+    // would), and the pods are refused at PreFilter. n3 at 25 s, past the backoff:
+    // all three are placed.
     let mut config = coscheduling_config();
     config["profiles"][0]["pluginConfig"] =
         json!([{"name": "Coscheduling", "args": {"podGroupBackoffSeconds": 20}}]);
@@ -474,6 +476,7 @@ fn a_backed_off_group_is_refused_until_its_backoff_has_passed_on_the_replay_cloc
     ];
     let events = [
         json!({"time": 5, "apply": node("n2", "4")}),
+        json!({"time": 5, "apply": sigs_pod("g-3", "1", "g")}),
         json!({"time": 25, "apply": node("n3", "4")}),
     ];
     // PostFilter runs with preemption on.
@@ -487,14 +490,14 @@ fn a_backed_off_group_is_refused_until_its_backoff_has_passed_on_the_replay_cloc
             .map(|(_, w)| w.to_string())
             .unwrap_or_default()
     };
-    for pod in ["default/g-1", "default/g-2"] {
+    for pod in ["default/g-1", "default/g-2", "default/g-3"] {
         assert!(
             at(pod, 5.0).contains("podGroup default/g failed recently"),
             "{pod} at 5 s: {seen:?}"
         );
         assert!(at(pod, 25.0).starts_with('n'), "{pod} at 25 s: {seen:?}");
     }
-    assert_eq!((summary.scheduled, summary.pending), (2, 0));
+    assert_eq!((summary.scheduled, summary.pending), (3, 0));
 }
 
 #[test]

@@ -22,12 +22,12 @@
 //!
 //! In a one-instant simulation the clock stands still, so every wait is the full 5
 //! minutes, and the activations are moot (every pod is attempted once, in queue
-//! order); a timed replay moves both. A pod's group membership is read when the
-//! plugin is built, from [`Handle::objects`] (the workload manager's `AddPod`); bound
-//! pods count as assigned.
+//! order); a timed replay moves both. The Workloads and each pod's group come from
+//! [`Handle::objects`], or from [`Handle::live_objects`] where they change (a timed
+//! replay), followed as the workload manager's `AddPod`, `UpdatePod` and `DeletePod`
+//! follow them; bound pods count as assigned.
 //!
-//! Floor: `kubesched-framework`; Workloads and the pod list come from
-//! [`Handle::objects`].
+//! Floor: `kubesched-framework`.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -37,8 +37,8 @@ use kubesched_framework::events::{ActionType, ClusterEvent, EventResource};
 use kubesched_framework::queue::Clock;
 use kubesched_framework::waiting::WaitingPods;
 use kubesched_framework::{
-    Code, CycleState, Handle, PermitPlugin, Plugin, PluginError, PodInfo, PodsToActivate,
-    PreEnqueuePlugin, ReservePlugin, Status, extension_points,
+    ClusterObjects, Code, CycleState, Handle, LiveCursor, PermitPlugin, Plugin, PluginError,
+    PodInfo, PodsToActivate, PreEnqueuePlugin, ReservePlugin, Status, extension_points,
 };
 
 use super::NAME;
@@ -94,19 +94,70 @@ impl GroupInfo {
 /// The plugin.
 pub struct GangScheduling {
     waiting: Arc<WaitingPods>,
-    /// Workloads by `namespace/name`.
-    workloads: HashMap<String, Arc<Workload>>,
-    /// The workload manager's groups.
-    groups: Mutex<HashMap<GroupKey, GroupInfo>>,
+    /// Where a running scheduler (or a timed replay) keeps the Workloads and pods as
+    /// they change; a simulation's are read once.
+    live: LiveCursor,
+    /// The Workloads and the workload manager's groups.
+    manager: Mutex<Manager>,
     /// What the groups' deadlines are read on.
     clock: Arc<dyn Clock>,
+}
+
+/// The Workload lister and the workload manager.
+#[derive(Debug, Default)]
+struct Manager {
+    /// Workloads by `namespace/name`.
+    workloads: HashMap<String, Arc<Workload>>,
+    /// The groups.
+    groups: HashMap<GroupKey, GroupInfo>,
+}
+
+impl Manager {
+    /// The Workloads and groups of `objects`; the bound pods count as assigned.
+    fn of(objects: &ClusterObjects) -> Result<Manager, PluginError> {
+        let mut manager = Manager {
+            workloads: workloads_of(objects)?,
+            groups: HashMap::new(),
+        };
+        manager.follow_pods(objects);
+        Ok(manager)
+    }
+
+    /// The groups as `objects`' pods make them now (`AddPod`, `UpdatePod`,
+    /// `DeletePod`): each group's pods and bound pods again; its assumed pods that
+    /// are still there and not bound, and its deadline, kept. A group left with no
+    /// pod is gone.
+    fn follow_pods(&mut self, objects: &ClusterObjects) {
+        let mut groups: HashMap<GroupKey, GroupInfo> = HashMap::new();
+        for pod in &objects.pods {
+            let Some(key) = key_of(pod) else { continue };
+            let info = groups.entry(key).or_default();
+            info.all
+                .insert(pod.uid().to_string(), pod.key().to_string());
+            if pod.node_name().is_some() {
+                info.assigned.insert(pod.uid().to_string());
+            }
+        }
+        for (key, info) in &mut groups {
+            if let Some(old) = self.groups.get(key) {
+                info.assumed = old
+                    .assumed
+                    .iter()
+                    .filter(|uid| info.all.contains_key(*uid) && !info.assigned.contains(*uid))
+                    .cloned()
+                    .collect();
+                info.deadline = old.deadline;
+            }
+        }
+        self.groups = groups;
+    }
 }
 
 impl std::fmt::Debug for GangScheduling {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GangScheduling")
             .field("version", &"v1.35")
-            .field("workloads", &self.workloads.len())
+            .field("workloads", &self.lock().workloads.len())
             .finish()
     }
 }
@@ -115,17 +166,23 @@ impl std::fmt::Debug for GangScheduling {
 /// decode is an error naming it. Objects of another version are not read (the
 /// v1alpha2 API does not exist in v1.35).
 pub fn workloads(handle: &Handle) -> Result<HashMap<String, Arc<Workload>>, PluginError> {
+    match &handle.objects {
+        Some(objects) => workloads_of(objects),
+        None => Ok(HashMap::new()),
+    }
+}
+
+/// The v1alpha1 Workloads among `objects`, by `namespace/name`.
+fn workloads_of(objects: &ClusterObjects) -> Result<HashMap<String, Arc<Workload>>, PluginError> {
     let mut workloads = HashMap::new();
-    if let Some(objects) = &handle.objects {
-        for o in objects.custom_of(v1alpha1::GROUP, "Workload") {
-            if o.api_version != v1alpha1::API_VERSION {
-                continue;
-            }
-            let mut workload: Workload = serde_json::from_value(o.value.clone())
-                .map_err(|e| PluginError::new(format!("Workload {}: {e}", o.name)))?;
-            workload.metadata.namespace = o.namespace.clone();
-            workloads.insert(workload.full_name(), Arc::new(workload));
+    for o in objects.custom_of(v1alpha1::GROUP, "Workload") {
+        if o.api_version != v1alpha1::API_VERSION {
+            continue;
         }
+        let mut workload: Workload = serde_json::from_value(o.value.clone())
+            .map_err(|e| PluginError::new(format!("Workload {}: {e}", o.name)))?;
+        workload.metadata.namespace = o.namespace.clone();
+        workloads.insert(workload.full_name(), Arc::new(workload));
     }
     Ok(workloads)
 }
@@ -137,33 +194,38 @@ fn key_of(pod: &PodInfo) -> Option<GroupKey> {
 impl GangScheduling {
     /// The plugin over `handle`'s objects: the Workloads and every pod's group.
     pub fn new(handle: &Handle) -> Result<GangScheduling, PluginError> {
-        let workloads = workloads(handle)?;
-        let mut groups: HashMap<GroupKey, GroupInfo> = HashMap::new();
-        if let Some(objects) = &handle.objects {
-            for pod in &objects.pods {
-                let Some(key) = key_of(pod) else { continue };
-                let info = groups.entry(key).or_default();
-                info.all
-                    .insert(pod.uid().to_string(), pod.key().to_string());
-                if pod.node_name().is_some() {
-                    info.assigned.insert(pod.uid().to_string());
-                }
-            }
-        }
+        let (live, objects) = LiveCursor::new(handle);
+        let manager = match objects {
+            Some(objects) => Manager::of(&objects)?,
+            None => Manager::default(),
+        };
         Ok(GangScheduling {
             waiting: handle.waiting_pods.clone(),
-            workloads,
-            groups: Mutex::new(groups),
+            live,
+            manager: Mutex::new(manager),
             clock: handle.clock(),
         })
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<GroupKey, GroupInfo>> {
-        self.groups.lock().unwrap_or_else(|e| e.into_inner())
+    /// The manager, following the live objects first if they changed since. A
+    /// Workload that does not decode (the API server validated it) keeps the
+    /// Workloads as they were.
+    fn lock(&self) -> MutexGuard<'_, Manager> {
+        let mut manager = self.manager.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(objects) = self.live.changed() {
+            if let Ok(workloads) = workloads_of(&objects) {
+                manager.workloads = workloads;
+            }
+            manager.follow_pods(&objects);
+        }
+        manager
     }
 
-    fn workload(&self, pod: &PodInfo, name: &str) -> Option<&Arc<Workload>> {
-        self.workloads.get(&format!("{}/{name}", pod.namespace()))
+    fn workload(&self, pod: &PodInfo, name: &str) -> Option<Arc<Workload>> {
+        self.lock()
+            .workloads
+            .get(&format!("{}/{name}", pod.namespace()))
+            .cloned()
     }
 }
 
@@ -215,7 +277,11 @@ impl PreEnqueuePlugin for GangScheduling {
         let Some(min_count) = policy.gang_min_count() else {
             return Status::success();
         };
-        let all = self.lock().get(&(namespace, r)).map_or(0, |g| g.all.len());
+        let all = self
+            .lock()
+            .groups
+            .get(&(namespace, r))
+            .map_or(0, |g| g.all.len());
         if (all as i64) < i64::from(min_count) {
             return Status::new(Code::UnschedulableAndUnresolvable, QUORUM_MESSAGE);
         }
@@ -229,7 +295,7 @@ impl ReservePlugin for GangScheduling {
         let Some(key) = key_of(pod) else {
             return Status::success();
         };
-        match self.lock().get_mut(&key) {
+        match self.lock().groups.get_mut(&key) {
             Some(info) => {
                 info.assumed.insert(pod.uid().to_string());
                 Status::success()
@@ -241,7 +307,7 @@ impl ReservePlugin for GangScheduling {
     /// `Unreserve`: `ForgetPod`.
     fn unreserve(&self, _: &mut CycleState, pod: &PodInfo, _: &str) {
         if let Some(key) = key_of(pod)
-            && let Some(info) = self.lock().get_mut(&key)
+            && let Some(info) = self.lock().groups.get_mut(&key)
         {
             info.assumed.remove(pod.uid());
         }
@@ -282,8 +348,8 @@ impl PermitPlugin for GangScheduling {
             return (Status::success(), Duration::ZERO);
         };
         let assumed: Vec<String> = {
-            let mut groups = self.lock();
-            let Some(info) = groups.get_mut(&key) else {
+            let mut manager = self.lock();
+            let Some(info) = manager.groups.get_mut(&key) else {
                 return (Status::error(NO_GROUP_STATE), Duration::ZERO);
             };
             let scheduled = info.assumed.union(&info.assigned).count();

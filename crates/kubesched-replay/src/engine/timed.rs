@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 
 use kubesched_config::KubeSchedulerConfiguration;
 use kubesched_framework::queue::{FakeClock, QueueOptions, QueuedPod, SchedulingQueue};
-use kubesched_framework::{ClusterEvent, Framework, Outcome, PodInfo, QueueingHints, Snapshot};
+use kubesched_framework::{
+    ClusterEvent, Framework, LiveObjects, Outcome, PodInfo, QueueingHints, Snapshot,
+};
 use kubesched_sim::attempt::{Attempt, NodeNames};
 use kubesched_sim::pod_groups::group_key;
 use kubesched_sim::scenario::Scenario;
@@ -47,9 +49,13 @@ pub(super) struct Timed {
     /// Pods decided at Permit outside an attempt (a waiting pod deleted, and the
     /// siblings its Unreserve rejected): their lines go out before the next attempt.
     pub(super) decided_later: Vec<(Arc<PodInfo>, Outcome)>,
-    /// The objects or pods the gang plugins read changed: the profiles are built
-    /// again before the next attempt.
+    /// The objects or pods the gang plugins read changed: they are handed the
+    /// cluster as it stands before the next attempt (see the `waits` module).
     pub(super) profiles_stale: bool,
+    /// The profiles were built over the replay's clock and live objects.
+    pub(super) profiles_built: bool,
+    /// The objects the gang plugins read, replaced as the trace changes them.
+    pub(super) live: Arc<LiveObjects>,
 }
 
 impl Timed {
@@ -69,9 +75,14 @@ impl Timed {
         };
         let clock = Arc::new(FakeClock::new());
         let start = kubesched_framework::queue::Clock::now(&*clock);
-        // What plugins keep expires on the replay's clock: the profiles are built
-        // again over it before the first attempt.
+        // What plugins keep expires on the replay's clock, and the gang plugins follow
+        // the trace's objects as they change: the profiles are built again over both
+        // before the first attempt.
         prepared.handle.clock = Some(clock.clone());
+        let live = Arc::new(LiveObjects::new(
+            prepared.handle.objects.clone().unwrap_or_default(),
+        ));
+        prepared.handle.live_objects = Some(live.clone());
         let profiles = prepared.scheduler.profiles();
         let queue_sort = Arc::new(RwLock::new(profiles[0].clone()));
         let sort = queue_sort.clone();
@@ -115,6 +126,8 @@ impl Timed {
             waiting: HashMap::new(),
             decided_later: Vec::new(),
             profiles_stale: true,
+            profiles_built: false,
+            live,
         })
     }
 }

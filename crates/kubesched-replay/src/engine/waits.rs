@@ -1,6 +1,6 @@
 //! Gangs in the timed mode: Permit waits on the replay's clock, PodGroup cycles
-//! (kube-scheduler v1.36 with `GenericWorkload`), and the profiles built again when the
-//! gang objects they read change.
+//! (kube-scheduler v1.36 with `GenericWorkload`), and the gang objects the plugins read
+//! kept in step with the trace.
 //!
 //! - A pod a Permit plugin makes wait stays popped (in flight) and assumed on its node,
 //!   holding what it requests, while the clock moves. Its line is handed to the sink
@@ -17,11 +17,14 @@
 //!   and attempted in one PodGroup cycle, as `simulate` does
 //!   ([`Prepared::attempt_group`](kubesched_sim::simulate::Prepared::attempt_group)).
 //! - The gang plugins (GangScheduling, Coscheduling, CapacityScheduling) read the
-//!   PodGroups, Workloads, ElasticQuotas and pods when they are built: a trace that
-//!   applies or deletes such an object, or a pod of a group, has the profiles built
-//!   again over the cluster as it stands before the next attempt (the waiting pods as
-//!   assumed, sharing the one waiting map), and the gated pods of groups are checked
-//!   against their PreEnqueue again.
+//!   PodGroups, Workloads, ElasticQuotas and pods from the handle's live objects, as
+//!   in `run`: a trace that applies or deletes such an object, or a pod of a group,
+//!   has those objects replaced with the cluster as it stands before the next attempt
+//!   (the waiting pods as assumed), and the gated pods of groups are checked against
+//!   their PreEnqueue again. The plugins keep what they hold (Coscheduling's failed
+//!   and backed-off groups, the groups' deadlines) across those changes, as their
+//!   informers' handlers do. The profiles are built once, before the first attempt,
+//!   over the replay's clock and live objects.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -280,8 +283,9 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
         self.resolve_decided()
     }
 
-    /// Builds the profiles again over the cluster as it stands, when the objects the
-    /// gang plugins read changed (see the module doc).
+    /// Hands the gang plugins the cluster as it stands, when the objects they read
+    /// changed (see the module doc); the first time, builds the profiles over the
+    /// replay's clock and live objects.
     pub(super) fn refresh_profiles(&mut self) -> Result<(), ReplayError<E>> {
         let Some(timed) = self.timed.as_mut() else {
             return Ok(());
@@ -317,27 +321,34 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
             .collect();
         drop(assumed);
         let objects = Arc::new(objects);
-        let mut handle = timed.prepared.handle.clone();
-        handle.objects = Some(objects.clone());
-        let source = timed.prepared.config_source.clone();
-        let profiles = build_frameworks_with(&timed.config, self.registry, &source, &handle)?;
-        timed
-            .prepared
-            .scheduler
-            .set_profiles(profiles)
-            .map_err(|error| SimulationError::Scheduler {
-                source_name: source,
-                error,
-            })?;
-        timed.prepared.handle = handle;
+        timed.live.replace(objects.clone());
+        timed.prepared.handle.objects = Some(objects.clone());
         timed.prepared.scheduler.snapshot_mut().set_objects(objects);
-        let profiles = timed.prepared.scheduler.profiles();
-        *timed.queue_sort.write().unwrap_or_else(|e| e.into_inner()) = profiles[0].clone();
-        timed
-            .queue
-            .set_queueing_hints(QueueingHints::from_frameworks(
-                profiles.iter().map(|f| &**f),
-            ));
+        if !timed.profiles_built {
+            timed.profiles_built = true;
+            let source = timed.prepared.config_source.clone();
+            let profiles = build_frameworks_with(
+                &timed.config,
+                self.registry,
+                &source,
+                &timed.prepared.handle,
+            )?;
+            timed
+                .prepared
+                .scheduler
+                .set_profiles(profiles)
+                .map_err(|error| SimulationError::Scheduler {
+                    source_name: source,
+                    error,
+                })?;
+            let profiles = timed.prepared.scheduler.profiles();
+            *timed.queue_sort.write().unwrap_or_else(|e| e.into_inner()) = profiles[0].clone();
+            timed
+                .queue
+                .set_queueing_hints(QueueingHints::from_frameworks(
+                    profiles.iter().map(|f| &**f),
+                ));
+        }
         // The gated pods of groups are checked against PreEnqueue again (an update
         // moves a gated pod back; an unchanged one elsewhere stays where it is).
         let gang_pods: Vec<Arc<PodInfo>> = timed
