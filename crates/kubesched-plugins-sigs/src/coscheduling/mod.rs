@@ -19,7 +19,7 @@
 
 mod resources;
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -156,8 +156,8 @@ struct Groups {
     permitted: Expiring,
     /// `backedOffPG`: groups refused at PreFilter, until when.
     backed_off: Expiring,
-    /// `lastFailedSchedulePG`: groups that failed (at the current instant).
-    failed: HashSet<String>,
+    /// `lastFailedSchedulePG`: groups that failed, and when they last did.
+    failed: HashMap<String, Instant>,
 }
 
 /// A go-cache of names: each entry lives until its expiry (and is gone once the clock
@@ -300,16 +300,17 @@ impl Coscheduling {
 
     /// `GetCreationTimestamp`, on one time line: a PodGroup's `creationTimestamp`
     /// first, then PodGroups that have none (created at the simulation's instant,
-    /// before their pods), then each pod's queue time, then groups that failed at
-    /// this instant (`lastFailedSchedulePG`).
+    /// before their pods), then each pod's queue time, then groups that failed, by
+    /// when they last did (`lastFailedSchedulePG`: the failure is later than all the
+    /// rest, which were in the past when it happened).
     fn creation(&self, q: &QueuedPodInfo) -> Creation {
         let pod = &q.pod_info;
         let Some(label) = group_label(pod) else {
             return Creation::Queued(q.timestamp);
         };
         let full = format!("{}/{label}", pod.namespace());
-        if self.lock().failed.contains(&full) {
-            return Creation::Failed;
+        if let Some(&at) = self.lock().failed.get(&full) {
+            return Creation::Failed(at);
         }
         match self.view().groups.get(&full) {
             None => Creation::Queued(q.timestamp),
@@ -387,7 +388,7 @@ enum Creation {
     Stamped(Timestamp),
     Instant,
     Queued(u64),
-    Failed,
+    Failed(Instant),
 }
 
 /// `util.GetPodGroupLabel`: the label's value, when set and not empty.
@@ -483,7 +484,7 @@ impl PostFilterPlugin for Coscheduling {
             state.backed_off.add(&full, self.clock.now(), backoff);
         }
         state.permitted.remove(&full);
-        state.failed.insert(full.clone());
+        state.failed.insert(full.clone(), self.clock.now());
         let message = format!(
             "PodGroup {full} gets rejected due to Pod {} is unschedulable even after PostFilter",
             pod.name()
@@ -516,7 +517,7 @@ impl ReservePlugin for Coscheduling {
         self.reject_waiting(pod.namespace(), label, "rejection in Unreserve");
         let mut state = self.lock();
         state.permitted.remove(&full);
-        state.failed.insert(full);
+        state.failed.insert(full, self.clock.now());
     }
 }
 

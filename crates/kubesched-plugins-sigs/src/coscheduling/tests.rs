@@ -47,9 +47,10 @@ fn args_decode_strictly() {
     assert!(err.contains("permitWaitingTimeSecond"), "{err}");
 }
 
-mod expiry {
-    //! The `permittedPG` cache lives `permitWaitingTimeSeconds` on the handle's clock,
-    //! as go-cache's entries do.
+mod clock {
+    //! What the plugin keeps over time, on the handle's clock: the `permittedPG` cache
+    //! lives `permitWaitingTimeSeconds`, as go-cache's entries do, and a failed
+    //! group sorts by when it failed.
 
     use std::sync::Arc;
     use std::time::Duration;
@@ -140,5 +141,51 @@ mod expiry {
         assert!(pre_filter(&p, &pod, &small).is_success());
         clock.advance(Duration::from_millis(1));
         assert!(!pre_filter(&p, &pod, &small).is_success());
+    }
+
+    #[test]
+    fn groups_that_failed_sort_by_when_they_last_failed() {
+        use kubesched_framework::{QueueSortPlugin, QueuedPodInfo, ReservePlugin};
+        let clock = Arc::new(FakeClock::new());
+        let pod = |name: &str, group: &str| {
+            PodBuilder::new("default", name)
+                .label(POD_GROUP_LABEL, group)
+                .pod_info()
+                .unwrap()
+        };
+        let (a, b) = (pod("a-1", "a"), pod("b-1", "b"));
+        let group = |name: &str| {
+            Arc::new(CustomObject {
+                api_version: API_VERSION.into(),
+                kind: "PodGroup".into(),
+                namespace: Some("default".into()),
+                name: name.into(),
+                value: serde_json::json!({
+                    "metadata": {"name": name, "namespace": "default"},
+                    "spec": {"minMember": 2}
+                }),
+            })
+        };
+        let handle = Handle {
+            objects: Some(Arc::new(ClusterObjects {
+                custom: vec![group("a"), group("b")],
+                pods: vec![a.clone(), b.clone()],
+                ..ClusterObjects::default()
+            })),
+            clock: Some(clock.clone()),
+            ..Handle::default()
+        };
+        let p = Coscheduling::new(&args(60), &handle).unwrap();
+        let queued = |pod_info: &Arc<kubesched_framework::PodInfo>| QueuedPodInfo {
+            pod_info: pod_info.clone(),
+            timestamp: 0,
+            attempts: 1,
+        };
+        // b fails first, a a second later: b's pods go first (by key, a's would).
+        p.unreserve(&mut CycleState::new(), &b, "n");
+        clock.advance(Duration::from_secs(1));
+        p.unreserve(&mut CycleState::new(), &a, "n");
+        assert!(p.less(&queued(&b), &queued(&a)));
+        assert!(!p.less(&queued(&a), &queued(&b)));
     }
 }
