@@ -285,12 +285,12 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
         self.queue_events(&[ClusterEvent::WILDCARD]);
     }
 
-    /// The objects or pods the gang and quota plugins read changed: their profiles
-    /// are built again before the next attempt (timed mode; each settled pass builds
-    /// its own).
+    /// The objects or pods the gang and quota plugins read changed: they get the
+    /// cluster as it stands before the next attempt (timed mode; each settled pass
+    /// builds its own profiles).
     fn gangs_changed(&mut self) {
         if let Some(timed) = self.timed.as_mut() {
-            timed.profiles_stale = true;
+            timed.gang_objects_stale = true;
         }
     }
 }

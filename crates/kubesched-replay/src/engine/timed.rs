@@ -40,9 +40,11 @@ pub(super) struct Timed {
     pub(super) queue: SchedulingQueue,
     pub(super) clock: Arc<FakeClock>,
     start: Instant,
-    /// The configuration, to build the profiles again ([`Engine::refresh_profiles`]).
+    /// The configuration, to build the profiles over the replay's clock and live
+    /// objects ([`Engine::refresh_gang_objects`]).
     pub(super) config: KubeSchedulerConfiguration,
-    /// The first profile, whose QueueSort orders the queue (built again with the rest).
+    /// The first profile, whose QueueSort orders the queue (built again with the rest,
+    /// once).
     pub(super) queue_sort: Arc<RwLock<Arc<Framework>>>,
     /// The pods waiting at Permit, by uid (see the `waits` module).
     pub(super) waiting: HashMap<String, Waiter>,
@@ -51,7 +53,7 @@ pub(super) struct Timed {
     pub(super) decided_later: Vec<(Arc<PodInfo>, Outcome)>,
     /// The objects or pods the gang plugins read changed: they are handed the
     /// cluster as it stands before the next attempt (see the `waits` module).
-    pub(super) profiles_stale: bool,
+    pub(super) gang_objects_stale: bool,
     /// The profiles were built over the replay's clock and live objects.
     pub(super) profiles_built: bool,
     /// The objects the gang plugins read, replaced as the trace changes them.
@@ -125,7 +127,7 @@ impl Timed {
             queue_sort,
             waiting: HashMap::new(),
             decided_later: Vec::new(),
-            profiles_stale: true,
+            gang_objects_stale: true,
             profiles_built: false,
             live,
         })
@@ -175,7 +177,7 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
     /// Pops and attempts every pod the queue has ready now.
     pub(super) fn schedule_ready(&mut self) -> Result<(), ReplayError<E>> {
         self.rebuild_if_dirty();
-        self.refresh_profiles()?;
+        self.refresh_gang_objects()?;
         self.resolve_decided()?;
         loop {
             let Some(timed) = self.timed.as_mut() else {

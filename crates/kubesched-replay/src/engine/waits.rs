@@ -286,14 +286,14 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
     /// Hands the gang plugins the cluster as it stands, when the objects they read
     /// changed (see the module doc); the first time, builds the profiles over the
     /// replay's clock and live objects.
-    pub(super) fn refresh_profiles(&mut self) -> Result<(), ReplayError<E>> {
+    pub(super) fn refresh_gang_objects(&mut self) -> Result<(), ReplayError<E>> {
         let Some(timed) = self.timed.as_mut() else {
             return Ok(());
         };
-        if !timed.profiles_stale {
+        if !timed.gang_objects_stale {
             return Ok(());
         }
-        timed.profiles_stale = false;
+        timed.gang_objects_stale = false;
         let scenario = self.cluster.to_scenario();
         let mut objects = cluster_objects(&scenario)?;
         // The waiting pods as assumed on their nodes, as the plugins' informers and
