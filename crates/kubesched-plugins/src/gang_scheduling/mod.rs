@@ -112,15 +112,18 @@ struct GroupView {
 
 impl GroupView {
     /// Derives the view of `objects`, adding the group pods bound there to
-    /// `scheduled`.
+    /// `scheduled` and taking out of it the pods that are gone (the workload
+    /// manager's `DeletePod`: a deleted pod no longer counts toward its gang).
     fn of(
         objects: &ClusterObjects,
         scheduled: &mut HashMap<String, HashSet<String>>,
     ) -> Result<GroupView, PluginError> {
         let groups = pod_groups_of(objects)?;
         let mut all_pods: HashMap<String, usize> = HashMap::new();
+        let mut present: HashSet<&str> = HashSet::new();
         for pod in &objects.pods {
             let Some(key) = group_key(pod) else { continue };
+            present.insert(pod.uid());
             if pod.node_name().is_some() {
                 scheduled
                     .entry(key.clone())
@@ -129,6 +132,10 @@ impl GroupView {
             }
             *all_pods.entry(key).or_default() += 1;
         }
+        scheduled.retain(|_, uids| {
+            uids.retain(|uid| present.contains(uid.as_str()));
+            !uids.is_empty()
+        });
         Ok(GroupView { groups, all_pods })
     }
 }

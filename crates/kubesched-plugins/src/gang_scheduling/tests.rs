@@ -107,6 +107,31 @@ fn a_running_scheduler_s_plugin_follows_the_live_objects() {
     assert!(s.is_success(), "{s:?}");
 }
 
+/// A bound pod of a gang that is deleted no longer counts toward its quorum (the
+/// workload manager's `DeletePod`): its replacement waits for another.
+#[test]
+fn a_deleted_pod_of_a_gang_no_longer_counts_at_permit() {
+    let gang = serde_json::json!({"gang": {"minCount": 3}});
+    let (a1, a2) = (pod("a-1", "a", Some("n1")), pod("a-2", "a", Some("n1")));
+    let first = handle(&[("a", gang.clone())], vec![a1, a2.clone()]);
+    let live = Arc::new(LiveObjects::new(first.objects.clone().unwrap()));
+    let h = Handle {
+        objects: None,
+        live_objects: Some(live.clone()),
+        ..Handle::default()
+    };
+    let p = GangScheduling::new(&h).unwrap();
+    // a-1 is deleted and a-3 comes in its place: two of three, with a-3.
+    let a3 = pod("a-3", "a", None);
+    live.replace(
+        handle(&[("a", gang)], vec![a2, a3.clone()])
+            .objects
+            .unwrap(),
+    );
+    let (s, _) = p.permit(&mut CycleState::new(), &a3, "n1");
+    assert_eq!(s.code(), Code::Wait, "{s:?}");
+}
+
 #[test]
 fn permit_waits_until_min_count_pods_are_scheduled() {
     let pods = vec![
