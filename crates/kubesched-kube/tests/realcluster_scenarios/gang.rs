@@ -8,7 +8,9 @@
 //! the same file. Compared, per PodGroup (and per pod outside any group): the nodes the
 //! pods went to, their PodScheduled messages, which pods were never attempted (held by
 //! GangScheduling's PreEnqueue: no condition at all), and the PodGroupScheduled
-//! condition (status, reason, message). A group's pods are compared as a sorted list:
+//! condition (status, reason, message) the group's cycle wrote first (a straggler's
+//! later cycle may turn it False on the real scheduler's clock; `simulate` has one
+//! instant). A group's pods are compared as a sorted list:
 //! kube-scheduler attempts the pod whose arrival met the quorum first, and breaks score
 //! ties at random, so only the multiset is the same. And `--from-cluster`'s dump of the
 //! API server reads the case's PodGroups, which the loader takes; and `kubesched
@@ -128,22 +130,50 @@ fn conditions(cluster: &Cluster) -> BTreeMap<String, String> {
     let mut map = BTreeMap::new();
     for item in list["items"].as_array().into_iter().flatten() {
         let name = item["metadata"]["name"].as_str().unwrap_or_default();
-        let condition = item["status"]["conditions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|c| c["type"] == "PodGroupScheduled")
-            .map_or("-".to_string(), |c| {
-                format!(
-                    "{}/{}/{}",
-                    c["status"].as_str().unwrap_or_default(),
-                    c["reason"].as_str().unwrap_or_default(),
-                    c["message"].as_str().unwrap_or_default()
-                )
-            });
-        map.insert(name.to_string(), condition);
+        map.insert(name.to_string(), condition_of(item));
     }
     map
+}
+
+/// The PodGroups' PodGroupScheduled conditions, by name, through the API (quicker
+/// than `kubectl`, for polling); none while the API does not answer.
+async fn group_conditions(client: &kube::Client) -> BTreeMap<String, String> {
+    let resource = kube::api::ApiResource {
+        group: "scheduling.k8s.io".into(),
+        version: "v1alpha2".into(),
+        api_version: "scheduling.k8s.io/v1alpha2".into(),
+        kind: "PodGroup".into(),
+        plural: "podgroups".into(),
+    };
+    let api: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(client.clone(), "default", &resource);
+    let Ok(list) = api.list(&ListParams::default()).await else {
+        return BTreeMap::new();
+    };
+    list.items
+        .into_iter()
+        .map(|g| {
+            let name = g.metadata.name.clone().unwrap_or_default();
+            (name, condition_of(&g.data))
+        })
+        .collect()
+}
+
+/// A PodGroup's PodGroupScheduled condition as `status/reason/message`, `-` when none.
+fn condition_of(group: &serde_json::Value) -> String {
+    group["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == "PodGroupScheduled")
+        .map_or("-".to_string(), |c| {
+            format!(
+                "{}/{}/{}",
+                c["status"].as_str().unwrap_or_default(),
+                c["reason"].as_str().unwrap_or_default(),
+                c["message"].as_str().unwrap_or_default()
+            )
+        })
 }
 
 /// A pod's outcome in the cluster: its node, `pending: MESSAGE` once PodScheduled is
@@ -244,20 +274,41 @@ async fn real(
         .filter(|o| o.as_str() != "not attempted")
         .count();
     let api: Api<Pod> = Api::namespaced(client.clone(), "default");
-    until(30, &format!("{}: pods decided", path.display()), || {
-        let api = api.clone();
-        async move {
-            let pods = api.list(&ListParams::default()).await.ok()?;
-            let n = pods
+    // Until every pod is decided, and a second more: the PodGroupScheduled condition
+    // each group's cycle wrote first is kept. A later cycle of a straggler that fits
+    // nowhere (retried once the group's bindings come, after its backoff) turns a True
+    // condition False, in kube-scheduler as in `run`, on their clocks; `simulate`'s one
+    // instant has the group cycle's alone.
+    let mut first: BTreeMap<String, String> = BTreeMap::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut decided_at = None;
+    loop {
+        for (name, c) in group_conditions(client).await {
+            if c != "-" {
+                first.entry(name).or_insert(c);
+            }
+        }
+        if decided_at.is_none()
+            && let Ok(pods) = api.list(&ListParams::default()).await
+            && pods
                 .items
                 .iter()
                 .filter(|p| outcome_of(p) != "not attempted")
-                .count();
-            (n >= decided).then_some(())
+                .count()
+                >= decided
+        {
+            decided_at = Some(std::time::Instant::now());
         }
-    })
-    .await;
-    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        if decided_at.is_some_and(|t| t.elapsed() >= std::time::Duration::from_secs(1)) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out after 30s waiting for {}: pods decided",
+            path.display()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     let mut placement = Placement::default();
     for p in api.list(&ListParams::default()).await.expect("pods").items {
         let name = p.metadata.name.clone().unwrap_or_default();
@@ -297,7 +348,20 @@ async fn real(
         path.display(),
         dump.warnings
     );
-    placement.conditions = created.into_iter().filter(|(_, c)| c != "-").collect();
+    placement.conditions = created
+        .into_iter()
+        .map(|(name, now)| match first.get(&name) {
+            Some(c) if *c != now => {
+                eprintln!(
+                    "realcluster: {}: PodGroup {name} went from {c:?} to {now:?} (a later cycle)",
+                    path.display()
+                );
+                (name, c.clone())
+            }
+            _ => (name, now),
+        })
+        .filter(|(_, c)| c != "-")
+        .collect();
     placement
 }
 
