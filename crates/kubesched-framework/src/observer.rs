@@ -261,13 +261,21 @@ mod tests {
     }
 
     fn framework() -> Framework {
+        framework_binding_with("Stub")
+    }
+
+    /// The Stub at QueueSort and Reserve, and `bind` (`Stub` or `Through`) at Bind.
+    fn framework_binding_with(bind: &str) -> Framework {
         let mut registry = Registry::new();
         registry
             .register("Stub", |_, _| Ok(Arc::new(Stub)))
             .unwrap();
-        let only_stub = PluginSet {
+        registry
+            .register("Through", |_, _| Ok(Arc::new(Through(Arc::new(Refuses)))))
+            .unwrap();
+        let only = |name: &str| PluginSet {
             enabled: vec![PluginRef {
-                name: "Stub".into(),
+                name: name.into(),
                 ..Default::default()
             }],
             disabled: vec![],
@@ -279,9 +287,9 @@ mod tests {
             user_plugins: None,
             plugin_config: vec![],
         };
-        profile.plugins.queue_sort = only_stub.clone();
-        profile.plugins.reserve = only_stub.clone();
-        profile.plugins.bind = only_stub;
+        profile.plugins.queue_sort = only("Stub");
+        profile.plugins.reserve = only("Stub");
+        profile.plugins.bind = only(bind);
         let handle = Handle {
             profile_name: String::new(),
             binder: None,
@@ -323,30 +331,7 @@ mod tests {
 
     #[test]
     fn an_async_bind_answers_and_is_reported_as_run_bind_plugins() {
-        let mut registry = Registry::new();
-        registry
-            .register("Stub", |_, _| Ok(Arc::new(Stub)))
-            .unwrap();
-        registry
-            .register("Through", |_, _| Ok(Arc::new(Through(Arc::new(Refuses)))))
-            .unwrap();
-        let set = |name: &str| PluginSet {
-            enabled: vec![PluginRef {
-                name: name.into(),
-                ..Default::default()
-            }],
-            disabled: vec![],
-        };
-        let mut profile = Profile {
-            scheduler_name: "p".into(),
-            percentage_of_nodes_to_score: None,
-            plugins: Default::default(),
-            user_plugins: None,
-            plugin_config: vec![],
-        };
-        profile.plugins.queue_sort = set("Stub");
-        profile.plugins.bind = set("Through");
-        let mut fwk = Framework::new(&profile, &registry, &Handle::default()).unwrap();
+        let mut fwk = framework_binding_with("Through");
         let recorder = Arc::new(Recorder::default());
         fwk.set_plugin_observer(recorder.clone());
         let mut pod = Pod::default();

@@ -4,12 +4,10 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::until;
+use common::{OURS, one_profile, until};
 use kubesched_config::KubeSchedulerConfiguration;
 use kubesched_kube::testing::{FakeApiServer, https_get_insecure};
 use kubesched_kube::{RunningRuntime, Runtime, ServingOptions};
-
-const OURS: &str = "my-scheduler";
 
 const UNFIT_MESSAGE: &str = "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.";
 
@@ -617,22 +615,14 @@ async fn one_per_node_replicas_are_batched() {
         server.add_pod(pod);
     }
     // PodTopologySpread's system defaults would make every pod unbatchable.
-    let text = format!(
-        "apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection:
-  leaderElect: false
-profiles:
-- schedulerName: {OURS}
-  pluginConfig:
+    let config = one_profile(
+        "",
+        "  pluginConfig:
   - name: PodTopologySpread
     args:
       defaultingType: List
-"
+",
     );
-    let config = KubeSchedulerConfiguration::from_yaml_str(&text, "test.yaml")
-        .expect("config")
-        .config;
     let rt = Runtime::new(server.client(), config)
         .identity("a")
         .start()

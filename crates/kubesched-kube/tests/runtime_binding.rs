@@ -6,12 +6,9 @@
 
 mod common;
 
-use common::until;
-use kubesched_config::KubeSchedulerConfiguration;
+use common::{OURS, one_profile, until};
 use kubesched_kube::Runtime;
 use kubesched_kube::testing::FakeApiServer;
-
-const OURS: &str = "my-scheduler";
 
 /// More bindings than the test's runtime has blocking threads, by far.
 const PODS: usize = 120;
@@ -19,21 +16,6 @@ const PODS: usize = 120;
 /// The test's blocking thread pool: a binding cycle that took one of these per binding
 /// could never have `PODS` bindings in flight together.
 const BLOCKING_THREADS: usize = 2;
-
-fn config() -> KubeSchedulerConfiguration {
-    let text = format!(
-        "apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection:
-  leaderElect: false
-profiles:
-- schedulerName: {OURS}
-"
-    );
-    KubeSchedulerConfiguration::from_yaml_str(&text, "test.yaml")
-        .expect("config")
-        .config
-}
 
 /// The value of the metrics line that contains every one of `parts`.
 fn value(metrics: &str, parts: &[&str]) -> Option<u64> {
@@ -61,7 +43,7 @@ fn plain_binds_are_all_in_flight_at_once_without_blocking_threads() {
         for i in 0..PODS {
             server.add_pod(FakeApiServer::pod(&format!("p{i}"), OURS, "100m"));
         }
-        let running = Runtime::new(server.client(), config())
+        let running = Runtime::new(server.client(), one_profile("", ""))
             .start()
             .await
             .expect("start");

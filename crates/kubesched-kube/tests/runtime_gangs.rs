@@ -8,30 +8,15 @@ mod common;
 
 use std::time::Duration;
 
-use common::until;
+use common::{OURS, one_profile, until};
 use k8s_openapi::api::core::v1::Pod;
-use kubesched_config::KubeSchedulerConfiguration;
 use kubesched_framework::KubernetesVersion;
 use kubesched_kube::testing::FakeApiServer;
 use kubesched_kube::{RunningRuntime, Runtime};
 use serde_json::json;
 
-const OURS: &str = "my-scheduler";
-
 async fn start(server: &FakeApiServer) -> RunningRuntime {
-    let text = format!(
-        "apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection:
-  leaderElect: false
-profiles:
-- schedulerName: {OURS}
-"
-    );
-    let config = KubeSchedulerConfiguration::from_yaml_str(&text, "test.yaml")
-        .expect("config")
-        .config;
-    Runtime::new(server.client(), config)
+    Runtime::new(server.client(), one_profile("", ""))
         .kubernetes_version(
             Some(KubernetesVersion::V1_36),
             vec!["GenericWorkload=true,GangScheduling=true".into()],
@@ -152,25 +137,17 @@ async fn a_gang_that_does_not_fit_keeps_nothing() {
 }
 
 async fn start_sigs(server: &FakeApiServer) -> RunningRuntime {
-    let text = format!(
-        "apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection:
-  leaderElect: false
-profiles:
-- schedulerName: {OURS}
-  plugins:
+    let config = one_profile(
+        "",
+        "  plugins:
     multiPoint:
       enabled:
       - name: Coscheduling
       - name: CapacityScheduling
       disabled:
       - name: PrioritySort
-"
+",
     );
-    let config = KubeSchedulerConfiguration::from_yaml_str(&text, "test.yaml")
-        .expect("config")
-        .config;
     Runtime::new(server.client(), config)
         .kubernetes_version(Some(KubernetesVersion::V1_36), Vec::new())
         .with_plugins(kubesched_plugins_sigs::registry())

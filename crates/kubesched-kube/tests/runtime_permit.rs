@@ -10,8 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::until;
-use kubesched_config::KubeSchedulerConfiguration;
+use common::{OURS, one_profile, until};
 use kubesched_framework::waiting::WaitingPods;
 use kubesched_framework::{
     Code, CycleState, Handle, PermitPlugin, Plugin, PodInfo, Registry, ReservePlugin, Status,
@@ -19,8 +18,6 @@ use kubesched_framework::{
 };
 use kubesched_kube::testing::FakeApiServer;
 use kubesched_kube::{RunningRuntime, Runtime};
-
-const OURS: &str = "my-scheduler";
 
 /// How long a pod of a pair waits for its partner.
 const PAIR_WAIT: Duration = Duration::from_secs(1);
@@ -83,27 +80,19 @@ impl PermitPlugin for Pair {
 }
 
 async fn start(server: &FakeApiServer) -> RunningRuntime {
-    let text = format!(
-        "apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-podInitialBackoffSeconds: 1
+    let config = one_profile(
+        "podInitialBackoffSeconds: 1
 podMaxBackoffSeconds: 1
-leaderElection:
-  leaderElect: false
-profiles:
-- schedulerName: {OURS}
-  plugins:
+",
+        "  plugins:
     reserve:
       enabled:
       - name: Pair
     permit:
       enabled:
       - name: Pair
-"
+",
     );
-    let config = KubeSchedulerConfiguration::from_yaml_str(&text, "test.yaml")
-        .expect("config")
-        .config;
     let mut registry = Registry::new();
     registry
         .register("Pair", |_, handle: &Handle| {

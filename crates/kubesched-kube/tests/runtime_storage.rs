@@ -11,34 +11,26 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::until_some;
+use common::{OURS, one_profile, until_some};
 use kubesched_config::KubeSchedulerConfiguration;
 use kubesched_kube::testing::FakeApiServer;
 use kubesched_kube::{RunningRuntime, Runtime};
 use objects::*;
 use serde_json::Value;
 
-const OURS: &str = "my-scheduler";
-
 fn config(bind_timeout_seconds: u64) -> KubeSchedulerConfiguration {
-    let text = format!(
-        "apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-podInitialBackoffSeconds: 1
+    one_profile(
+        "podInitialBackoffSeconds: 1
 podMaxBackoffSeconds: 1
-leaderElection:
-  leaderElect: false
-profiles:
-- schedulerName: {OURS}
-  pluginConfig:
+",
+        &format!(
+            "  pluginConfig:
   - name: VolumeBinding
     args:
       bindTimeoutSeconds: {bind_timeout_seconds}
 "
-    );
-    KubeSchedulerConfiguration::from_yaml_str(&text, "test.yaml")
-        .expect("config")
-        .config
+        ),
+    )
 }
 
 async fn start(server: &FakeApiServer, bind_timeout_seconds: u64) -> RunningRuntime {

@@ -4,6 +4,29 @@
 
 use std::time::{Duration, Instant};
 
+use kubesched_config::KubeSchedulerConfiguration;
+
+/// The scheduler name of the tests' profile.
+pub const OURS: &str = "my-scheduler";
+
+/// A configuration without leader election and with one profile, [`OURS`]: `top` adds
+/// lines at the top level, `profile` lines under the profile (each line ending in a
+/// newline, the profile's indented two spaces).
+pub fn one_profile(top: &str, profile: &str) -> KubeSchedulerConfiguration {
+    let text = format!(
+        "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+{top}leaderElection:
+  leaderElect: false
+profiles:
+- schedulerName: {OURS}
+{profile}"
+    );
+    KubeSchedulerConfiguration::from_yaml_str(&text, "test.yaml")
+        .expect("config")
+        .config
+}
+
 /// Polls `f` every 10 ms until it gives a value, for at most `secs` seconds; the test
 /// fails with `what` if it never does.
 pub async fn until_some<T>(secs: u64, what: &str, f: impl Fn() -> Option<T>) -> T {
