@@ -69,18 +69,23 @@ fn pre_enqueue_waits_for_the_group_and_its_quorum() {
     );
 }
 
+/// A running scheduler's handle over `first`'s objects, and the live objects it
+/// replaces as they change.
+fn running(first: Handle) -> (Arc<LiveObjects>, Handle) {
+    let live = Arc::new(LiveObjects::new(first.objects.unwrap()));
+    let h = Handle {
+        live_objects: Some(live.clone()),
+        ..Handle::default()
+    };
+    (live, h)
+}
+
 /// In a running scheduler the groups and pods come and go: the plugin follows the
 /// live objects' replacements.
 #[test]
 fn a_running_scheduler_s_plugin_follows_the_live_objects() {
     let gang = serde_json::json!({"gang": {"minCount": 2}});
-    let first = handle(&[], vec![pod("a-1", "a", None)]);
-    let live = Arc::new(LiveObjects::new(first.objects.clone().unwrap()));
-    let h = Handle {
-        objects: None,
-        live_objects: Some(live.clone()),
-        ..Handle::default()
-    };
+    let (live, h) = running(handle(&[], vec![pod("a-1", "a", None)]));
     let p = GangScheduling::new(&h).unwrap();
     let a1 = pod("a-1", "a", None);
     assert_eq!(
@@ -113,13 +118,7 @@ fn a_running_scheduler_s_plugin_follows_the_live_objects() {
 fn a_deleted_pod_of_a_gang_no_longer_counts_at_permit() {
     let gang = serde_json::json!({"gang": {"minCount": 3}});
     let (a1, a2) = (pod("a-1", "a", Some("n1")), pod("a-2", "a", Some("n1")));
-    let first = handle(&[("a", gang.clone())], vec![a1, a2.clone()]);
-    let live = Arc::new(LiveObjects::new(first.objects.clone().unwrap()));
-    let h = Handle {
-        objects: None,
-        live_objects: Some(live.clone()),
-        ..Handle::default()
-    };
+    let (live, h) = running(handle(&[("a", gang.clone())], vec![a1, a2.clone()]));
     let p = GangScheduling::new(&h).unwrap();
     // a-1 is deleted and a-3 comes in its place: two of three, with a-3.
     let a3 = pod("a-3", "a", None);
