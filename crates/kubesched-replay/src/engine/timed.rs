@@ -41,7 +41,7 @@ pub(super) struct Timed {
     pub(super) clock: Arc<FakeClock>,
     start: Instant,
     /// The configuration, to build the profiles over the replay's clock and live
-    /// objects ([`Engine::refresh_gang_objects`]).
+    /// objects ([`Engine::build_profiles_once`]).
     pub(super) config: KubeSchedulerConfiguration,
     /// The first profile, whose QueueSort orders the queue (built again with the rest,
     /// once).
@@ -79,7 +79,7 @@ impl Timed {
         let start = kubesched_framework::queue::Clock::now(&*clock);
         // What plugins keep expires on the replay's clock, and the gang plugins follow
         // the trace's objects as they change: the profiles are built again over both
-        // before the first attempt.
+        // before the first attempt (`build_profiles_once`).
         prepared.handle.clock = Some(clock.clone());
         let live = Arc::new(LiveObjects::new(
             prepared.handle.objects.clone().unwrap_or_default(),
@@ -127,7 +127,7 @@ impl Timed {
             queue_sort,
             waiting: HashMap::new(),
             decided_later: Vec::new(),
-            gang_objects_stale: true,
+            gang_objects_stale: false,
             profiles_built: false,
             live,
         })
@@ -177,6 +177,7 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
     /// Pops and attempts every pod the queue has ready now.
     pub(super) fn schedule_ready(&mut self) -> Result<(), ReplayError<E>> {
         self.rebuild_if_dirty();
+        self.build_profiles_once()?;
         self.refresh_gang_objects()?;
         self.resolve_decided()?;
         loop {

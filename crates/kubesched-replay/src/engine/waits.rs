@@ -283,9 +283,44 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
         self.resolve_decided()
     }
 
+    /// Builds the profiles over the replay's clock and live objects, before the first
+    /// attempt (the live objects hold the start's objects until the trace changes
+    /// them).
+    pub(super) fn build_profiles_once(&mut self) -> Result<(), ReplayError<E>> {
+        let Some(timed) = self.timed.as_mut() else {
+            return Ok(());
+        };
+        if timed.profiles_built {
+            return Ok(());
+        }
+        timed.profiles_built = true;
+        let source = timed.prepared.config_source.clone();
+        let profiles = build_frameworks_with(
+            &timed.config,
+            self.registry,
+            &source,
+            &timed.prepared.handle,
+        )?;
+        timed
+            .prepared
+            .scheduler
+            .set_profiles(profiles)
+            .map_err(|error| SimulationError::Scheduler {
+                source_name: source,
+                error,
+            })?;
+        let profiles = timed.prepared.scheduler.profiles();
+        *timed.queue_sort.write().unwrap_or_else(|e| e.into_inner()) = profiles[0].clone();
+        timed
+            .queue
+            .set_queueing_hints(QueueingHints::from_frameworks(
+                profiles.iter().map(|f| &**f),
+            ));
+        Ok(())
+    }
+
     /// Hands the gang plugins the cluster as it stands, when the objects they read
-    /// changed (see the module doc); the first time, builds the profiles over the
-    /// replay's clock and live objects.
+    /// changed (see the module doc).
     pub(super) fn refresh_gang_objects(&mut self) -> Result<(), ReplayError<E>> {
         let Some(timed) = self.timed.as_mut() else {
             return Ok(());
@@ -324,31 +359,6 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
         timed.live.replace(objects.clone());
         timed.prepared.handle.objects = Some(objects.clone());
         timed.prepared.scheduler.snapshot_mut().set_objects(objects);
-        if !timed.profiles_built {
-            timed.profiles_built = true;
-            let source = timed.prepared.config_source.clone();
-            let profiles = build_frameworks_with(
-                &timed.config,
-                self.registry,
-                &source,
-                &timed.prepared.handle,
-            )?;
-            timed
-                .prepared
-                .scheduler
-                .set_profiles(profiles)
-                .map_err(|error| SimulationError::Scheduler {
-                    source_name: source,
-                    error,
-                })?;
-            let profiles = timed.prepared.scheduler.profiles();
-            *timed.queue_sort.write().unwrap_or_else(|e| e.into_inner()) = profiles[0].clone();
-            timed
-                .queue
-                .set_queueing_hints(QueueingHints::from_frameworks(
-                    profiles.iter().map(|f| &**f),
-                ));
-        }
         // The gated pods of groups are checked against PreEnqueue again (an update
         // moves a gated pod back; an unchanged one elsewhere stays where it is).
         let gang_pods: Vec<Arc<PodInfo>> = timed
