@@ -77,9 +77,42 @@ pub enum EventResource {
     ResourceSlice,
     /// A DeviceClass (dynamic resource allocation).
     DeviceClass,
+    /// A `scheduling.k8s.io` Workload (kube-scheduler v1.35's gang scheduling).
+    Workload,
+    /// A `scheduling.k8s.io` PodGroup (kube-scheduler v1.36's gang scheduling).
+    PodGroup,
+    /// A kind kube-scheduler has no name for, as an out-of-tree plugin registers it:
+    /// `<plural>.<version>.<group>` (`podgroups.v1alpha1.scheduling.x-k8s.io`), the
+    /// form kube-scheduler watches through a dynamic informer.
+    Custom(&'static str),
     /// Every resource.
     WildCard,
 }
+
+/// The gang and quota kinds kubesched reads, each with the resource its events are
+/// about: `(apiVersion, kind, resource)`.
+const GANG_AND_QUOTA_KINDS: [(&str, &str, EventResource); 4] = [
+    (
+        "scheduling.k8s.io/v1alpha1",
+        "Workload",
+        EventResource::Workload,
+    ),
+    (
+        "scheduling.k8s.io/v1alpha2",
+        "PodGroup",
+        EventResource::PodGroup,
+    ),
+    (
+        "scheduling.x-k8s.io/v1alpha1",
+        "PodGroup",
+        EventResource::SIGS_POD_GROUP,
+    ),
+    (
+        "scheduling.x-k8s.io/v1alpha1",
+        "ElasticQuota",
+        EventResource::ELASTIC_QUOTA,
+    ),
+];
 
 impl EventResource {
     /// kube-scheduler's name of the resource (`Pod`, `Node`,
@@ -100,8 +133,55 @@ impl EventResource {
             EventResource::ResourceClaim => "resource.k8s.io/ResourceClaim",
             EventResource::ResourceSlice => "resource.k8s.io/ResourceSlice",
             EventResource::DeviceClass => "resource.k8s.io/DeviceClass",
+            EventResource::Workload => "scheduling.k8s.io/Workload",
+            EventResource::PodGroup => "scheduling.k8s.io/PodGroup",
+            EventResource::Custom(gvk) => gvk,
             EventResource::WildCard => "*",
         }
+    }
+
+    /// scheduler-plugins' PodGroup, as Coscheduling registers it.
+    pub const SIGS_POD_GROUP: EventResource =
+        EventResource::Custom("podgroups.v1alpha1.scheduling.x-k8s.io");
+    /// scheduler-plugins' ElasticQuota, as CapacityScheduling registers it.
+    pub const ELASTIC_QUOTA: EventResource =
+        EventResource::Custom("elasticquotas.v1alpha1.scheduling.x-k8s.io");
+
+    /// The resources of the gang and quota kinds kubesched reads (v1.35's Workload,
+    /// v1.36's PodGroup, scheduler-plugins' PodGroup and ElasticQuota) called `kind`,
+    /// of `api_version` when it is given, else of every version.
+    ///
+    /// ```
+    /// use kubesched_framework::events::EventResource;
+    ///
+    /// assert_eq!(
+    ///     EventResource::of_gang_kind(Some("scheduling.x-k8s.io/v1alpha1"), "PodGroup"),
+    ///     vec![EventResource::SIGS_POD_GROUP]
+    /// );
+    /// assert_eq!(EventResource::of_gang_kind(None, "PodGroup").len(), 2);
+    /// assert!(EventResource::of_gang_kind(None, "Node").is_empty());
+    /// ```
+    pub fn of_gang_kind(api_version: Option<&str>, kind: &str) -> Vec<EventResource> {
+        GANG_AND_QUOTA_KINDS
+            .iter()
+            .filter(|(v, k, _)| *k == kind && api_version.is_none_or(|a| a == *v))
+            .map(|(_, _, r)| *r)
+            .collect()
+    }
+
+    /// `true` for the resources kube-scheduler always watches (pods and nodes): it
+    /// reports their events whatever the plugins registered. Every other resource
+    /// has an informer only when some plugin registered an event about it
+    /// ([`QueueingHints::reports`]).
+    pub fn always_watched(self) -> bool {
+        matches!(
+            self,
+            EventResource::Pod
+                | EventResource::AssignedPod
+                | EventResource::UnschedulablePod
+                | EventResource::Node
+                | EventResource::WildCard
+        )
     }
 
     /// `true` when a plugin registered for `self` is interested in an event about
@@ -570,6 +650,42 @@ impl QueueingHints {
             .entry(profile.into())
             .or_default()
             .insert(plugin.into(), events);
+    }
+
+    /// `true` when kube-scheduler would report `event` at all: pods and nodes always
+    /// ([`EventResource::always_watched`]); any other resource only for the actions
+    /// some plugin of some profile registered on exactly that resource, since
+    /// kube-scheduler watches a kind only for those (`unionedGVKs`, then
+    /// `buildEvtResHandler`). A plugin registered for every event does not make a kind
+    /// watched. Hints that know no profile report everything.
+    ///
+    /// ```
+    /// use kubesched_framework::events::{ActionType, ClusterEvent, EventResource, QueueingHints};
+    ///
+    /// let mut hints = QueueingHints::new();
+    /// hints.set_plugin_events(
+    ///     "default-scheduler",
+    ///     "Coscheduling",
+    ///     vec![ClusterEvent::new(EventResource::SIGS_POD_GROUP, ActionType::ADD | ActionType::UPDATE)],
+    /// );
+    /// hints.set_plugin_events("default-scheduler", "Other", vec![ClusterEvent::WILDCARD]);
+    /// let pg = |action| ClusterEvent::new(EventResource::SIGS_POD_GROUP, action);
+    /// assert!(hints.reports(&pg(ActionType::UPDATE)));
+    /// assert!(!hints.reports(&pg(ActionType::DELETE)));
+    /// assert!(!hints.reports(&ClusterEvent::new(EventResource::ELASTIC_QUOTA, ActionType::ADD)));
+    /// assert!(hints.reports(&ClusterEvent::NODE_ADD));
+    /// ```
+    pub fn reports(&self, event: &ClusterEvent) -> bool {
+        if event.resource.always_watched() || self.profiles.is_empty() {
+            return true;
+        }
+        let registered = self
+            .profiles
+            .values()
+            .flat_map(|plugins| plugins.values().flatten())
+            .filter(|r| r.resource == event.resource)
+            .fold(ActionType::NONE, |all, r| all | r.action);
+        registered.intersects(event.action)
     }
 
     /// `true` when `event` may make schedulable a pod of `profile` that `rejected_by`

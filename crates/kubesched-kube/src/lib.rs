@@ -312,6 +312,7 @@ impl Runtime {
         let dra = Arc::new(kubesched_framework::DraState::default());
         let batching = features.enabled("OpportunisticBatching");
         let gangs = features.generic_workload();
+        let gang_scheduling = features.enabled("GangScheduling");
         let live = Arc::new(kubesched_framework::LiveObjects::default());
         let handle = Handle {
             profile_name: String::new(),
@@ -344,10 +345,13 @@ impl Runtime {
         let uses = |plugin: &str| profiles.iter().any(|p| p.plugin(plugin).is_some());
         let (coscheduling, capacity) = (uses("Coscheduling"), uses("CapacityScheduling"));
         let sched = Scheduler::new(profiles, Snapshot::default(), options)?;
-        let queue_options = QueueOptions::from_seconds(
-            self.config.pod_initial_backoff_seconds,
-            self.config.pod_max_backoff_seconds,
-        );
+        let queue_options = QueueOptions {
+            pending_adds_move_pods: gang_scheduling,
+            ..QueueOptions::from_seconds(
+                self.config.pod_initial_backoff_seconds,
+                self.config.pod_max_backoff_seconds,
+            )
+        };
         let shared = runtime::Shared::new(
             sched,
             queue_options,

@@ -270,11 +270,15 @@ impl Cluster {
             .collect()
     }
 
-    /// Adds or replaces another object (by apiVersion, kind, namespace and name).
-    pub fn put_object(&mut self, object: OtherObject) {
+    /// Adds or replaces another object (by apiVersion, kind, namespace and name); the
+    /// object it replaced, if any.
+    pub fn put_object(&mut self, object: OtherObject) -> Option<OtherObject> {
         match self.objects.iter_mut().find(|o| same_object(o, &object)) {
-            Some(o) => *o = object,
-            None => self.objects.push(object),
+            Some(o) => Some(std::mem::replace(o, object)),
+            None => {
+                self.objects.push(object);
+                None
+            }
         }
     }
 

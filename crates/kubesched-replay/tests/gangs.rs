@@ -24,6 +24,12 @@ fn sigs_pod(name: &str, cpu: &str, group: &str) -> Value {
         "spec": {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu}}}]}})
 }
 
+/// `object` with a label added: a change its kind's watchers see.
+fn relabelled(mut object: Value) -> Value {
+    object["metadata"]["labels"] = json!({"changed": "yes"});
+    object
+}
+
 fn sigs_group(name: &str, min_member: u32) -> Value {
     json!({"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
         "metadata": {"name": name, "namespace": "default"},
@@ -462,8 +468,10 @@ fn a_backed_off_group_is_refused_until_its_backoff_has_passed_on_the_replay_cloc
     // podGroupBackoffSeconds 20. At 0, g-2 fits nowhere and PostFilter rejects the
     // group (g-1 waited on n1) and backs it off. n2 and a third pod of the group at
     // 5 s: the plugin keeps its backed-off groups across the new pod (as its informer
-    // would), and the pods are refused at PreFilter. n3 at 25 s, past the backoff:
-    // all three are placed.
+    // would), and the new pod is refused at PreFilter (the others, turned down by
+    // Coscheduling, wait for an event it registered). n3 and a change to the PodGroup
+    // (an event Coscheduling registers; a node added is not) at 25 s, past the
+    // backoff: all three are placed.
     let mut config = coscheduling_config();
     config["profiles"][0]["pluginConfig"] =
         json!([{"name": "Coscheduling", "args": {"podGroupBackoffSeconds": 20}}]);
@@ -478,6 +486,7 @@ fn a_backed_off_group_is_refused_until_its_backoff_has_passed_on_the_replay_cloc
         json!({"time": 5, "apply": node("n2", "4")}),
         json!({"time": 5, "apply": sigs_pod("g-3", "1", "g")}),
         json!({"time": 25, "apply": node("n3", "4")}),
+        json!({"time": 25, "apply": relabelled(sigs_group("g", 2))}),
     ];
     // PostFilter runs with preemption on.
     let mut options = options(Mode::Timed, 10);
@@ -490,11 +499,14 @@ fn a_backed_off_group_is_refused_until_its_backoff_has_passed_on_the_replay_cloc
             .map(|(_, w)| w.to_string())
             .unwrap_or_default()
     };
+    assert!(
+        at("default/g-3", 5.0).contains("podGroup default/g failed recently"),
+        "g-3 at 5 s: {seen:?}"
+    );
+    for pod in ["default/g-1", "default/g-2"] {
+        assert_eq!(at(pod, 5.0), "", "{pod} at 5 s: {seen:?}");
+    }
     for pod in ["default/g-1", "default/g-2", "default/g-3"] {
-        assert!(
-            at(pod, 5.0).contains("podGroup default/g failed recently"),
-            "{pod} at 5 s: {seen:?}"
-        );
         assert!(at(pod, 25.0).starts_with('n'), "{pod} at 25 s: {seen:?}");
     }
     assert_eq!((summary.scheduled, summary.pending), (3, 0));

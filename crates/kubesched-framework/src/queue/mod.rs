@@ -73,6 +73,11 @@ pub struct QueueOptions {
     pub max_backoff: Duration,
     /// How long a pod stays unschedulable before it is retried anyway (5 min).
     pub max_in_unschedulable: Duration,
+    /// Whether a new pending pod is also an `UnschedulablePodAdd` event for the pods
+    /// waiting unschedulable, so that a gang's rejected pods see the sibling that may
+    /// complete it: kube-scheduler's `addPodToSchedulingQueue` with the
+    /// `GangScheduling` gate on (off by default).
+    pub pending_adds_move_pods: bool,
 }
 
 impl Default for QueueOptions {
@@ -81,6 +86,7 @@ impl Default for QueueOptions {
             initial_backoff: Duration::from_secs(1),
             max_backoff: Duration::from_secs(10),
             max_in_unschedulable: DEFAULT_MAX_IN_UNSCHEDULABLE_PODS_DURATION,
+            pending_adds_move_pods: false,
         }
     }
 }
@@ -306,8 +312,10 @@ impl SchedulingQueue {
         }
     }
 
-    /// Adds a new pending pod to the active queue (kube-scheduler's `Add`). A pod
-    /// already queued is updated instead.
+    /// Adds a new pending pod to the active queue (kube-scheduler's `Add`), then, when
+    /// [`QueueOptions::pending_adds_move_pods`] says so, moves the unschedulable pods
+    /// an `UnschedulablePodAdd` event can help. A pod already queued is updated
+    /// instead.
     pub fn add(&mut self, pod: Arc<PodInfo>) {
         if self.contains(pod.key()) {
             self.update(pod);
@@ -327,6 +335,9 @@ impl SchedulingQueue {
             unschedulable_plugins: BTreeSet::new(),
         };
         self.push_active(qp, &ClusterEvent::UNSCHEDULABLE_POD_ADD.label());
+        if self.options.pending_adds_move_pods {
+            self.move_all_to_active_or_backoff(ClusterEvent::UNSCHEDULABLE_POD_ADD);
+        }
     }
 
     /// Adds a pod that a PreEnqueue plugin keeps out; it moves to the active queue
@@ -582,6 +593,10 @@ impl SchedulingQueue {
         event: ClusterEvent,
         eligible: impl Fn(&QueuedPod) -> bool,
     ) {
+        // kube-scheduler has no informer for a kind no plugin registered.
+        if !self.hints.reports(&event) {
+            return;
+        }
         if !self.in_flight.is_empty() {
             self.in_flight_events.push(InFlightEvent {
                 cycle: self.scheduling_cycle,

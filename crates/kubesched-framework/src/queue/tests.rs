@@ -290,6 +290,86 @@ fn pod_with_no_rejecting_plugin_is_retried_whatever_happens() {
     }
 }
 
+/// Coscheduling's registrations (Pod/Add, its PodGroup added or updated), beside a
+/// plugin registered for every event.
+fn gang_hints() -> QueueingHints {
+    let mut h = QueueingHints::new();
+    h.set_plugin_events(
+        "default-scheduler",
+        "Coscheduling",
+        vec![
+            ClusterEvent::new(EventResource::Pod, ActionType::ADD),
+            ClusterEvent::new(
+                EventResource::SIGS_POD_GROUP,
+                ActionType::ADD | ActionType::UPDATE,
+            ),
+        ],
+    );
+    h.set_plugin_events(
+        "default-scheduler",
+        "Anything",
+        vec![ClusterEvent::WILDCARD],
+    );
+    h
+}
+
+#[test]
+fn an_event_of_a_kind_no_plugin_registered_is_never_reported() {
+    // kube-scheduler watches a custom kind only for the actions some plugin
+    // registered: a quota changed, or a PodGroup deleted, moves nobody, not even a pod
+    // turned down by a plugin registered for every event.
+    let (mut q, clock) = queue();
+    q.set_queueing_hints(gang_hints());
+    q.add(pod("any", 0));
+    let p = q.pop().unwrap();
+    q.add_unschedulable(p, rejected_by(&["Anything"]));
+    q.add(pod("gang", 0));
+    let p = q.pop().unwrap();
+    q.add_unschedulable(p, rejected_by(&["Coscheduling"]));
+    clock.advance(Duration::from_secs(30));
+    q.move_all_to_active_or_backoff(ClusterEvent::new(
+        EventResource::ELASTIC_QUOTA,
+        ActionType::UPDATE,
+    ));
+    q.move_all_to_active_or_backoff(ClusterEvent::new(
+        EventResource::SIGS_POD_GROUP,
+        ActionType::DELETE,
+    ));
+    assert_eq!(q.pending().unschedulable, 2);
+    // A node added is reported, and helps only the plugin registered for it all.
+    q.move_all_to_active_or_backoff(ClusterEvent::NODE_ADD);
+    assert_eq!(names(&mut q), ["any"]);
+    // The PodGroup updated moves the gang's pod.
+    q.move_all_to_active_or_backoff(ClusterEvent::new(
+        EventResource::SIGS_POD_GROUP,
+        ActionType::UPDATE,
+    ));
+    assert_eq!(names(&mut q), ["gang"]);
+}
+
+#[test]
+fn with_gang_scheduling_a_new_pending_pod_moves_the_pods_it_may_complete() {
+    let clock = Arc::new(FakeClock::new());
+    let options = QueueOptions {
+        pending_adds_move_pods: true,
+        ..QueueOptions::default()
+    };
+    let mut q = SchedulingQueue::new(options, clock.clone(), priority_sort);
+    q.set_queueing_hints(gang_hints());
+    let mut plain = SchedulingQueue::new(QueueOptions::default(), clock.clone(), priority_sort);
+    plain.set_queueing_hints(gang_hints());
+    for q in [&mut q, &mut plain] {
+        q.add(pod("g-1", 0));
+        let p = q.pop().unwrap();
+        q.add_unschedulable(p, rejected_by(&["Coscheduling"]));
+    }
+    clock.advance(Duration::from_secs(30));
+    q.add(pod("g-2", 0));
+    plain.add(pod("g-2", 0));
+    assert_eq!(names(&mut q), ["g-1", "g-2"]);
+    assert_eq!(names(&mut plain), ["g-2"], "without the gate it waits");
+}
+
 #[test]
 fn event_during_backoff_goes_to_backoff_queue() {
     let (mut q, clock) = hinted_queue();

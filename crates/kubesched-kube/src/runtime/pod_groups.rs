@@ -23,6 +23,7 @@ use std::time::Instant;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, PostParams};
+use kubesched_framework::events::{ActionType, EventResource};
 use kubesched_framework::queue::QueuedPod;
 use kubesched_framework::{
     ClusterEvent, ClusterObjects, CustomObject, PodGroupCondition, PodInfo, Status,
@@ -185,23 +186,37 @@ impl Shared {
     fn untyped_listed(&self, api_version: &str, kind: &str, items: Vec<UntypedObject>) {
         let mut inner = lock(&self.inner);
         let id = format!("{api_version}/{kind}");
-        let keys: Vec<String> = items.iter().map(UntypedObject::key).collect();
-        inner.groups.objects.retain(|(i, _), _| *i != id);
+        let mut before: HashMap<String, Arc<CustomObject>> = HashMap::new();
+        inner.groups.objects.retain(|(i, key), o| {
+            if *i == id {
+                before.insert(key.clone(), o.clone());
+            }
+            *i != id
+        });
+        // The list is what an informer's relist reports: an add for each object new
+        // here, an update for each changed one, a delete for each gone.
+        let mut changes = Vec::new();
         for o in items {
             let key = o.key();
             let custom = o.into_custom(api_version, kind);
+            match before.remove(&key) {
+                None => changes.push((key.clone(), ActionType::ADD)),
+                Some(old) if old.value != custom.value => {
+                    changes.push((key.clone(), ActionType::UPDATE))
+                }
+                Some(_) => {}
+            }
             inner
                 .groups
                 .objects
                 .insert((id.clone(), key), Arc::new(custom));
         }
+        changes.extend(before.into_keys().map(|key| (key, ActionType::DELETE)));
         self.publish_groups(&inner);
-        for key in keys {
-            Self::ungate_group(&mut inner, &key, ClusterEvent::WILDCARD);
+        for (key, action) in changes {
+            let ungate = action != ActionType::DELETE;
+            Self::object_event(&mut inner, api_version, kind, &key, action, ungate);
         }
-        inner
-            .queue
-            .move_all_to_active_or_backoff(ClusterEvent::WILDCARD);
         drop(inner);
         self.notify();
     }
@@ -210,29 +225,54 @@ impl Shared {
         let key = o.key();
         let id = (format!("{api_version}/{kind}"), key.clone());
         let mut inner = lock(&self.inner);
-        if deleted {
-            inner.groups.objects.remove(&id);
-        } else {
-            // A status-only change (the condition this scheduler writes) changes
-            // nothing the plugins read.
-            let custom = o.into_custom(api_version, kind);
-            let same_spec = inner
-                .groups
-                .objects
-                .get(&id)
-                .is_some_and(|old| old.value.get("spec") == custom.value.get("spec"));
-            inner.groups.objects.insert(id, Arc::new(custom));
-            if same_spec {
+        let (action, ungate) = if deleted {
+            if inner.groups.objects.remove(&id).is_none() {
                 return;
             }
-        }
-        self.publish_groups(&inner);
-        Self::ungate_group(&mut inner, &key, ClusterEvent::WILDCARD);
-        inner
-            .queue
-            .move_all_to_active_or_backoff(ClusterEvent::WILDCARD);
+            self.publish_groups(&inner);
+            (ActionType::DELETE, false)
+        } else {
+            let custom = o.into_custom(api_version, kind);
+            let old = inner.groups.objects.insert(id, Arc::new(custom.clone()));
+            // A status-only change (the condition this scheduler writes) changes
+            // nothing the plugins read: it is an update event, but nothing to publish.
+            let same_spec = old
+                .as_ref()
+                .is_some_and(|old| old.value.get("spec") == custom.value.get("spec"));
+            if !same_spec {
+                self.publish_groups(&inner);
+            }
+            let action = if old.is_some() {
+                ActionType::UPDATE
+            } else {
+                ActionType::ADD
+            };
+            (action, !same_spec)
+        };
+        Self::object_event(&mut inner, api_version, kind, &key, action, ungate);
         drop(inner);
         self.notify();
+    }
+
+    /// A gang or quota object `key` was added, updated or deleted: the unschedulable
+    /// pods the event can help move (when some plugin registered it: kube-scheduler
+    /// watches the kind only then), and with `ungate` the group's gated pods are
+    /// checked against PreEnqueue again.
+    fn object_event(
+        inner: &mut Inner,
+        api_version: &str,
+        kind: &str,
+        key: &str,
+        action: ActionType,
+        ungate: bool,
+    ) {
+        for resource in EventResource::of_gang_kind(Some(api_version), kind) {
+            let event = ClusterEvent::new(resource, action);
+            if ungate {
+                Self::ungate_group(inner, key, event);
+            }
+            inner.queue.move_all_to_active_or_backoff(event);
+        }
     }
 
     /// A pod that names a PodGroup was added, changed or bound: GangScheduling counts

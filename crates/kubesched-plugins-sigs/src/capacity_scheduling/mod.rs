@@ -33,6 +33,7 @@ use kubesched_framework::{
 };
 
 use crate::api::{self, ElasticQuota};
+use kubesched_framework::events::{ActionType, ClusterEvent, EventResource};
 use kubesched_framework::resource::Resource;
 pub use quota::{ElasticQuotaInfo, ElasticQuotaInfos};
 
@@ -162,6 +163,15 @@ impl Plugin for CapacityScheduling {
         NAME
     }
     extension_points!(PreFilter, PostFilter, Reserve);
+
+    /// `EventsToRegister`: Pod/Delete (a pod's quota usage freed), and any change of
+    /// an ElasticQuota (`elasticquotas.v1alpha1.scheduling.x-k8s.io`).
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![
+            ClusterEvent::new(EventResource::Pod, ActionType::DELETE),
+            ClusterEvent::new(EventResource::ELASTIC_QUOTA, ActionType::ALL),
+        ]
+    }
 }
 
 impl PreFilterPlugin for CapacityScheduling {

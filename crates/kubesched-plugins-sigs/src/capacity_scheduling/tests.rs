@@ -129,6 +129,23 @@ mod plugin {
         CapacityScheduling::new(&handle).unwrap()
     }
 
+    #[test]
+    fn a_pod_deleted_or_any_quota_change_retries_a_pod_it_turned_down() {
+        use kubesched_framework::Plugin;
+        use kubesched_framework::events::{ActionType, ClusterEvent, EventResource};
+        let events = plugin(vec![]).events_to_register();
+        let retried = |e: ClusterEvent| events.iter().any(|r| r.matches(&e));
+        assert!(retried(ClusterEvent::ASSIGNED_POD_DELETE));
+        for action in [ActionType::ADD, ActionType::UPDATE, ActionType::DELETE] {
+            assert!(retried(ClusterEvent::new(
+                EventResource::ELASTIC_QUOTA,
+                action
+            )));
+        }
+        assert!(!retried(ClusterEvent::NODE_ADD));
+        assert!(!retried(ClusterEvent::UNSCHEDULABLE_POD_ADD));
+    }
+
     fn used(state: &CycleState, namespace: &str) -> i64 {
         state
             .read::<ElasticQuotaSnapshotState>()

@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::jiff::Timestamp;
+use kubesched_framework::events::{ActionType, ClusterEvent, EventResource};
 use kubesched_framework::queue::Clock;
 use kubesched_framework::waiting::WaitingPods;
 use kubesched_framework::{
@@ -412,6 +413,18 @@ impl Plugin for Coscheduling {
         NAME
     }
     extension_points!(QueueSort, PreFilter, PostFilter, Reserve, Permit);
+
+    /// `EventsToRegister`: Pod/Add, and a PodGroup (`podgroups.v1alpha1.scheduling.x-k8s.io`)
+    /// added or updated.
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![
+            ClusterEvent::new(EventResource::Pod, ActionType::ADD),
+            ClusterEvent::new(
+                EventResource::SIGS_POD_GROUP,
+                ActionType::ADD | ActionType::UPDATE,
+            ),
+        ]
+    }
 }
 
 impl QueueSortPlugin for Coscheduling {

@@ -109,6 +109,23 @@ mod clock {
         Snapshot::new([node], []).unwrap().0
     }
 
+    #[test]
+    fn a_pod_added_or_its_pod_group_changed_retries_a_pod_it_turned_down() {
+        use kubesched_framework::Plugin;
+        use kubesched_framework::events::{ActionType, ClusterEvent, EventResource};
+        let (p, _) = plugin(&Arc::new(FakeClock::new()), 60);
+        let events = p.events_to_register();
+        let retried = |e: ClusterEvent| events.iter().any(|r| r.matches(&e));
+        let group = |a| ClusterEvent::new(EventResource::SIGS_POD_GROUP, a);
+        assert!(retried(ClusterEvent::UNSCHEDULABLE_POD_ADD));
+        assert!(retried(ClusterEvent::ASSIGNED_POD_ADD));
+        assert!(retried(group(ActionType::ADD)));
+        assert!(retried(group(ActionType::UPDATE)));
+        assert!(!retried(group(ActionType::DELETE)));
+        assert!(!retried(ClusterEvent::NODE_ADD));
+        assert!(!retried(ClusterEvent::ASSIGNED_POD_DELETE));
+    }
+
     fn pre_filter(p: &Coscheduling, pod: &kubesched_framework::PodInfo, s: &Snapshot) -> Status {
         p.pre_filter(&mut CycleState::new(), pod, s).1
     }

@@ -34,6 +34,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use kubesched_framework::events::{ActionType, ClusterEvent, EventResource};
 use kubesched_framework::waiting::WaitingPods;
 use kubesched_framework::{
     ClusterObjects, Code, CycleState, Handle, LiveCursor, PermitPlugin, Plugin, PluginError,
@@ -245,6 +246,15 @@ impl Plugin for GangScheduling {
         NAME
     }
     extension_points!(PreEnqueue, Permit);
+
+    /// `EventsToRegister`: Pod/Add (a pod that completes a gang) and PodGroup/Add (the
+    /// group a waiting pod names; v1alpha2 PodGroups are immutable, so no Update).
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![
+            ClusterEvent::new(EventResource::Pod, ActionType::ADD),
+            ClusterEvent::new(EventResource::PodGroup, ActionType::ADD),
+        ]
+    }
 }
 
 impl PreEnqueuePlugin for GangScheduling {

@@ -201,6 +201,19 @@ fn a_pod_that_stopped_waiting_no_longer_counts_toward_the_quorum() {
     assert_eq!(allowed, ["a-2", "a-3"]);
 }
 
+#[test]
+fn a_pod_or_pod_group_added_may_complete_a_gang() {
+    use kubesched_framework::events::{ActionType, ClusterEvent, EventResource};
+    let p = GangScheduling::new(&handle(&[], vec![])).unwrap();
+    let events = p.events_to_register();
+    let reported = |r, a| events.iter().any(|e| e.matches(&ClusterEvent::new(r, a)));
+    assert!(reported(EventResource::UnschedulablePod, ActionType::ADD));
+    assert!(reported(EventResource::AssignedPod, ActionType::ADD));
+    assert!(reported(EventResource::PodGroup, ActionType::ADD));
+    assert!(!reported(EventResource::PodGroup, ActionType::UPDATE));
+    assert!(!reported(EventResource::Node, ActionType::ADD));
+}
+
 /// v1.35.4's plugin: Workloads of `scheduling.k8s.io/v1alpha1`, `spec.workloadRef`.
 mod v1_35_plugin {
     use super::*;
@@ -272,6 +285,8 @@ mod v1_35_plugin {
         };
         assert!(added(EventResource::UnschedulablePod));
         assert!(added(EventResource::AssignedPod));
+        assert!(added(EventResource::Workload));
+        assert!(!added(EventResource::Node));
         assert!(
             !events
                 .iter()

@@ -238,13 +238,13 @@ impl Plugin for GangScheduling {
     }
     extension_points!(PreEnqueue, Reserve, Permit);
 
-    /// `EventsToRegister`: Pod/Add (a pod that completes a gang) and Workload/Add.
-    /// kubesched's events have no Workload resource; an Add of any resource stands
-    /// for it (more than kube-scheduler registers, never less).
+    /// `EventsToRegister`: Pod/Add (a pod that completes a gang) and Workload/Add
+    /// (the workload a waiting gang names). The hints that narrow these to the pod's
+    /// own workload are kubesched's "the event matches".
     fn events_to_register(&self) -> Vec<ClusterEvent> {
         vec![
             ClusterEvent::new(EventResource::Pod, ActionType::ADD),
-            ClusterEvent::new(EventResource::WildCard, ActionType::ADD),
+            ClusterEvent::new(EventResource::Workload, ActionType::ADD),
         ]
     }
 }

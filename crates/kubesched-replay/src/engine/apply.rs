@@ -33,11 +33,22 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
                         self.pod_changed(&key, old.is_none());
                     }
                     Decoded::Other(o) => {
-                        if is_gang_kind(&o.kind) {
+                        let gang =
+                            is_gang_kind(&o.kind).then(|| (o.api_version.clone(), o.kind.clone()));
+                        let value = gang.is_some().then(|| o.value.clone());
+                        let old = self.cluster.put_object(o);
+                        if let Some((api_version, kind)) = gang
+                            && old.as_ref().map(|o| &o.value) != value.as_ref()
+                        {
+                            // Applied again unchanged, it is no watch event.
                             self.gangs_changed();
-                            self.gang_object_event();
+                            let action = if old.is_some() {
+                                ActionType::UPDATE
+                            } else {
+                                ActionType::ADD
+                            };
+                            self.gang_object_event(Some(&api_version), &kind, action);
                         }
-                        self.cluster.put_object(o);
                         self.mark_dirty();
                     }
                     Decoded::Finished { pod, .. } => {
@@ -66,7 +77,11 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
                     ) {
                         if is_gang_kind(kind) {
                             self.gangs_changed();
-                            self.gang_object_event();
+                            self.gang_object_event(
+                                r.api_version.as_deref(),
+                                kind,
+                                ActionType::DELETE,
+                            );
                         }
                         self.mark_dirty();
                     }
@@ -277,12 +292,15 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
         })
     }
 
-    /// A gang or quota object came, changed or went: the queue moves the pods that
-    /// wait unschedulable or back off, as `run` does on the object's watch event
-    /// (kubesched's events have no resource for these kinds: a wildcard event stands
-    /// for it, which every plugin's registration matches).
-    fn gang_object_event(&mut self) {
-        self.queue_events(&[ClusterEvent::WILDCARD]);
+    /// A gang or quota object came, changed or went: the queue moves the pods the
+    /// event can help, as `run` does on the object's watch event (a trace's delete
+    /// that names no apiVersion is an event of each version of the kind).
+    fn gang_object_event(&mut self, api_version: Option<&str>, kind: &str, action: ActionType) {
+        let events: Vec<ClusterEvent> = EventResource::of_gang_kind(api_version, kind)
+            .into_iter()
+            .map(|resource| ClusterEvent::new(resource, action))
+            .collect();
+        self.queue_events(&events);
     }
 
     /// The objects or pods the gang and quota plugins read changed: they get the

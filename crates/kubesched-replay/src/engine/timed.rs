@@ -89,18 +89,18 @@ impl Timed {
         let queue_sort = Arc::new(RwLock::new(profiles[0].clone()));
         let sort = queue_sort.clone();
         let hints = QueueingHints::from_frameworks(profiles.iter().map(|f| &**f));
-        let mut queue = SchedulingQueue::new(
-            QueueOptions::from_seconds(
+        let options = QueueOptions {
+            pending_adds_move_pods: prepared.handle.features.enabled("GangScheduling"),
+            ..QueueOptions::from_seconds(
                 config.pod_initial_backoff_seconds,
                 config.pod_max_backoff_seconds,
-            ),
-            clock.clone(),
-            move |a, b| {
-                sort.read()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .queue_less(a, b)
-            },
-        );
+            )
+        };
+        let mut queue = SchedulingQueue::new(options, clock.clone(), move |a, b| {
+            sort.read()
+                .unwrap_or_else(|e| e.into_inner())
+                .queue_less(a, b)
+        });
         queue.set_queueing_hints(hints);
         for q in std::mem::take(&mut prepared.queue) {
             if prepared
