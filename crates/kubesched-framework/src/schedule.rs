@@ -399,8 +399,28 @@ struct Parked {
     assumed: Arc<PodInfo>,
     node: String,
     result: ScheduleResult,
-    /// Permit's Wait status.
+    /// Permit's status: Wait for a parked pod; Success or Wait for a [`PastPermit`].
     wait: Status,
+}
+
+/// Where a scheduling cycle stopped ([`Scheduler::cycle_to_permit`]). Returned once
+/// per cycle and taken apart at once: boxing the larger variant would cost an
+/// allocation per pod on the hot path for nothing.
+#[allow(clippy::large_enum_variant)]
+enum ToPermit {
+    /// The pod's final outcome.
+    Decided(Outcome),
+    /// Past Permit, not bound yet.
+    Past(PastPermit),
+}
+
+/// A pod that passed Permit or waits there ([`Parked::wait`] says which), assumed on
+/// its node, not bound yet.
+struct PastPermit {
+    parked: Parked,
+    /// For a PodGroup cycle's pod that PostFilter nominated a node for (and that was
+    /// assumed there): its failure and the nomination.
+    preempting: Option<(ScheduleError, PostFilterResult)>,
 }
 
 /// The nodes that passed Filter.
@@ -648,16 +668,32 @@ impl Scheduler {
     /// 17), since its volumes' PreBind would wait for a PV controller. The runtime runs
     /// its own binding cycle.
     pub fn schedule_one(&mut self, pod: &Arc<PodInfo>) -> Outcome {
+        match self.cycle_to_permit(pod, false) {
+            ToPermit::Decided(outcome) => outcome,
+            ToPermit::Past(past) => self.after_permit(past.parked),
+        }
+    }
+
+    /// A pod's scheduling cycle up to Permit: PreEnqueue, the scheduling algorithm
+    /// (and PostFilter when it fails), assume, Reserve, Permit. A pod that Permit let
+    /// through or made wait is returned assumed on its node, not bound; anything else
+    /// is its final outcome.
+    ///
+    /// With `assume_nominated` (a PodGroup cycle's pod, `podGroupPodSchedulingAlgorithm`)
+    /// a pod that PostFilter nominated a node for goes on as if that node were chosen,
+    /// so that the group's later pods see it there; its failure and nomination come
+    /// back with it.
+    fn cycle_to_permit(&mut self, pod: &Arc<PodInfo>, assume_nominated: bool) -> ToPermit {
         let Some(index) = self
             .profiles
             .iter()
             .position(|p| p.profile_name() == pod.scheduler_name())
         else {
-            return Outcome::NotOurs;
+            return ToPermit::Decided(Outcome::NotOurs);
         };
         let gate = self.profiles[index].run_pre_enqueue_plugins(pod);
         if !gate.is_success() {
-            return Outcome::Gated(gate);
+            return ToPermit::Decided(Outcome::Gated(gate));
         }
         // The queue's pop: one scheduling cycle per pod that reaches it.
         self.cycle += 1;
@@ -666,6 +702,7 @@ impl Scheduler {
         state.set_explain(self.explained_pod.as_deref() == Some(pod.key()));
         let result = self.schedule_pod(index, &mut state, pod);
         let fwk = &self.profiles[index];
+        let mut preempting = None;
         let result = match result {
             Ok(r) => r,
             Err(error) => {
@@ -688,7 +725,26 @@ impl Scheduler {
                         fit.diagnosis.post_filter_msg = Some(s.message());
                     }
                 }
-                return Outcome::Unschedulable { error, nominated };
+                let host = nominated
+                    .as_ref()
+                    .and_then(|n| n.nominated_node_name.as_deref())
+                    .and_then(|node| self.snapshot.index_of(node))
+                    .filter(|_| assume_nominated);
+                let Some(host) = host else {
+                    return ToPermit::Decided(Outcome::Unschedulable { error, nominated });
+                };
+                let diagnosis = match &error {
+                    ScheduleError::Unfit(fit) => fit.diagnosis.clone(),
+                    _ => Diagnosis::default(),
+                };
+                preempting = nominated.map(|n| (error, n));
+                ScheduleResult {
+                    suggested_host: host,
+                    evaluated_nodes: 0,
+                    feasible_nodes: 0,
+                    scores: ScoreTable::default(),
+                    diagnosis,
+                }
             }
         };
         let node = self
@@ -702,7 +758,9 @@ impl Scheduler {
         let s = fwk.run_reserve_plugins_reserve(&mut state, &assumed, &node);
         if !s.is_success() {
             let host = result.suggested_host;
-            return self.fail_scheduling_cycle(index, &mut state, &assumed, &node, host, s);
+            return ToPermit::Decided(
+                self.fail_scheduling_cycle(index, &mut state, &assumed, &node, host, s),
+            );
         }
         let (s, waits) = fwk.run_permit_plugins_waits(&mut state, &assumed, &node);
         // At the end of a scheduling cycle that Permit let through (or made wait),
@@ -716,22 +774,43 @@ impl Scheduler {
         if s.is_wait() {
             fwk.waiting_pods()
                 .add(assumed.clone(), &node, waits, self.permit_time);
-            self.parked.push_back(Parked {
+        } else if !s.is_success() {
+            let host = result.suggested_host;
+            return ToPermit::Decided(
+                self.fail_scheduling_cycle(index, &mut state, &assumed, &node, host, s),
+            );
+        }
+        ToPermit::Past(PastPermit {
+            parked: Parked {
                 profile: index,
                 state,
                 pod: pod.clone(),
                 assumed,
-                node: node.clone(),
-                result: result.clone(),
+                node,
+                result,
                 wait: s,
-            });
+            },
+            preempting,
+        })
+    }
+
+    /// A pod past Permit: parked while it waits there, else bound.
+    fn after_permit(&mut self, parked: Parked) -> Outcome {
+        if parked.wait.is_wait() {
+            let (node, result) = (parked.node.clone(), parked.result.clone());
+            self.parked.push_back(parked);
             return Outcome::Waiting { node, result };
         }
-        if !s.is_success() {
-            let host = result.suggested_host;
-            return self.fail_scheduling_cycle(index, &mut state, &assumed, &node, host, s);
-        }
-        self.bind_after_permit(index, state, pod, &assumed, node, result)
+        let Parked {
+            profile,
+            state,
+            pod,
+            assumed,
+            node,
+            result,
+            ..
+        } = parked;
+        self.bind_after_permit(profile, state, &pod, &assumed, node, result)
     }
 
     /// Unreserves and forgets a pod that Reserve or Permit turned down in its

@@ -228,6 +228,19 @@ impl WaitingPods {
         self.lock().pods.is_empty()
     }
 
+    /// Takes the pod with this uid out, decided or not (a PodGroup cycle that reverts
+    /// the pods it assumed); `true` when it was there.
+    pub fn remove(&self, uid: &str) -> bool {
+        let mut inner = self.lock();
+        if !inner.uids.contains(uid) {
+            return false;
+        }
+        let Some(i) = inner.pods.iter().position(|w| w.pod.uid() == uid) else {
+            return false;
+        };
+        inner.remove(i).is_some()
+    }
+
     /// Takes out the first pod (in waiting order) that has a decision, with it.
     pub fn take_decided(&self) -> Option<(Arc<PodInfo>, String, Status)> {
         let mut inner = self.lock();

@@ -124,11 +124,37 @@ impl Prepared {
         held: &mut VecDeque<(Attempt, Option<String>)>,
     ) -> usize {
         let pods: Vec<Arc<PodInfo>> = members.iter().map(|&p| queue[p].pod_info.clone()).collect();
-        let group = self.attempt_group(&pods, names);
-        let count = group.attempts.len();
-        held.extend(group.attempts);
-        settle(held, group.others);
-        count
+        let mut count = 0;
+        loop {
+            let group = self.attempt_group(&pods, names);
+            count += group.attempts.len();
+            let victims: Vec<(String, Vec<String>)> = group
+                .attempts
+                .iter()
+                .filter_map(|(attempt, _)| match &attempt.outcome {
+                    PodOutcome::Nominated { node, victims, .. } => {
+                        Some((node.clone(), victims.clone()))
+                    }
+                    _ => None,
+                })
+                .collect();
+            held.extend(group.attempts);
+            settle(held, group.others);
+            // The group waits for its preemption: once the victims are gone it is
+            // attempted again, as a pod that nominated a node is (FORMAT.md rule 9).
+            if self.evict_all(&victims) == 0 {
+                return count;
+            }
+        }
+    }
+
+    /// Deletes the victims of each `(node, victims)` nomination at once; how many
+    /// were there.
+    fn evict_all(&mut self, nominations: &[(String, Vec<String>)]) -> usize {
+        nominations
+            .iter()
+            .map(|(node, victims)| self.evict(node, victims))
+            .sum()
     }
 
     /// Runs one PodGroup cycle over `pods` (one group's pending pods, in the order
@@ -187,7 +213,23 @@ impl Prepared {
         members: &[usize],
         decisions: &mut [Option<Decision>],
     ) {
-        let cycle = self.run_pod_group(queue, members);
+        let mut cycle = self.run_pod_group(queue, members);
+        loop {
+            let nominations: Vec<(String, Vec<String>)> = cycle
+                .outcomes
+                .iter()
+                .filter_map(|(_, outcome)| match outcome {
+                    Outcome::Unschedulable {
+                        nominated: Some(n), ..
+                    } => Some((n.nominated_node_name.clone()?, n.victims.clone())),
+                    _ => None,
+                })
+                .collect();
+            if self.evict_all(&nominations) == 0 {
+                break;
+            }
+            cycle = self.run_pod_group(queue, members);
+        }
         let position: HashMap<&str, usize> = members
             .iter()
             .map(|&p| (queue[p].pod_info.uid(), p))

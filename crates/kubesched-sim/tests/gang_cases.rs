@@ -45,7 +45,7 @@ fn lines_under(
 
 #[test]
 fn gang_cases_agree_with_kube_scheduler() {
-    assert_agree("cases-gangs", 7, |c| {
+    assert_agree("cases-gangs", 8, |c| {
         lines(c, &["GenericWorkload=true,GangScheduling=true"])
     });
 }

@@ -8,22 +8,55 @@
 //! nothing of the group stays assumed (`submitPodGroupAlgorithmResult`). The cycle
 //! reports the PodGroup's `PodGroupScheduled` condition as kube-scheduler writes it.
 //!
+//! A pod that no node fits and that PostFilter nominates a node for is assumed there,
+//! as if chosen, and goes through Reserve and Permit, so that the group's later pods
+//! see it (`requiresPreemption`). The last pod whose own Permit succeeds decides: the
+//! group is placed, or, when some pod so far needed preemption, it waits for it: every
+//! pod goes back, the ones that needed preemption with their failure and nomination,
+//! the others with `pod group is unschedulable, pod group is waiting for preemption to
+//! complete`, which is also the condition's message. The caller evicts the victims.
+//!
 //! kube-scheduler evaluates the group, reverts it, and then assumes the feasible pods
-//! again for their binding cycles on the nodes found; here a pod that waits at Permit
-//! stays assumed, and the Permit that reaches the quorum allows the waiting ones,
-//! which places the same pods on the same nodes. Not modelled: preemption inside the
-//! cycle (a pod that would preempt is reported with its nomination, and nothing is
-//! evicted), workload-aware preemption, and TopologyAwareWorkloadScheduling's
-//! placements.
+//! again for their binding cycles on the nodes found; here the pods stay assumed until
+//! the group is decided, then are bound (a pod still waiting for another Permit plugin
+//! stays parked) or reverted, which places the same pods on the same nodes. Not
+//! modelled: workload-aware preemption and TopologyAwareWorkloadScheduling's
+//! placements (neither is in v1.36.1).
 
 use std::sync::Arc;
 
-use super::{Outcome, Parked, ScheduleError, Scheduler};
+use super::{Outcome, Parked, PastPermit, ScheduleError, Scheduler, ToPermit};
 use crate::pod_info::PodInfo;
 use crate::status::{Code, Status};
 
 /// `errPodGroupUnschedulable`.
 const POD_GROUP_UNSCHEDULABLE: &str = "pod group is unschedulable";
+
+/// How a PodGroup cycle ends (`podGroupAlgorithmResult`'s status and
+/// `waitingOnPreemption`).
+enum Verdict {
+    /// Some pod's Permit succeeded and no pod needed preemption: the group binds.
+    Placed,
+    /// No pod's Permit succeeded.
+    Unschedulable,
+    /// Some pod's Permit succeeded, but some pod needed preemption: every pod goes
+    /// back, nominated, until its victims are gone.
+    WaitingOnPreemption,
+}
+
+/// `pod group is unschedulable, pod group is waiting for preemption to complete`:
+/// the status of a group that waits for its preemption, as kube-scheduler reports
+/// it for the pods that fit and on the PodGroup.
+fn waiting_on_preemption_message() -> String {
+    Status::with_reasons(
+        Code::Unschedulable,
+        vec![
+            POD_GROUP_UNSCHEDULABLE.to_string(),
+            "pod group is waiting for preemption to complete".to_string(),
+        ],
+    )
+    .message()
+}
 
 /// v1.36's RunPermitPlugins' own Wait reason (v1.35's names the pod).
 const WAIT_REASON: &str = "one or more plugins asked to wait and no plugin rejected pod";
@@ -55,6 +88,16 @@ impl PodGroupCondition {
             status: false,
             reason: "Unschedulable".into(),
             message: POD_GROUP_UNSCHEDULABLE.into(),
+        }
+    }
+
+    /// `False`, `Unschedulable`, `pod group is unschedulable, pod group is waiting for
+    /// preemption to complete`: the group fits once its pods' victims are gone.
+    pub fn waiting_on_preemption() -> PodGroupCondition {
+        PodGroupCondition {
+            status: false,
+            reason: "Unschedulable".into(),
+            message: waiting_on_preemption_message(),
         }
     }
 
@@ -151,62 +194,161 @@ impl Scheduler {
             }
             return cycle;
         }
-        let mut placed = false;
+        // podGroupSchedulingDefaultAlgorithm: each pod up to Permit, later pods seeing
+        // the earlier ones assumed (a pod PostFilter nominated a node for, on that
+        // node). The last pod whose own Permit succeeds decides: the group is placed,
+        // or, if some pod so far needed preemption, it waits for the preemption.
+        let mut held: Vec<PastPermit> = Vec::new();
+        let mut requires_preemption = false;
+        let mut verdict = Verdict::Unschedulable;
         for (i, pod) in queued.iter().enumerate() {
-            let outcome = self.schedule_one(pod);
-            if let Outcome::Unschedulable { error, .. } = &outcome
-                && matches!(
-                    error,
-                    ScheduleError::Internal(_) | ScheduleError::FailedAfterFilter { .. }
-                )
-            {
-                let message = other_pod_failed_message(error);
-                cycle.decide(pod.clone(), outcome);
-                self.fail_group(&mut cycle, &queued[i + 1..], &message);
-                return cycle;
-            }
-            match outcome {
-                Outcome::Waiting { .. } => cycle.waiting.push(pod.clone()),
-                outcome => {
-                    placed |= matches!(outcome, Outcome::Scheduled { .. });
+            match self.cycle_to_permit(pod, true) {
+                ToPermit::Decided(outcome) => {
+                    if let Outcome::Unschedulable { error, .. } = &outcome
+                        && matches!(
+                            error,
+                            ScheduleError::Internal(_) | ScheduleError::FailedAfterFilter { .. }
+                        )
+                    {
+                        let message = other_pod_failed_message(error);
+                        cycle.decide(pod.clone(), outcome);
+                        self.fail_group(&mut cycle, held, &queued[i + 1..], &message);
+                        return cycle;
+                    }
                     cycle.decide(pod.clone(), outcome);
                 }
-            }
-            for (p, outcome) in self.resolve_waiting() {
-                placed |= matches!(outcome, Outcome::Scheduled { .. });
-                cycle.decide(p, outcome);
+                ToPermit::Past(past) => {
+                    requires_preemption |= past.preempting.is_some();
+                    if past.parked.wait.is_success() {
+                        verdict = if requires_preemption {
+                            Verdict::WaitingOnPreemption
+                        } else {
+                            Verdict::Placed
+                        };
+                    }
+                    held.push(past);
+                }
             }
         }
         if queued.is_empty() {
             return cycle;
         }
-        if !placed {
-            self.reject_waiting(&mut cycle, group_message);
+        // submitPodGroupAlgorithmResult.
+        match verdict {
+            Verdict::Placed => {
+                for past in held {
+                    let pod = past.parked.pod.clone();
+                    if past.preempting.is_some() {
+                        // It needed preemption after the group's last Permit success:
+                        // back with the group's message, its nomination dropped.
+                        let wait = past.parked.wait.clone();
+                        let (pod, node, _) = self.revert(past);
+                        let status = Status::new(
+                            Code::Unschedulable,
+                            pod_group_unschedulable_message(&wait),
+                        );
+                        cycle.decide(pod, Outcome::BindingFailed { node, status });
+                        continue;
+                    }
+                    match self.after_permit(past.parked) {
+                        Outcome::Waiting { .. } => cycle.waiting.push(pod),
+                        outcome => cycle.decide(pod, outcome),
+                    }
+                }
+                for (p, outcome) in self.resolve_waiting() {
+                    cycle.decide(p, outcome);
+                }
+                cycle.condition = Some(PodGroupCondition::scheduled());
+            }
+            Verdict::Unschedulable => {
+                // No Permit succeeded, so every pod assumed waits there: each goes
+                // back with the group's message and its Permit message (a pod that
+                // needed preemption too, its nomination dropped).
+                for past in held {
+                    let pod = past.parked.pod.clone();
+                    if let Outcome::Waiting { .. } = self.after_permit(past.parked) {
+                        cycle.waiting.push(pod);
+                    }
+                }
+                self.reject_waiting(&mut cycle, group_message);
+                cycle.condition = Some(PodGroupCondition::unschedulable());
+            }
+            Verdict::WaitingOnPreemption => {
+                // Every pod goes back: one that needed preemption with its failure and
+                // nomination, one that fit with the group's status.
+                let message = waiting_on_preemption_message();
+                for past in held {
+                    let (pod, node, preempting) = self.revert(past);
+                    let outcome = match preempting {
+                        Some((error, nominated)) => Outcome::Unschedulable {
+                            error,
+                            nominated: Some(nominated),
+                        },
+                        None => Outcome::BindingFailed {
+                            node,
+                            status: Status::new(Code::Unschedulable, message.clone()),
+                        },
+                    };
+                    cycle.decide(pod, outcome);
+                }
+                cycle.condition = Some(PodGroupCondition::waiting_on_preemption());
+            }
         }
-        cycle.condition = Some(if placed {
-            PodGroupCondition::scheduled()
-        } else {
-            PodGroupCondition::unschedulable()
-        });
         cycle
     }
 
+    /// Unreserves and forgets a pod the cycle assumed and takes it out of the waiting
+    /// pods; its pod, node and what it needed preemption for.
+    fn revert(
+        &mut self,
+        past: PastPermit,
+    ) -> (
+        Arc<PodInfo>,
+        String,
+        Option<(ScheduleError, crate::plugin::PostFilterResult)>,
+    ) {
+        let PastPermit {
+            parked:
+                Parked {
+                    profile,
+                    mut state,
+                    pod,
+                    assumed,
+                    node,
+                    ..
+                },
+            preempting,
+        } = past;
+        let fwk = self.profiles[profile].clone();
+        fwk.waiting_pods().remove(assumed.uid());
+        fwk.run_reserve_plugins_unreserve(&mut state, &assumed, &node);
+        self.snapshot.remove_pod(&node, assumed.key());
+        (pod, node, preempting)
+    }
+
     /// A pod of the group failed with an error (not a rejection): the cycle stops
-    /// there, and every other pod of the group, waiting or not attempted yet, fails
+    /// there, and every other pod of the group, assumed or not attempted yet, fails
     /// with `failed to schedule other pod from a pod group: ` and that error; the
     /// condition is False, `SchedulerError` (podGroupSchedulingDefaultAlgorithm,
     /// submitPodGroupAlgorithmResult).
-    fn fail_group(&mut self, cycle: &mut PodGroupCycle, rest: &[Arc<PodInfo>], message: &str) {
-        self.reject_waiting(cycle, |_| message.to_string());
+    fn fail_group(
+        &mut self,
+        cycle: &mut PodGroupCycle,
+        held: Vec<PastPermit>,
+        rest: &[Arc<PodInfo>],
+        message: &str,
+    ) {
+        let failed = |message: &str| Outcome::Unschedulable {
+            error: ScheduleError::Internal(Status::error(message.to_string())),
+            nominated: None,
+        };
+        for past in held {
+            let (pod, node, _) = self.revert(past);
+            let status = Status::error(message.to_string());
+            cycle.decide(pod, Outcome::BindingFailed { node, status });
+        }
         for pod in rest {
-            let error = ScheduleError::Internal(Status::error(message.to_string()));
-            cycle.decide(
-                pod.clone(),
-                Outcome::Unschedulable {
-                    error,
-                    nominated: None,
-                },
-            );
+            cycle.decide(pod.clone(), failed(message));
         }
         cycle.condition = Some(PodGroupCondition::scheduler_error(message));
     }

@@ -11,9 +11,12 @@
 //! unreserved and goes back unschedulable with `pod group is unschedulable, ` and its
 //! Permit message. The `PodGroupScheduled` condition is written on the PodGroup.
 //!
-//! Not modelled, as in `simulate`: preemption inside the cycle. A pod of the group that
-//! fits nowhere is reported with PostFilter's message, but nothing is evicted and no
-//! node is nominated for it.
+//! A pod of the group that fits nowhere and that PostFilter nominates a node for has its
+//! victims evicted then, and is assumed on that node through Reserve and Permit, as the
+//! framework's cycle does; when the group's deciding Permit succeeds with such a pod in
+//! it, the group waits for the preemption: no binding starts, every pod goes back
+//! nominated (to its node, or the one PostFilter chose) and the condition says `pod
+//! group is unschedulable, pod group is waiting for preemption to complete`.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -349,12 +352,15 @@ impl Shared {
             return;
         }
         let mut jobs: Vec<Box<BindingJob>> = Vec::new();
-        let mut placed = false;
         let mut failure = None;
         let mut attempted = false;
+        // The last pod whose own Permit succeeds decides: the group is placed or, if
+        // some pod so far needed preemption, waits for it.
+        let mut requires_preemption = false;
+        let mut verdict = None;
         let mut rest = queued.into_iter();
         for qp in rest.by_ref() {
-            match self.attempt(inner, qp, false) {
+            match self.attempt(inner, qp, true) {
                 Attempt::Gated | Attempt::NotOurs => {}
                 Attempt::Failed { error } => {
                     attempted = true;
@@ -365,7 +371,10 @@ impl Shared {
                 }
                 Attempt::Bind(job) => {
                     attempted = true;
-                    placed |= job.wait.is_none();
+                    requires_preemption |= job.preempting.is_some();
+                    if job.wait.is_none() {
+                        verdict = Some(requires_preemption);
+                    }
                     jobs.push(job);
                 }
             }
@@ -373,28 +382,51 @@ impl Shared {
         if !attempted {
             return;
         }
+        // A pod that found a node and is not placed goes back with `pod group is
+        // unschedulable, ` and its Permit message.
+        let group_message = |job: &BindingJob| {
+            job.wait_status
+                .as_ref()
+                .map(pod_group_unschedulable_message)
+                .unwrap_or_default()
+        };
         let condition = if let Some(error) = failure {
             let message = kubesched_framework::other_pod_failed_message(&error);
             for job in jobs {
-                self.fail_job(inner, job, &message, start);
+                self.fail_job(inner, job, &message, None, start);
             }
             for qp in rest {
                 self.fail_unattempted(inner, qp, &message, start);
             }
             PodGroupCondition::scheduler_error(&message)
-        } else if placed {
+        } else if verdict == Some(false) {
             for job in jobs {
-                self.spawn_binding(job);
+                if job.preempting.is_some() {
+                    // It needed preemption after the group's last Permit success.
+                    let message = group_message(&job);
+                    self.fail_job(inner, job, &message, None, start);
+                } else {
+                    self.spawn_binding(job);
+                }
             }
             PodGroupCondition::scheduled()
-        } else {
+        } else if verdict == Some(true) {
+            // Every pod goes back nominated: one that needed preemption with its
+            // failure, one that fit with the group's status, to its node.
+            let condition = PodGroupCondition::waiting_on_preemption();
             for job in jobs {
                 let message = job
-                    .wait_status
-                    .as_ref()
-                    .map(pod_group_unschedulable_message)
-                    .unwrap_or_default();
-                self.fail_job(inner, job, &message, start);
+                    .preempting
+                    .clone()
+                    .unwrap_or_else(|| condition.message.clone());
+                let node = job.node.clone();
+                self.fail_job(inner, job, &message, Some(&node), start);
+            }
+            condition
+        } else {
+            for job in jobs {
+                let message = group_message(&job);
+                self.fail_job(inner, job, &message, None, start);
             }
             PodGroupCondition::unschedulable()
         };
@@ -405,12 +437,14 @@ impl Shared {
     }
 
     /// A pod of the group that found a node and is not placed: out of the waiting map,
-    /// unreserved, forgotten, back unschedulable with `message`.
+    /// unreserved, forgotten, back unschedulable with `message`, and nominated to
+    /// `nominated` when given (a group that waits for its preemption).
     fn fail_job(
         self: &Arc<Self>,
         inner: &mut Inner,
         job: Box<BindingJob>,
         message: &str,
+        nominated: Option<&str>,
         start: Instant,
     ) {
         let BindingJob {
@@ -430,7 +464,21 @@ impl Shared {
             message.to_string(),
         );
         let profile = fwk.profile_name().to_string();
-        self.requeue_and_report(inner, qp, &profile, &status, message.to_string(), start);
+        if let Some(node) = nominated {
+            inner
+                .sched
+                .nominated_pods_mut()
+                .add(qp.info.pod_info.clone(), node);
+        }
+        self.requeue_and_report(
+            inner,
+            qp,
+            &profile,
+            &status,
+            message.to_string(),
+            nominated.map(str::to_string),
+            start,
+        );
     }
 
     /// A pod of the group that was not attempted: back to the queue with `message`, as
@@ -444,7 +492,15 @@ impl Shared {
     ) {
         let profile = qp.info.pod_info.scheduler_name().to_string();
         let status = Status::error(message.to_string());
-        self.requeue_and_report(inner, qp, &profile, &status, message.to_string(), start);
+        self.requeue_and_report(
+            inner,
+            qp,
+            &profile,
+            &status,
+            message.to_string(),
+            None,
+            start,
+        );
     }
 
     /// Writes the `PodGroupScheduled` condition on the PodGroup's status (read, then

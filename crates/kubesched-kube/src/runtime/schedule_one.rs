@@ -50,6 +50,10 @@ pub(super) struct BindingJob {
     pub(super) wait: Option<oneshot::Receiver<Status>>,
     /// Permit's Wait status, when it waits.
     pub(super) wait_status: Option<Status>,
+    /// A PodGroup cycle's pod that no node fit and that PostFilter nominated `node`
+    /// for (its victims evicted): its failure message. It is assumed there only for
+    /// the group's later pods to see it.
+    pub(super) preempting: Option<String>,
     pub(super) start: Instant,
 }
 
@@ -143,20 +147,23 @@ impl Shared {
     fn schedule_one(self: &Arc<Self>, inner: &mut Inner, qp: QueuedPod) {
         if self.in_pod_group(&qp) {
             self.schedule_pod_group(inner, qp);
-        } else if let Attempt::Bind(job) = self.attempt(inner, qp, true) {
+        } else if let Attempt::Bind(job) = self.attempt(inner, qp, false) {
             self.spawn_binding(job);
         }
     }
 
     /// One pod's scheduling cycle, up to Permit: a failure is reported and the pod
     /// requeued here; a pod that passed Permit (or waits there) is returned assumed,
-    /// for its binding cycle. Without `evict`, a PostFilter nomination is neither
-    /// acted on nor recorded (a PodGroup cycle's pods: see `pod_groups`).
+    /// for its binding cycle. A pod PostFilter nominated a node for has its victims
+    /// evicted; `in_group` (a PodGroup cycle's pod, `podGroupPodSchedulingAlgorithm`)
+    /// then assumes it on that node and runs Reserve and Permit, so that the group's
+    /// later pods see it there, and returns it marked
+    /// [`BindingJob::preempting`]: the group decides what becomes of it.
     pub(super) fn attempt(
         self: &Arc<Self>,
         inner: &mut Inner,
         qp: QueuedPod,
-        evict: bool,
+        in_group: bool,
     ) -> Attempt {
         let pod = qp.info.pod_info.clone();
         let key = pod.key().to_string();
@@ -181,8 +188,8 @@ impl Shared {
         }
         inner.sched.set_scheduling_cycle(qp.scheduling_cycle);
         let result = inner.sched.schedule_pod(index, &mut state, &pod);
-        let result = match result {
-            Ok(r) => r,
+        let (host, preempting) = match result {
+            Ok(r) => (r.suggested_host, None),
             Err(mut error) => {
                 // PostFilter (preemption), as kube-scheduler runs it after a failed
                 // filter pass.
@@ -209,49 +216,25 @@ impl Shared {
                 let took = start.elapsed();
                 self.metrics.algorithm(took);
                 let message = error.to_string();
-                let failed_with_error = matches!(
-                    error,
-                    ScheduleError::Internal(_) | ScheduleError::FailedAfterFilter { .. }
-                )
-                .then(|| message.clone());
-                match &error {
-                    ScheduleError::Unfit(fit) => {
-                        self.metrics
-                            .attempt(&profile, AttemptResult::Unschedulable, took);
-                        let plugins = fit.diagnosis.unschedulable_plugins.clone();
-                        inner.queue.add_unschedulable(qp, plugins);
-                    }
-                    ScheduleError::NoNodesAvailable => {
-                        self.metrics
-                            .attempt(&profile, AttemptResult::Unschedulable, took);
-                        inner.queue.add_unschedulable(qp, BTreeSet::new());
-                    }
-                    ScheduleError::Internal(_) | ScheduleError::FailedAfterFilter { .. } => {
-                        self.metrics.attempt(&profile, AttemptResult::Error, took);
-                        inner.queue.add_backoff(qp);
-                    }
+                let nominated_host = nomination
+                    .as_ref()
+                    .and_then(|(node, _)| inner.sched.snapshot().index_of(node));
+                if in_group
+                    && let (Some((node, victims)), Some(host)) = (&nomination, nominated_host)
+                {
+                    self.preempt(inner, &pod, &profile, node, victims);
+                    tracing::info!(pod = %key, profile = %profile, %message, node = %node, "needs preemption in its pod group's cycle");
+                    (host, Some(message))
+                } else {
+                    let nomination = nomination.filter(|_| !in_group);
+                    return self.fail_unfit(inner, qp, &profile, error, nomination, took);
                 }
-                tracing::info!(pod = %key, profile = %profile, %message, "unable to schedule pod; waiting");
-                let nominated_node = match nomination.filter(|_| evict) {
-                    Some((node, victims)) => {
-                        self.preempt(inner, &pod, &profile, &node, &victims);
-                        Some(node)
-                    }
-                    None => None,
-                };
-                self.report_failure(pod.pod_arc().clone(), profile, message, nominated_node);
-                return Attempt::Failed {
-                    error: failed_with_error,
-                };
             }
         };
-        self.metrics.algorithm(start.elapsed());
-        let node = inner
-            .sched
-            .snapshot()
-            .node_at(result.suggested_host)
-            .name()
-            .to_string();
+        if preempting.is_none() {
+            self.metrics.algorithm(start.elapsed());
+        }
+        let node = inner.sched.snapshot().node_at(host).name().to_string();
         // Assume (which ends the pod's nomination, as kube-scheduler's assume does).
         inner.sched.nominated_pods_mut().remove(pod.uid());
         let assumed = Arc::new(pod.bound_to(&node));
@@ -268,7 +251,7 @@ impl Shared {
         if !s.is_success() {
             fwk.run_reserve_plugins_unreserve(&mut state, &assumed, &node);
             Self::forget(inner, &key);
-            return self.fail_after_assume(inner, qp, &profile, s, result.suggested_host, start);
+            return self.fail_after_assume(inner, qp, &profile, s, host, start);
         }
         let (s, waits) = fwk.run_permit_plugins_waits(&mut state, &assumed, &node);
         if !s.is_success() && !s.is_wait() {
@@ -276,7 +259,7 @@ impl Shared {
             Self::forget(inner, &key);
             // Unreserve may have rejected pods waiting for this one (a gang's).
             self.waiting.deliver();
-            return self.fail_after_assume(inner, qp, &profile, s, result.suggested_host, start);
+            return self.fail_after_assume(inner, qp, &profile, s, host, start);
         }
         // A pod that waits stays assumed (its reservation holds) while its binding task
         // waits for the decision; this Permit may also have allowed pods that waited
@@ -294,12 +277,66 @@ impl Shared {
             state,
             assumed,
             node,
-            host: result.suggested_host,
+            host,
             qp,
             wait_status: wait.is_some().then_some(s),
+            preempting,
             wait,
             start,
         }))
+    }
+
+    /// A pod no node fits, or whose scheduling failed with an error: back in the
+    /// queue (unschedulable for the plugins that rejected it, or to backoff), its
+    /// victims evicted and its nomination written when PostFilter nominated a node,
+    /// and its failure reported.
+    fn fail_unfit(
+        self: &Arc<Self>,
+        inner: &mut Inner,
+        qp: QueuedPod,
+        profile: &str,
+        error: ScheduleError,
+        nomination: Option<(String, Vec<String>)>,
+        took: std::time::Duration,
+    ) -> Attempt {
+        let pod = qp.info.pod_info.clone();
+        let message = error.to_string();
+        let failed_with_error = matches!(
+            error,
+            ScheduleError::Internal(_) | ScheduleError::FailedAfterFilter { .. }
+        )
+        .then(|| message.clone());
+        match &error {
+            ScheduleError::Unfit(fit) => {
+                self.metrics
+                    .attempt(profile, AttemptResult::Unschedulable, took);
+                let plugins = fit.diagnosis.unschedulable_plugins.clone();
+                inner.queue.add_unschedulable(qp, plugins);
+            }
+            ScheduleError::NoNodesAvailable => {
+                self.metrics
+                    .attempt(profile, AttemptResult::Unschedulable, took);
+                inner.queue.add_unschedulable(qp, BTreeSet::new());
+            }
+            ScheduleError::Internal(_) | ScheduleError::FailedAfterFilter { .. } => {
+                self.metrics.attempt(profile, AttemptResult::Error, took);
+                inner.queue.add_backoff(qp);
+            }
+        }
+        tracing::info!(pod = %pod.key(), profile = %profile, %message, "unable to schedule pod; waiting");
+        let nominated_node = nomination.map(|(node, victims)| {
+            self.preempt(inner, &pod, profile, &node, &victims);
+            node
+        });
+        self.report_failure(
+            pod.pod_arc().clone(),
+            profile.to_string(),
+            message,
+            nominated_node,
+        );
+        Attempt::Failed {
+            error: failed_with_error,
+        }
     }
 
     /// Starts the binding cycle of a pod that passed (or waits at) Permit, as a task.
@@ -343,12 +380,14 @@ impl Shared {
             status.message()
         };
         let error = (!status.is_rejected()).then(|| message.clone());
-        self.requeue_and_report(inner, qp, profile, &status, message, start);
+        self.requeue_and_report(inner, qp, profile, &status, message, None, start);
         Attempt::Failed { error }
     }
 
     /// Puts a pod that failed after it was popped back in the queue (unschedulable
-    /// when `status` is a rejection, else to backoff) and reports `message`.
+    /// when `status` is a rejection, else to backoff) and reports `message`, with
+    /// `nominated` as its nominated node when given.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn requeue_and_report(
         self: &Arc<Self>,
         inner: &mut Inner,
@@ -356,6 +395,7 @@ impl Shared {
         profile: &str,
         status: &Status,
         message: String,
+        nominated: Option<String>,
         start: Instant,
     ) {
         let key = qp.key().to_string();
@@ -378,7 +418,7 @@ impl Shared {
             qp.info.pod_info.pod_arc().clone(),
             profile.to_string(),
             message,
-            None,
+            nominated,
         );
     }
 
