@@ -261,6 +261,12 @@ pub const GATES: &[Gate] = &[
         what: "pod-level spec.resources requests",
     },
     Gate {
+        name: "SchedulerPopFromBackoffQ",
+        defaults: [true, true],
+        support: Support::Both,
+        what: "an idle scheduler takes a pod backing off after a rejection before its backoff ends (runtime, timed replay)",
+    },
+    Gate {
         name: "SchedulerQueueingHints",
         defaults: [true, true],
         support: Support::Only(true),

@@ -313,6 +313,7 @@ impl Runtime {
         let batching = features.enabled("OpportunisticBatching");
         let gangs = features.generic_workload();
         let gang_scheduling = features.enabled("GangScheduling");
+        let pop_from_backoff = features.enabled("SchedulerPopFromBackoffQ");
         let live = Arc::new(kubesched_framework::LiveObjects::default());
         let handle = Handle {
             profile_name: String::new(),
@@ -347,6 +348,7 @@ impl Runtime {
         let sched = Scheduler::new(profiles, Snapshot::default(), options)?;
         let queue_options = QueueOptions {
             pending_adds_move_pods: gang_scheduling,
+            pop_from_backoff,
             ..QueueOptions::from_seconds(
                 self.config.pod_initial_backoff_seconds,
                 self.config.pod_max_backoff_seconds,

@@ -215,32 +215,46 @@ fn a_node_deleted_takes_its_pods_and_the_rest_keep_their_names() {
 }
 
 #[test]
-fn preemption_evicts_at_once_and_the_preemptor_binds_after_its_backoff() {
-    let mut high = pod("high", "2");
-    high["spec"]["priority"] = json!(1000);
-    let options = ReplayOptions {
-        simulation: kubesched_sim::SimulationOptions {
-            preemption: true,
-            ..Default::default()
-        },
-        ..ReplayOptions::default()
-    };
-    let (seen, summary) = run(
-        &[node("n1", "2"), bound("low", "2", "n1")],
-        &[json!({"time": 3, "apply": high})],
-        &options,
-    );
-    assert_eq!(seen[0], (3.0, "default/high".into(), "nominated n1".into()));
-    assert_eq!(
-        seen[1],
-        (
-            3.0,
-            "default/low".into(),
-            "preempted by default/high".into()
-        )
-    );
-    assert_eq!(seen[2], (4.0, "default/high".into(), "n1".into()));
-    assert_eq!((summary.preemptions, summary.evicted), (1, 1));
+fn preemption_evicts_at_once_and_the_idle_queue_takes_the_preemptor_again() {
+    // The victim's deletion moves the preemptor to backoff; with nothing else to
+    // schedule, SchedulerPopFromBackoffQ (on by default) takes it at once. With the
+    // gate off it waits its 1-second backoff out.
+    for (gates, bound_at) in [(vec![], 3.0), (vec!["SchedulerPopFromBackoffQ=false"], 4.0)] {
+        let mut high = pod("high", "2");
+        high["spec"]["priority"] = json!(1000);
+        let options = ReplayOptions {
+            simulation: kubesched_sim::SimulationOptions {
+                preemption: true,
+                features: kubesched_framework::Features::with_gates(
+                    kubesched_framework::KubernetesVersion::V1_36,
+                    gates.clone(),
+                )
+                .unwrap(),
+                ..Default::default()
+            },
+            ..ReplayOptions::default()
+        };
+        let (seen, summary) = run(
+            &[node("n1", "2"), bound("low", "2", "n1")],
+            &[json!({"time": 3, "apply": high})],
+            &options,
+        );
+        assert_eq!(seen[0], (3.0, "default/high".into(), "nominated n1".into()));
+        assert_eq!(
+            seen[1],
+            (
+                3.0,
+                "default/low".into(),
+                "preempted by default/high".into()
+            )
+        );
+        assert_eq!(
+            seen[2],
+            (bound_at, "default/high".into(), "n1".into()),
+            "{gates:?}"
+        );
+        assert_eq!((summary.preemptions, summary.evicted), (1, 1));
+    }
 }
 
 #[test]

@@ -78,6 +78,11 @@ pub struct QueueOptions {
     /// complete it: kube-scheduler's `addPodToSchedulingQueue` with the
     /// `GangScheduling` gate on (off by default).
     pub pending_adds_move_pods: bool,
+    /// Whether [`SchedulingQueue::pop`], with no pod active, takes the pod that backs
+    /// off after a rejection whose backoff ends first, without waiting for it
+    /// (kube-scheduler's `SchedulerPopFromBackoffQ` gate, on by default since v1.33).
+    /// A pod backing off after an error (no plugin rejected it) still waits.
+    pub pop_from_backoff: bool,
 }
 
 impl Default for QueueOptions {
@@ -87,6 +92,7 @@ impl Default for QueueOptions {
             max_backoff: Duration::from_secs(10),
             max_in_unschedulable: DEFAULT_MAX_IN_UNSCHEDULABLE_PODS_DURATION,
             pending_adds_move_pods: false,
+            pop_from_backoff: true,
         }
     }
 }
@@ -431,7 +437,11 @@ impl SchedulingQueue {
     /// attempt and is in flight until [`SchedulingQueue::done`] or a requeue.
     pub fn pop(&mut self) -> Option<QueuedPod> {
         self.flush();
-        let mut p = self.pop_active()?;
+        let mut p = match self.pop_active() {
+            Some(p) => p,
+            None if self.options.pop_from_backoff => self.pop_backoff()?,
+            None => return None,
+        };
         self.scheduling_cycle += 1;
         self.start_flight(&mut p);
         Some(p)
@@ -563,12 +573,14 @@ impl SchedulingQueue {
     }
 
     /// Puts back a pod whose attempt failed with an error (a plugin error, a binding
-    /// failure, a bind conflict): to the backoff queue, as its latest object.
+    /// failure, a bind conflict): to the backoff queue, as its latest object, with no
+    /// rejecting plugin (kube-scheduler's error backoff, which waits out its time).
     pub fn add_backoff(&mut self, mut pod: QueuedPod) {
         let key = pod.key().to_string();
         if !self.in_flight.contains_key(&key) && self.contains(&key) {
             return;
         }
+        pod.unschedulable_plugins.clear();
         if let Some(latest) = self.leave_flight(&key) {
             pod.info.pod_info = latest;
         }
@@ -778,6 +790,34 @@ impl SchedulingQueue {
                 break;
             }
         }
+    }
+
+    /// The pod backing off after a rejection whose backoff ends first (ties in
+    /// QueueSort order), taken out before it ends (`popBackoff`; a pod backing off
+    /// after an error is in kube-scheduler's error backoff queue, which is not popped).
+    fn pop_backoff(&mut self) -> Option<QueuedPod> {
+        let key = self
+            .backoff
+            .values()
+            .filter(|p| !p.unschedulable_plugins.is_empty())
+            .min_by(|a, b| {
+                self.backoff_expiry(a)
+                    .cmp(&self.backoff_expiry(b))
+                    .then_with(|| {
+                        if (self.less)(&a.info, &b.info) {
+                            std::cmp::Ordering::Less
+                        } else if (self.less)(&b.info, &a.info) {
+                            std::cmp::Ordering::Greater
+                        } else {
+                            std::cmp::Ordering::Equal
+                        }
+                    })
+            })?
+            .key()
+            .to_string();
+        let p = self.backoff.remove(&key)?;
+        self.note(QueueName::Active, "PopFromBackoffQ");
+        Some(p)
     }
 
     fn pop_active(&mut self) -> Option<QueuedPod> {

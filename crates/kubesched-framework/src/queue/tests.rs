@@ -370,9 +370,21 @@ fn with_gang_scheduling_a_new_pending_pod_moves_the_pods_it_may_complete() {
     assert_eq!(names(&mut plain), ["g-2"], "without the gate it waits");
 }
 
+/// A hinted queue without `SchedulerPopFromBackoffQ`.
+fn hinted_queue_waiting_out_backoff() -> (SchedulingQueue, Arc<FakeClock>) {
+    let clock = Arc::new(FakeClock::new());
+    let options = QueueOptions {
+        pop_from_backoff: false,
+        ..QueueOptions::default()
+    };
+    let mut q = SchedulingQueue::new(options, clock.clone(), priority_sort);
+    q.set_queueing_hints(hints());
+    (q, clock)
+}
+
 #[test]
 fn event_during_backoff_goes_to_backoff_queue() {
-    let (mut q, clock) = hinted_queue();
+    let (mut q, clock) = hinted_queue_waiting_out_backoff();
     q.add(pod("a", 0));
     let p = q.pop().unwrap();
     q.add_unschedulable(p, rejected_by(&["NodeAffinity"]));
@@ -381,6 +393,31 @@ fn event_during_backoff_goes_to_backoff_queue() {
     assert!(q.pop().is_none());
     clock.advance(Duration::from_secs(1));
     assert_eq!(names(&mut q), ["a"]);
+}
+
+#[test]
+fn an_idle_queue_takes_a_rejected_pod_before_its_backoff_ends() {
+    // SchedulerPopFromBackoffQ (on by default): with nothing active, the rejected pod
+    // backing off whose backoff ends first comes out at once; an active pod still
+    // comes first, and a pod backing off after an error waits its time out.
+    let (mut q, clock) = hinted_queue();
+    q.add(pod("a", 0));
+    q.add(pod("b", 0));
+    q.add(pod("error", 0));
+    let a = q.pop().unwrap();
+    let b = q.pop().unwrap();
+    let error = q.pop().unwrap();
+    q.add_unschedulable(b, rejected_by(&["NodeAffinity"]));
+    clock.advance(Duration::from_millis(100));
+    q.add_unschedulable(a, rejected_by(&["NodeAffinity"]));
+    q.add_backoff(error);
+    q.move_all_to_active_or_backoff(node_update(ActionType::UPDATE_NODE_LABEL));
+    assert_eq!(q.pending().backoff, 3);
+    q.add(pod("c", 0));
+    assert_eq!(names(&mut q), ["c", "b", "a"]);
+    assert_eq!(q.pending().backoff, 1, "the error's backoff is waited out");
+    clock.advance(Duration::from_secs(1));
+    assert_eq!(names(&mut q), ["error"]);
 }
 
 #[test]

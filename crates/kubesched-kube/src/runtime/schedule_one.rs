@@ -384,8 +384,9 @@ impl Shared {
         Attempt::Failed { error }
     }
 
-    /// Puts a pod that failed after it was popped back in the queue (unschedulable
-    /// when `status` is a rejection, else to backoff) and reports `message`, with
+    /// Puts a pod that failed in its scheduling cycle after it was popped back in the
+    /// queue (unschedulable when `status` is a rejection, else to backoff) and reports
+    /// `message`, with
     /// `nominated` as its nominated node when given.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn requeue_and_report(
@@ -398,7 +399,6 @@ impl Shared {
         nominated: Option<String>,
         start: Instant,
     ) {
-        let key = qp.key().to_string();
         if status.is_rejected() {
             self.metrics
                 .attempt(profile, AttemptResult::Unschedulable, start.elapsed());
@@ -409,11 +409,12 @@ impl Shared {
                 .attempt(profile, AttemptResult::Error, start.elapsed());
             inner.queue.add_backoff(qp.clone());
         }
-        // The assumed pod's place is free again, for the other pods: as kube-scheduler
-        // does, the event comes after the pod is back in the queue and leaves it alone.
-        inner
-            .queue
-            .move_to_active_or_backoff_if(ClusterEvent::ASSIGNED_POD_DELETE, |p| p.key() != key);
+        // No AssignedPodDelete for the place the pod held: kube-scheduler moves the
+        // other pods so only when a binding cycle fails (handleBindingCycleError), not
+        // when Reserve or Permit turns a pod down in its scheduling cycle, nor when a
+        // PodGroup cycle sends its pods back. (With SchedulerPopFromBackoffQ, such an
+        // event, kept as in flight, would send a pod of the group that failed back to
+        // backoff, and an idle queue would take it again at once, for ever.)
         self.report_failure(
             qp.info.pod_info.pod_arc().clone(),
             profile.to_string(),

@@ -91,6 +91,7 @@ impl Timed {
         let hints = QueueingHints::from_frameworks(profiles.iter().map(|f| &**f));
         let options = QueueOptions {
             pending_adds_move_pods: prepared.handle.features.enabled("GangScheduling"),
+            pop_from_backoff: prepared.handle.features.enabled("SchedulerPopFromBackoffQ"),
             ..QueueOptions::from_seconds(
                 config.pod_initial_backoff_seconds,
                 config.pod_max_backoff_seconds,
