@@ -3,11 +3,14 @@
 //! retries an unschedulable pod only when an event could help it.
 //!
 //! This is kube-scheduler v1.35's design (`EnqueueExtensions`, `ClusterEvent`,
-//! `ActionType`), with its queueing-hint functions simplified to the kind of event:
+//! `ActionType`, `QueueingHintFn`):
 //!
 //! - each plugin registers the [`ClusterEvent`]s that may resolve its rejections
-//!   ([`Plugin::events_to_register`](crate::Plugin::events_to_register); the default,
-//!   every event, keeps a plugin that says nothing correct);
+//!   ([`Plugin::events_to_register`]; the default,
+//!   every event, keeps a plugin that says nothing correct), and may look closer at
+//!   the objects of an event that matches
+//!   ([`Plugin::queueing_hint`], kube-scheduler's
+//!   `QueueingHintFn`; the default answers [`QueueingHint::Queue`]);
 //! - the runtime turns what it sees (a node added, a node's labels changed, a bound pod
 //!   deleted, ...) into incoming [`ClusterEvent`]s ([`node_update_events`],
 //!   [`pod_update_events`]);
@@ -38,10 +41,13 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::ops::{BitOr, BitOrAssign};
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 
 use crate::framework::Framework;
+use crate::plugin::Plugin;
+use crate::pod_info::PodInfo;
 use crate::resource::{PodRequestOptions, parse_resource_list, pod_requests_with_status};
 
 /// The kind of object an event is about (kube-scheduler's `EventResource`, with its
@@ -606,12 +612,119 @@ fn scaled_down(old: &Pod, new: &Pod) -> bool {
         .any(|(name, q)| after.get(name).is_none_or(|n| n.milli() < q.milli()))
 }
 
-/// Which events may make a pod rejected by each plugin schedulable, for each profile:
-/// kube-scheduler's `QueueingHintMapPerProfile`, with each hint reduced to "the event
-/// matches what the plugin registered".
+/// A plugin's answer about an event that matched one of its registrations
+/// (kube-scheduler's `QueueingHint`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueueingHint {
+    /// The event may make the pod schedulable: retry it.
+    Queue,
+    /// The event cannot help the pod: leave it where it is.
+    QueueSkip,
+}
+
+impl QueueingHint {
+    /// [`QueueingHint::Queue`] when `helps`, else [`QueueingHint::QueueSkip`].
+    pub fn queue_if(helps: bool) -> QueueingHint {
+        if helps {
+            QueueingHint::Queue
+        } else {
+            QueueingHint::QueueSkip
+        }
+    }
+}
+
+/// An object an event is about, as far as the runtime hands it to the
+/// [queueing hints](crate::Plugin::queueing_hint).
+#[derive(Clone, Debug)]
+pub enum EventObject {
+    /// A pod (the pod added, updated or deleted).
+    Pod(Arc<PodInfo>),
+    /// An object of another kind, by its identity: kubesched passes the namespace
+    /// and name of the gang and quota kinds (Workload, PodGroup, ElasticQuota).
+    Named {
+        /// The namespace; empty for a cluster-scoped object.
+        namespace: String,
+        /// The name.
+        name: String,
+    },
+}
+
+impl EventObject {
+    /// A namespaced object by `namespace/name` (or a cluster-scoped one by `name`).
+    pub fn from_key(key: &str) -> EventObject {
+        let (namespace, name) = key.split_once('/').unwrap_or(("", key));
+        EventObject::Named {
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        }
+    }
+}
+
+/// The objects of an incoming event: the object before the change and after it
+/// (kube-scheduler's `oldObj`, `newObj`). Either is `None` where the runtime does not
+/// have it (an add has no old object, a delete no new one) or does not pass it (node
+/// events, for now); a hint that needs a missing object answers
+/// [`QueueingHint::Queue`], as kube-scheduler's do when the object is not what they
+/// expect.
 #[derive(Clone, Debug, Default)]
+pub struct EventObjects {
+    /// The object before the change.
+    pub old: Option<EventObject>,
+    /// The object after the change.
+    pub new: Option<EventObject>,
+}
+
+impl EventObjects {
+    /// No object at all: every hint answers [`QueueingHint::Queue`].
+    pub const NONE: EventObjects = EventObjects {
+        old: None,
+        new: None,
+    };
+
+    /// An object added (or the object after an update, when the old one does not
+    /// matter).
+    pub fn added(object: EventObject) -> EventObjects {
+        EventObjects {
+            old: None,
+            new: Some(object),
+        }
+    }
+
+    /// The new object, when it is a pod.
+    pub fn new_pod(&self) -> Option<&PodInfo> {
+        match &self.new {
+            Some(EventObject::Pod(p)) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// The new object's `(namespace, name)`, when it is a named object.
+    pub fn new_named(&self) -> Option<(&str, &str)> {
+        match &self.new {
+            Some(EventObject::Named { namespace, name }) => Some((namespace, name)),
+            _ => None,
+        }
+    }
+}
+
+/// Which events may make a pod rejected by each plugin schedulable, for each profile:
+/// kube-scheduler's `QueueingHintMapPerProfile`. An event helps a pod when it matches
+/// what a plugin that rejected the pod registered, and that plugin's
+/// [`queueing_hint`](crate::Plugin::queueing_hint) answers [`QueueingHint::Queue`].
+#[derive(Clone, Default)]
 pub struct QueueingHints {
     profiles: BTreeMap<String, BTreeMap<String, Vec<ClusterEvent>>>,
+    /// The plugin instances whose hints are asked, by profile then name (none for
+    /// events set with [`QueueingHints::set_plugin_events`]).
+    plugins: BTreeMap<String, BTreeMap<String, Arc<dyn Plugin>>>,
+}
+
+impl fmt::Debug for QueueingHints {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("QueueingHints")
+            .field("profiles", &self.profiles)
+            .finish_non_exhaustive()
+    }
 }
 
 impl QueueingHints {
@@ -635,21 +748,51 @@ impl QueueingHints {
             for (plugin, events) in fwk.events_by_plugin() {
                 plugins.insert(plugin.clone(), events.clone());
             }
+            let instances = hints
+                .plugins
+                .entry(fwk.profile_name().to_string())
+                .or_default();
+            for plugin in fwk.events_by_plugin().keys() {
+                if let Some(p) = fwk.plugin(plugin) {
+                    instances.insert(plugin.clone(), p.clone());
+                }
+            }
         }
         hints
     }
 
-    /// Sets the events of one plugin of one profile.
+    /// Sets one plugin of one profile: its
+    /// [`events_to_register`](crate::Plugin::events_to_register), and the plugin
+    /// itself, whose [`queueing_hint`](crate::Plugin::queueing_hint) is asked.
+    pub fn set_plugin(&mut self, profile: impl Into<String>, plugin: Arc<dyn Plugin>) {
+        let profile = profile.into();
+        let name = plugin.name().to_string();
+        self.profiles
+            .entry(profile.clone())
+            .or_default()
+            .insert(name.clone(), plugin.events_to_register());
+        self.plugins
+            .entry(profile)
+            .or_default()
+            .insert(name, plugin);
+    }
+
+    /// Sets the events of one plugin of one profile (no hint is asked: each event
+    /// that matches counts).
     pub fn set_plugin_events(
         &mut self,
         profile: impl Into<String>,
         plugin: impl Into<String>,
         events: Vec<ClusterEvent>,
     ) {
+        let (profile, plugin) = (profile.into(), plugin.into());
+        if let Some(instances) = self.plugins.get_mut(&profile) {
+            instances.remove(&plugin);
+        }
         self.profiles
-            .entry(profile.into())
+            .entry(profile)
             .or_default()
-            .insert(plugin.into(), events);
+            .insert(plugin, events);
     }
 
     /// `true` when kube-scheduler would report `event` at all: pods and nodes always
@@ -700,11 +843,46 @@ impl QueueingHints {
     ///
     /// A profile or a plugin these hints do not know counts as interested in every
     /// event: retrying too often costs a cycle, never retrying strands the pod.
+    ///
+    /// This asks no plugin's [`queueing_hint`](crate::Plugin::queueing_hint); see
+    /// [`QueueingHints::worth_requeuing_pod`].
     pub fn worth_requeuing(
         &self,
         profile: &str,
         rejected_by: &BTreeSet<String>,
         event: &ClusterEvent,
+    ) -> bool {
+        self.requeue_check(profile, rejected_by, event, |_| QueueingHint::Queue)
+    }
+
+    /// As [`QueueingHints::worth_requeuing`] for `pod` (of the profile it names), and
+    /// then each rejecting plugin whose registration matches is asked about the
+    /// event's `objects` ([`Plugin::queueing_hint`]):
+    /// the pod moves when one answers [`QueueingHint::Queue`] (kube-scheduler's
+    /// `isPodWorthRequeuing`).
+    pub fn worth_requeuing_pod(
+        &self,
+        pod: &PodInfo,
+        rejected_by: &BTreeSet<String>,
+        event: &ClusterEvent,
+        objects: &EventObjects,
+    ) -> bool {
+        let profile = pod.scheduler_name();
+        let instances = self.plugins.get(profile);
+        self.requeue_check(profile, rejected_by, event, |plugin| {
+            match instances.and_then(|i| i.get(plugin)) {
+                Some(p) => p.queueing_hint(pod, event, objects),
+                None => QueueingHint::Queue,
+            }
+        })
+    }
+
+    fn requeue_check(
+        &self,
+        profile: &str,
+        rejected_by: &BTreeSet<String>,
+        event: &ClusterEvent,
+        hint: impl Fn(&str) -> QueueingHint,
     ) -> bool {
         if rejected_by.is_empty() || event.is_wildcard() {
             return true;
@@ -714,7 +892,9 @@ impl QueueingHints {
         };
         rejected_by.iter().any(|plugin| match plugins.get(plugin) {
             None => true,
-            Some(registered) => registered.iter().any(|r| r.matches(event)),
+            Some(registered) => {
+                registered.iter().any(|r| r.matches(event)) && hint(plugin) == QueueingHint::Queue
+            }
         })
     }
 }

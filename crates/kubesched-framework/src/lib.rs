@@ -74,7 +74,9 @@ pub mod writer;
 
 pub use cycle_state::{CycleState, PodsToActivate, StateData};
 pub use dra::{AllocatedDevices, DeviceId, DraCatalog, DraState};
-pub use events::{ActionType, ClusterEvent, EventResource, QueueingHints};
+pub use events::{
+    ActionType, ClusterEvent, EventObject, EventObjects, EventResource, QueueingHint, QueueingHints,
+};
 pub use features::{Features, KubernetesVersion};
 pub use fill::NoFill;
 pub use framework::{Framework, FrameworkError, NominatedPods, ScoreTable};

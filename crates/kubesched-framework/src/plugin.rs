@@ -29,7 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cycle_state::CycleState;
-use crate::events::ClusterEvent;
+use crate::events::{ClusterEvent, EventObjects, QueueingHint};
 use crate::framework::{Framework, NominatedPods};
 use crate::node_info::NodeInfo;
 use crate::pod_info::PodInfo;
@@ -130,6 +130,43 @@ pub trait Plugin: Send + Sync {
     /// ```
     fn events_to_register(&self) -> Vec<ClusterEvent> {
         vec![ClusterEvent::WILDCARD]
+    }
+
+    /// Whether `event`, which matched one of this plugin's
+    /// [registrations](Plugin::events_to_register), may make `pod` schedulable,
+    /// judged from the event's `objects` (kube-scheduler's `QueueingHintFn`). Asked
+    /// only for pods this plugin rejected. The default, [`QueueingHint::Queue`], is
+    /// kube-scheduler's for a registration without a hint function; a plugin that
+    /// needs an object the runtime did not pass answers `Queue` too.
+    ///
+    /// ```
+    /// use kubesched_framework::events::{ActionType, ClusterEvent, EventObjects, EventResource};
+    /// use kubesched_framework::{Plugin, PodInfo, QueueingHint};
+    ///
+    /// /// Waits for a pod with the same `app` label (say, a sidecar's peer).
+    /// struct WaitsForPeer;
+    /// impl Plugin for WaitsForPeer {
+    ///     fn name(&self) -> &str { "WaitsForPeer" }
+    ///     fn events_to_register(&self) -> Vec<ClusterEvent> {
+    ///         vec![ClusterEvent::new(EventResource::Pod, ActionType::ADD)]
+    ///     }
+    ///     fn queueing_hint(&self, pod: &PodInfo, _: &ClusterEvent, objects: &EventObjects) -> QueueingHint {
+    ///         let app = |p: &PodInfo| p.pod().metadata.labels.as_ref().and_then(|l| l.get("app").cloned());
+    ///         match objects.new_pod() {
+    ///             Some(added) if app(added) != app(pod) => QueueingHint::QueueSkip,
+    ///             _ => QueueingHint::Queue,
+    ///         }
+    ///     }
+    /// }
+    /// ```
+    fn queueing_hint(
+        &self,
+        pod: &PodInfo,
+        event: &ClusterEvent,
+        objects: &EventObjects,
+    ) -> QueueingHint {
+        let _ = (pod, event, objects);
+        QueueingHint::Queue
     }
 
     /// This plugin's part of the pod's signature (kube-scheduler's

@@ -583,3 +583,37 @@ fn v1_35_a_later_pod_of_a_gang_waits_only_what_is_left_of_the_groups_deadline() 
     );
     assert_eq!(summary.scheduled, 0);
 }
+
+#[test]
+fn v1_35_a_pod_added_to_another_gang_does_not_retry_a_timed_out_gang() {
+    // a-1 waits on n1 from 0 s for a-2, which fits nowhere; at 300 s GangScheduling's
+    // deadline turns a-1 down. At 310 s a pod of another Workload comes: the event
+    // matches GangScheduling's Pod/Add, but its hint (isSchedulableAfterPodAdded)
+    // says it is not a-1's gang, so a-1 stays until podMaxInUnschedulablePodsDuration
+    // (5 min, at the queue's 30-second flush: 630 s) retries it, and only then waits
+    // and times out again (930 s). Moved by the pod at 310 s, it would time out at 610.
+    let workload = |name: &str| {
+        json!({"apiVersion": "scheduling.k8s.io/v1alpha1", "kind": "Workload",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"podGroups": [{"name": "workers", "policy": {"gang": {"minCount": 2}}}]}})
+    };
+    let docs = [
+        node("n1", "2"),
+        workload("a"),
+        workload_pod("a-1", "1", "a"),
+        workload_pod("a-2", "4", "a"),
+    ];
+    let events = [
+        json!({"time": 310, "apply": workload_pod("b-1", "1", "b")}),
+        json!({"time": 1500, "cordon": "n1"}),
+    ];
+    let (seen, _) = run(&docs, &events, &v1_35_options(Mode::Timed));
+    let timeout = "rejected due to timeout after waiting 5m0s at plugin GangScheduling";
+    let a1 = lines(&seen, "default/a-1");
+    assert_eq!(a1[0], (300.0, timeout), "{seen:?}");
+    assert_eq!(
+        a1[1],
+        (930.0, timeout),
+        "a-1 is not retried at 310 s: {seen:?}"
+    );
+}

@@ -51,7 +51,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use crate::events::ClusterEvent;
-use crate::events::{QueueingHints, pod_update_events};
+use crate::events::{EventObject, EventObjects, QueueingHints, pod_update_events};
 use crate::plugin::QueuedPodInfo;
 use crate::pod_info::PodInfo;
 
@@ -228,6 +228,8 @@ struct InFlightEvent {
     /// while in flight.
     cycle: u64,
     event: ClusterEvent,
+    /// The event's objects, for the queueing hints.
+    objects: EventObjects,
     /// `Some(key)` for an update of that pod itself, which concerns no other pod.
     only_for: Option<String>,
 }
@@ -331,7 +333,7 @@ impl SchedulingQueue {
         self.next_timestamp += 1;
         let qp = QueuedPod {
             info: QueuedPodInfo {
-                pod_info: pod,
+                pod_info: pod.clone(),
                 timestamp: self.next_timestamp,
                 attempts: 0,
             },
@@ -342,7 +344,8 @@ impl SchedulingQueue {
         };
         self.push_active(qp, &ClusterEvent::UNSCHEDULABLE_POD_ADD.label());
         if self.options.pending_adds_move_pods {
-            self.move_all_to_active_or_backoff(ClusterEvent::UNSCHEDULABLE_POD_ADD);
+            let objects = EventObjects::added(EventObject::Pod(pod));
+            self.move_with_objects(ClusterEvent::UNSCHEDULABLE_POD_ADD, &objects, |_| true);
         }
     }
 
@@ -392,6 +395,7 @@ impl SchedulingQueue {
                 self.in_flight_events.push(InFlightEvent {
                     cycle: self.scheduling_cycle,
                     event,
+                    objects: EventObjects::NONE,
                     only_for: Some(key.clone()),
                 });
             }
@@ -404,12 +408,17 @@ impl SchedulingQueue {
         }
         if let Some(p) = self.unschedulable.get_mut(&key) {
             let events = pod_update_events(p.info.pod_info.pod(), pod.pod());
+            let objects = EventObjects {
+                old: Some(EventObject::Pod(p.info.pod_info.clone())),
+                new: Some(EventObject::Pod(pod.clone())),
+            };
             p.info.pod_info = pod;
             let helpful = events.into_iter().find(|e| {
-                self.hints.worth_requeuing(
-                    p.info.pod_info.scheduler_name(),
+                self.hints.worth_requeuing_pod(
+                    &p.info.pod_info,
                     &p.unschedulable_plugins,
                     e,
+                    &objects,
                 )
             });
             if let Some(event) = helpful
@@ -553,10 +562,11 @@ impl SchedulingQueue {
                 .filter(|e| e.cycle >= pod.scheduling_cycle && pod.scheduling_cycle > 0)
                 .filter(|e| e.only_for.as_ref().is_none_or(|k| *k == key))
                 .any(|e| {
-                    self.hints.worth_requeuing(
-                        pod.info.pod_info.scheduler_name(),
+                    self.hints.worth_requeuing_pod(
+                        &pod.info.pod_info,
                         &plugins,
                         &e.event,
+                        &e.objects,
                     )
                 });
         if let Some(latest) = self.leave_flight(&key) {
@@ -605,6 +615,19 @@ impl SchedulingQueue {
         event: ClusterEvent,
         eligible: impl Fn(&QueuedPod) -> bool,
     ) {
+        self.move_with_objects(event, &EventObjects::NONE, eligible);
+    }
+
+    /// As [`SchedulingQueue::move_to_active_or_backoff_if`], with the event's objects,
+    /// which the rejecting plugins' queueing hints look at
+    /// ([`Plugin::queueing_hint`](crate::Plugin::queueing_hint)): a pod added to
+    /// another gang, say, moves none of this gang's pods.
+    pub fn move_with_objects(
+        &mut self,
+        event: ClusterEvent,
+        objects: &EventObjects,
+        eligible: impl Fn(&QueuedPod) -> bool,
+    ) {
         // kube-scheduler has no informer for a kind no plugin registered.
         if !self.hints.reports(&event) {
             return;
@@ -613,6 +636,7 @@ impl SchedulingQueue {
             self.in_flight_events.push(InFlightEvent {
                 cycle: self.scheduling_cycle,
                 event,
+                objects: objects.clone(),
                 only_for: None,
             });
         }
@@ -621,10 +645,11 @@ impl SchedulingQueue {
             .iter()
             .filter(|(_, p)| {
                 eligible(p)
-                    && self.hints.worth_requeuing(
-                        p.info.pod_info.scheduler_name(),
+                    && self.hints.worth_requeuing_pod(
+                        &p.info.pod_info,
                         &p.unschedulable_plugins,
                         &event,
+                        objects,
                     )
             })
             .map(|(k, _)| k.clone())

@@ -4,7 +4,7 @@
 use std::sync::Mutex;
 
 use super::*;
-use crate::events::{ActionType, EventResource};
+use crate::events::{ActionType, EventObject, EventObjects, EventResource};
 use k8s_openapi::api::core::v1::{Pod, PodSpec};
 
 fn pod(name: &str, priority: i32) -> Arc<PodInfo> {
@@ -643,4 +643,90 @@ fn take_where_hands_out_the_matching_pods_from_every_part_in_flight() {
             .all(|n| q.is_in_flight(&format!("default/{n}")))
     );
     assert_eq!(q.pop().map(|p| p.key().to_string()), None);
+}
+
+/// Rejects a pod until a pod with its `team` label is added (a toy gang), and says so
+/// through its queueing hint.
+struct WaitsForTeammate;
+
+impl crate::Plugin for WaitsForTeammate {
+    fn name(&self) -> &str {
+        "WaitsForTeammate"
+    }
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![ClusterEvent::new(EventResource::Pod, ActionType::ADD)]
+    }
+    fn queueing_hint(
+        &self,
+        pod: &PodInfo,
+        _: &ClusterEvent,
+        objects: &EventObjects,
+    ) -> crate::QueueingHint {
+        let team = |p: &PodInfo| {
+            p.pod()
+                .metadata
+                .labels
+                .clone()
+                .unwrap_or_default()
+                .get("team")
+                .cloned()
+        };
+        match objects.new_pod() {
+            Some(added) if team(added) != team(pod) => crate::QueueingHint::QueueSkip,
+            _ => crate::QueueingHint::Queue,
+        }
+    }
+}
+
+#[test]
+fn a_plugin_hint_narrows_an_event_to_the_pods_it_can_help() {
+    let (mut q, clock) = queue();
+    let mut hints = QueueingHints::new();
+    hints.set_plugin("default-scheduler", Arc::new(WaitsForTeammate));
+    q.set_queueing_hints(hints);
+    q.add(pod_with("red-1", "1", &[("team", "red")]));
+    q.add(pod_with("blue-1", "1", &[("team", "blue")]));
+    for _ in 0..2 {
+        let p = q.pop().unwrap();
+        q.add_unschedulable(p, rejected_by(&["WaitsForTeammate"]));
+    }
+    clock.advance(Duration::from_secs(60));
+    let added = |name: &str, team: &str| {
+        EventObjects::added(EventObject::Pod(pod_with(name, "1", &[("team", team)])))
+    };
+    q.move_with_objects(
+        ClusterEvent::ASSIGNED_POD_ADD,
+        &added("red-2", "red"),
+        |_| true,
+    );
+    assert_eq!(
+        names(&mut q),
+        ["red-1"],
+        "a red pod added helps the red pod only"
+    );
+    // Without objects the hint cannot look closer: every pod the event matches moves.
+    q.move_all_to_active_or_backoff(ClusterEvent::ASSIGNED_POD_ADD);
+    assert_eq!(names(&mut q), ["blue-1"]);
+}
+
+#[test]
+fn events_seen_in_flight_keep_their_objects_for_the_hints() {
+    let (mut q, _clock) = queue();
+    let mut hints = QueueingHints::new();
+    hints.set_plugin("default-scheduler", Arc::new(WaitsForTeammate));
+    q.set_queueing_hints(hints);
+    q.add(pod_with("red-1", "1", &[("team", "red")]));
+    let p = q.pop().unwrap();
+    let blue = EventObjects::added(EventObject::Pod(pod_with(
+        "blue-1",
+        "1",
+        &[("team", "blue")],
+    )));
+    q.move_with_objects(ClusterEvent::ASSIGNED_POD_ADD, &blue, |_| true);
+    q.add_unschedulable(p, rejected_by(&["WaitsForTeammate"]));
+    assert_eq!(
+        q.pending().unschedulable,
+        1,
+        "a blue pod added while red-1 was in flight does not help it"
+    );
 }

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use k8s_openapi::api::core::v1::{Node, Pod, PodResourceClaimStatus};
 use kubesched_framework::events::{node_update_events, pod_update_events};
-use kubesched_framework::{ClusterEvent, PodInfo};
+use kubesched_framework::{ClusterEvent, EventObject, EventObjects, PodInfo};
 
 use crate::watch::{Cached, object_key};
 
@@ -201,7 +201,8 @@ impl Shared {
                 let old_node = old_node.to_string();
                 inner.sched.snapshot_mut().remove_pod(&old_node, &key);
             }
-            if !inner.sched.snapshot_mut().add_pod(info) && inner.nodes.contains_key(&node) {
+            if !inner.sched.snapshot_mut().add_pod(info.clone()) && inner.nodes.contains_key(&node)
+            {
                 inner.dirty = true;
             }
             // A pod bound (by us, confirming an assumed pod, or by another scheduler) is
@@ -219,8 +220,12 @@ impl Shared {
                 }
                 _ => vec![ClusterEvent::ASSIGNED_POD_ADD],
             };
+            let objects = EventObjects {
+                old: old.map(EventObject::Pod),
+                new: Some(EventObject::Pod(info.clone())),
+            };
             for event in events {
-                inner.queue.move_all_to_active_or_backoff(event);
+                inner.queue.move_with_objects(event, &objects, |_| true);
             }
         } else {
             if !self.profiles.contains(info.scheduler_name()) {

@@ -26,7 +26,7 @@ use std::time::Instant;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, PostParams};
-use kubesched_framework::events::{ActionType, EventResource};
+use kubesched_framework::events::{ActionType, EventObject, EventObjects, EventResource};
 use kubesched_framework::queue::QueuedPod;
 use kubesched_framework::{
     ClusterEvent, ClusterObjects, CustomObject, PodGroupCondition, PodInfo, Status,
@@ -269,12 +269,13 @@ impl Shared {
         action: ActionType,
         ungate: bool,
     ) {
+        let objects = EventObjects::added(EventObject::from_key(key));
         for resource in EventResource::of_gang_kind(Some(api_version), kind) {
             let event = ClusterEvent::new(resource, action);
             if ungate {
                 Self::ungate_group(inner, key, event);
             }
-            inner.queue.move_all_to_active_or_backoff(event);
+            inner.queue.move_with_objects(event, &objects, |_| true);
         }
     }
 

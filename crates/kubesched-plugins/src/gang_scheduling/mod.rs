@@ -34,7 +34,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use kubesched_framework::events::{ActionType, ClusterEvent, EventResource};
+use kubesched_framework::events::{
+    ActionType, ClusterEvent, EventObjects, EventResource, QueueingHint,
+};
 use kubesched_framework::waiting::WaitingPods;
 use kubesched_framework::{
     ClusterObjects, Code, CycleState, Handle, LiveCursor, PermitPlugin, Plugin, PluginError,
@@ -254,6 +256,29 @@ impl Plugin for GangScheduling {
             ClusterEvent::new(EventResource::Pod, ActionType::ADD),
             ClusterEvent::new(EventResource::PodGroup, ActionType::ADD),
         ]
+    }
+
+    /// `isSchedulableAfterPodAdded`: a pod added moves only the pods of its own
+    /// group (same namespace, same `podGroupName`); `isSchedulableAfterPodGroupAdded`:
+    /// a PodGroup added moves only the pods that name it.
+    fn queueing_hint(
+        &self,
+        pod: &PodInfo,
+        event: &ClusterEvent,
+        objects: &EventObjects,
+    ) -> QueueingHint {
+        let same = match (event.resource, objects.new_pod(), objects.new_named()) {
+            (EventResource::PodGroup, _, Some((namespace, name))) => {
+                pod.namespace() == namespace && pod_group_name(pod) == Some(name)
+            }
+            (EventResource::PodGroup, _, None) | (_, None, _) => true,
+            (_, Some(added), _) => {
+                pod.namespace() == added.namespace()
+                    && pod_group_name(pod).is_some()
+                    && pod_group_name(pod) == pod_group_name(added)
+            }
+        };
+        QueueingHint::queue_if(same)
     }
 }
 

@@ -214,6 +214,42 @@ fn a_pod_or_pod_group_added_may_complete_a_gang() {
     assert!(!reported(EventResource::Node, ActionType::ADD));
 }
 
+#[test]
+fn hints_narrow_a_pod_or_pod_group_added_to_the_pod_s_own_group() {
+    use kubesched_framework::events::{ClusterEvent, EventObject, EventObjects, EventResource};
+    use kubesched_framework::{ActionType, QueueingHint};
+    let p = GangScheduling::new(&handle(&[], vec![])).unwrap();
+    let waiting = pod("a-1", "a", None);
+    let pod_added = |added: Arc<PodInfo>| {
+        let objects = EventObjects::added(EventObject::Pod(added));
+        p.queueing_hint(&waiting, &ClusterEvent::UNSCHEDULABLE_POD_ADD, &objects)
+    };
+    assert_eq!(pod_added(pod("a-2", "a", None)), QueueingHint::Queue);
+    assert_eq!(pod_added(pod("b-1", "b", None)), QueueingHint::QueueSkip);
+    let mut elsewhere = (*pod("a-3", "a", None).pod()).clone();
+    elsewhere.metadata.namespace = Some("other".into());
+    let elsewhere = Arc::new(PodInfo::new(Arc::new(elsewhere)).unwrap());
+    assert_eq!(
+        pod_added(elsewhere),
+        QueueingHint::QueueSkip,
+        "same name, other namespace"
+    );
+    let group_added = |key: &str| {
+        let event = ClusterEvent::new(EventResource::PodGroup, ActionType::ADD);
+        let objects = EventObjects::added(EventObject::from_key(key));
+        p.queueing_hint(&waiting, &event, &objects)
+    };
+    assert_eq!(group_added("default/a"), QueueingHint::Queue);
+    assert_eq!(group_added("default/b"), QueueingHint::QueueSkip);
+    assert_eq!(group_added("other/a"), QueueingHint::QueueSkip);
+    // Without the object the hint cannot tell: it queues.
+    let none = EventObjects::default();
+    assert_eq!(
+        p.queueing_hint(&waiting, &ClusterEvent::ASSIGNED_POD_ADD, &none),
+        QueueingHint::Queue
+    );
+}
+
 /// v1.35.4's plugin: Workloads of `scheduling.k8s.io/v1alpha1`, `spec.workloadRef`.
 mod v1_35_plugin {
     use super::*;
@@ -292,6 +328,39 @@ mod v1_35_plugin {
                 .iter()
                 .any(|e| e.matches(&ClusterEvent::ASSIGNED_POD_DELETE))
         );
+    }
+
+    #[test]
+    fn hints_narrow_a_pod_or_workload_added_to_the_pod_s_own_gang() {
+        use kubesched_framework::QueueingHint;
+        use kubesched_framework::events::{ActionType, EventObject, EventObjects, EventResource};
+        let p = v1_35::GangScheduling::new(&handle(gang(1), vec![])).unwrap();
+        let waiting = pod("a-1", "w", "g", None);
+        let pod_added = |added: Arc<PodInfo>| {
+            let objects = EventObjects::added(EventObject::Pod(added));
+            p.queueing_hint(&waiting, &ClusterEvent::ASSIGNED_POD_ADD, &objects)
+        };
+        assert_eq!(
+            pod_added(pod("a-2", "w", "g", Some("n1"))),
+            QueueingHint::Queue
+        );
+        assert_eq!(
+            pod_added(pod("a-3", "w", "other", None)),
+            QueueingHint::QueueSkip,
+            "the same workload, another pod group"
+        );
+        assert_eq!(
+            pod_added(pod("b-1", "v", "g", None)),
+            QueueingHint::QueueSkip
+        );
+        let workload_added = |key: &str| {
+            let event = ClusterEvent::new(EventResource::Workload, ActionType::ADD);
+            let objects = EventObjects::added(EventObject::from_key(key));
+            p.queueing_hint(&waiting, &event, &objects)
+        };
+        assert_eq!(workload_added("default/w"), QueueingHint::Queue);
+        assert_eq!(workload_added("default/v"), QueueingHint::QueueSkip);
+        assert_eq!(workload_added("other/w"), QueueingHint::QueueSkip);
     }
 
     #[test]

@@ -33,7 +33,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use kubesched_framework::events::{ActionType, ClusterEvent, EventResource};
+use kubesched_framework::events::{
+    ActionType, ClusterEvent, EventObjects, EventResource, QueueingHint,
+};
 use kubesched_framework::queue::Clock;
 use kubesched_framework::waiting::WaitingPods;
 use kubesched_framework::{
@@ -239,13 +241,35 @@ impl Plugin for GangScheduling {
     extension_points!(PreEnqueue, Reserve, Permit);
 
     /// `EventsToRegister`: Pod/Add (a pod that completes a gang) and Workload/Add
-    /// (the workload a waiting gang names). The hints that narrow these to the pod's
-    /// own workload are kubesched's "the event matches".
+    /// (the workload a waiting gang names).
     fn events_to_register(&self) -> Vec<ClusterEvent> {
         vec![
             ClusterEvent::new(EventResource::Pod, ActionType::ADD),
             ClusterEvent::new(EventResource::Workload, ActionType::ADD),
         ]
+    }
+
+    /// `isSchedulableAfterPodAdded`: a pod added moves only the pods with the same
+    /// `workloadRef` (`matchingWorkloadReference`: namespace, workload, pod group and
+    /// replica key); `isSchedulableAfterWorkloadAdded`: a Workload added moves only
+    /// the pods whose `workloadRef` names it.
+    fn queueing_hint(
+        &self,
+        pod: &PodInfo,
+        event: &ClusterEvent,
+        objects: &EventObjects,
+    ) -> QueueingHint {
+        let same = match (event.resource, objects.new_pod(), objects.new_named()) {
+            (EventResource::Workload, _, Some((namespace, name))) => {
+                pod.namespace() == namespace && workload_ref(pod).is_some_and(|r| r.name == name)
+            }
+            (EventResource::Workload, _, None) | (_, None, _) => true,
+            (_, Some(added), _) => {
+                pod.namespace() == added.namespace()
+                    && workload_ref(pod).is_some_and(|r| Some(r) == workload_ref(added))
+            }
+        };
+        QueueingHint::queue_if(same)
     }
 }
 

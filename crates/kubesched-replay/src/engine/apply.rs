@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Node;
 use kubesched_framework::events::{ActionType, EventResource, node_update_events};
-use kubesched_framework::{ClusterEvent, PodInfo};
+use kubesched_framework::{ClusterEvent, EventObject, EventObjects, PodInfo};
 
 use super::waits::{is_gang_kind, names_group};
 use super::{Engine, Eviction, Record, ReplayError, add_node_load, secs};
@@ -33,11 +33,22 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
                         self.pod_changed(&key, old.is_none());
                     }
                     Decoded::Other(o) => {
-                        let gang =
-                            is_gang_kind(&o.kind).then(|| (o.api_version.clone(), o.kind.clone()));
+                        let gang = is_gang_kind(&o.kind).then(|| {
+                            let meta = |field: &str| {
+                                o.value["metadata"][field]
+                                    .as_str()
+                                    .unwrap_or("")
+                                    .to_string()
+                            };
+                            let object = EventObject::Named {
+                                namespace: meta("namespace"),
+                                name: meta("name"),
+                            };
+                            (o.api_version.clone(), o.kind.clone(), object)
+                        });
                         let value = gang.is_some().then(|| o.value.clone());
                         let old = self.cluster.put_object(o);
-                        if let Some((api_version, kind)) = gang
+                        if let Some((api_version, kind, object)) = gang
                             && old.as_ref().map(|o| &o.value) != value.as_ref()
                         {
                             // Applied again unchanged, it is no watch event.
@@ -47,7 +58,7 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
                             } else {
                                 ActionType::ADD
                             };
-                            self.gang_object_event(Some(&api_version), &kind, action);
+                            self.gang_object_event(Some(&api_version), &kind, action, object);
                         }
                         self.mark_dirty();
                     }
@@ -77,10 +88,15 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
                     ) {
                         if is_gang_kind(kind) {
                             self.gangs_changed();
+                            let object = EventObject::Named {
+                                namespace: r.namespace.clone().unwrap_or_default(),
+                                name: r.name.clone(),
+                            };
                             self.gang_object_event(
                                 r.api_version.as_deref(),
                                 kind,
                                 ActionType::DELETE,
+                                object,
                             );
                         }
                         self.mark_dirty();
@@ -231,7 +247,8 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
                 } else {
                     ClusterEvent::new(EventResource::AssignedPod, ActionType::UPDATE)
                 };
-                timed.queue.move_all_to_active_or_backoff(event);
+                let objects = EventObjects::added(EventObject::Pod(info.clone()));
+                timed.queue.move_with_objects(event, &objects, |_| true);
             }
         }
     }
@@ -295,12 +312,27 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
     /// A gang or quota object came, changed or went: the queue moves the pods the
     /// event can help, as `run` does on the object's watch event (a trace's delete
     /// that names no apiVersion is an event of each version of the kind).
-    fn gang_object_event(&mut self, api_version: Option<&str>, kind: &str, action: ActionType) {
-        let events: Vec<ClusterEvent> = EventResource::of_gang_kind(api_version, kind)
-            .into_iter()
-            .map(|resource| ClusterEvent::new(resource, action))
-            .collect();
-        self.queue_events(&events);
+    fn gang_object_event(
+        &mut self,
+        api_version: Option<&str>,
+        kind: &str,
+        action: ActionType,
+        object: EventObject,
+    ) {
+        let objects = if action == ActionType::DELETE {
+            EventObjects {
+                old: Some(object),
+                new: None,
+            }
+        } else {
+            EventObjects::added(object)
+        };
+        if let Some(timed) = self.timed.as_mut() {
+            for resource in EventResource::of_gang_kind(api_version, kind) {
+                let event = ClusterEvent::new(resource, action);
+                timed.queue.move_with_objects(event, &objects, |_| true);
+            }
+        }
     }
 
     /// The objects or pods the gang and quota plugins read changed: they get the

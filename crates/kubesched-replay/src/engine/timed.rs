@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use kubesched_config::KubeSchedulerConfiguration;
 use kubesched_framework::queue::{FakeClock, QueueOptions, QueuedPod, SchedulingQueue};
 use kubesched_framework::{
-    ClusterEvent, Framework, LiveObjects, Outcome, PodInfo, QueueingHints, Snapshot,
+    ClusterEvent, EventObject, EventObjects, Framework, LiveObjects, Outcome, PodInfo,
+    QueueingHints, Snapshot,
 };
 use kubesched_sim::attempt::{Attempt, NodeNames};
 use kubesched_sim::pod_groups::group_key;
@@ -233,9 +234,10 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
             PodOutcome::Scheduled(node) => {
                 timed.queue.done(&key);
                 timed.load.request(pod.requests(), 1);
+                let objects = EventObjects::added(EventObject::Pod(pod.clone()));
                 timed
                     .queue
-                    .move_all_to_active_or_backoff(ClusterEvent::ASSIGNED_POD_ADD);
+                    .move_with_objects(ClusterEvent::ASSIGNED_POD_ADD, &objects, |_| true);
                 let node = node.clone();
                 self.bound(&key, &node);
             }

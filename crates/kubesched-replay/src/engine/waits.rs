@@ -32,7 +32,9 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use kubesched_framework::queue::QueuedPod;
-use kubesched_framework::{ClusterEvent, Outcome, PodInfo, QueueingHints};
+use kubesched_framework::{
+    ClusterEvent, EventObject, EventObjects, Outcome, PodInfo, QueueingHints,
+};
 use kubesched_plugins::gang_scheduling::v1alpha1::WORKLOAD_REF_ANNOTATION;
 use kubesched_sim::attempt::Attempt;
 use kubesched_sim::pod_groups::group_key;
@@ -118,9 +120,10 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
                 PodOutcome::Scheduled(node) if placed => {
                     let node = node.clone();
                     timed.queue.done(&key);
+                    let objects = EventObjects::added(EventObject::Pod(pod.clone()));
                     timed
                         .queue
-                        .move_all_to_active_or_backoff(ClusterEvent::ASSIGNED_POD_ADD);
+                        .move_with_objects(ClusterEvent::ASSIGNED_POD_ADD, &objects, |_| true);
                     self.bound(&key, &node);
                 }
                 _ => {
