@@ -91,8 +91,9 @@ pub use queue::{
 pub use registry::{BindFuture, Handle, PluginError, PluginFactory, PodBinder, Registry};
 pub use schedule::{
     Diagnosis, FitError, HostSelection, NodeSearch, Outcome, PodGroupCondition, PodGroupCycle,
-    ScheduleError, ScheduleResult, Scheduler, SchedulerError, SchedulerOptions,
-    mixed_schedulers_message, other_pod_failed_message, pod_group_unschedulable_message,
+    PodGroupVerdict, ScheduleError, ScheduleResult, Scheduler, SchedulerError, SchedulerOptions,
+    VerdictSoFar, mixed_schedulers_message, other_pod_failed_message,
+    pod_group_unschedulable_message,
 };
 pub use snapshot::{ChangeMark, ClusterObjects, CustomObject, Snapshot, SnapshotError};
 pub use status::{Code, Reason, Status};

@@ -25,8 +25,8 @@ mod pod_group;
 mod selection;
 
 pub use pod_group::{
-    PodGroupCondition, PodGroupCycle, mixed_schedulers_message, other_pod_failed_message,
-    pod_group_unschedulable_message,
+    PodGroupCondition, PodGroupCycle, PodGroupVerdict, VerdictSoFar, mixed_schedulers_message,
+    other_pod_failed_message, pod_group_unschedulable_message,
 };
 
 use selection::sorted_other_nodes;

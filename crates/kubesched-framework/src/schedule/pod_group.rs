@@ -20,8 +20,9 @@
 //! again for their binding cycles on the nodes found; here the pods stay assumed until
 //! the group is decided, then are bound (a pod still waiting for another Permit plugin
 //! stays parked) or reverted, which places the same pods on the same nodes. Not
-//! modelled: workload-aware preemption and TopologyAwareWorkloadScheduling's
-//! placements (neither is in v1.36.1).
+//! modelled: v1.36's alpha gates `WorkloadAwarePreemption` and
+//! `TopologyAwareWorkloadScheduling` (its placements), which kubesched refuses to turn
+//! on.
 
 use std::sync::Arc;
 
@@ -33,8 +34,9 @@ use crate::status::{Code, Status};
 const POD_GROUP_UNSCHEDULABLE: &str = "pod group is unschedulable";
 
 /// How a PodGroup cycle ends (`podGroupAlgorithmResult`'s status and
-/// `waitingOnPreemption`).
-enum Verdict {
+/// `waitingOnPreemption`), when no pod failed with an error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PodGroupVerdict {
     /// Some pod's Permit succeeded and no pod needed preemption: the group binds.
     Placed,
     /// No pod's Permit succeeded.
@@ -42,6 +44,49 @@ enum Verdict {
     /// Some pod's Permit succeeded, but some pod needed preemption: every pod goes
     /// back, nominated, until its victims are gone.
     WaitingOnPreemption,
+}
+
+/// The verdict of a PodGroup cycle so far, folded over its pods in the order they
+/// are attempted (`podGroupSchedulingDefaultAlgorithm`): the last pod whose own Permit
+/// succeeds decides; the group is placed, or waits for preemption when some pod up to
+/// that one needed it. Shared by [`Scheduler::schedule_pod_group`] and runtimes that
+/// run the cycle's pods themselves.
+///
+/// ```
+/// use kubesched_framework::{PodGroupVerdict, VerdictSoFar};
+///
+/// let mut v = VerdictSoFar::default();
+/// v.pod_past_permit(false, false); // waits for its gang
+/// assert_eq!(v.verdict(), PodGroupVerdict::Unschedulable);
+/// v.pod_past_permit(false, true); // assumed on a node its preemption frees
+/// v.pod_past_permit(true, false); // its Permit reaches the quorum
+/// assert_eq!(v.verdict(), PodGroupVerdict::WaitingOnPreemption);
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct VerdictSoFar {
+    requires_preemption: bool,
+    decided: Option<PodGroupVerdict>,
+}
+
+impl VerdictSoFar {
+    /// One more pod got past Reserve: `permit_succeeded` when its own Permit said
+    /// yes (not Wait), `needed_preemption` when it was assumed on the node its
+    /// PostFilter nominated.
+    pub fn pod_past_permit(&mut self, permit_succeeded: bool, needed_preemption: bool) {
+        self.requires_preemption |= needed_preemption;
+        if permit_succeeded {
+            self.decided = Some(if self.requires_preemption {
+                PodGroupVerdict::WaitingOnPreemption
+            } else {
+                PodGroupVerdict::Placed
+            });
+        }
+    }
+
+    /// The verdict if the cycle ended now.
+    pub fn verdict(&self) -> PodGroupVerdict {
+        self.decided.unwrap_or(PodGroupVerdict::Unschedulable)
+    }
 }
 
 /// `pod group is unschedulable, pod group is waiting for preemption to complete`:
@@ -199,8 +244,7 @@ impl Scheduler {
         // node). The last pod whose own Permit succeeds decides: the group is placed,
         // or, if some pod so far needed preemption, it waits for the preemption.
         let mut held: Vec<PastPermit> = Vec::new();
-        let mut requires_preemption = false;
-        let mut verdict = Verdict::Unschedulable;
+        let mut verdict = VerdictSoFar::default();
         for (i, pod) in queued.iter().enumerate() {
             match self.cycle_to_permit(pod, true) {
                 ToPermit::Decided(outcome) => {
@@ -218,14 +262,8 @@ impl Scheduler {
                     cycle.decide(pod.clone(), outcome);
                 }
                 ToPermit::Past(past) => {
-                    requires_preemption |= past.preempting.is_some();
-                    if past.parked.wait.is_success() {
-                        verdict = if requires_preemption {
-                            Verdict::WaitingOnPreemption
-                        } else {
-                            Verdict::Placed
-                        };
-                    }
+                    verdict
+                        .pod_past_permit(past.parked.wait.is_success(), past.preempting.is_some());
                     held.push(past);
                 }
             }
@@ -234,8 +272,8 @@ impl Scheduler {
             return cycle;
         }
         // submitPodGroupAlgorithmResult.
-        match verdict {
-            Verdict::Placed => {
+        match verdict.verdict() {
+            PodGroupVerdict::Placed => {
                 for past in held {
                     let pod = past.parked.pod.clone();
                     if past.preempting.is_some() {
@@ -260,7 +298,7 @@ impl Scheduler {
                 }
                 cycle.condition = Some(PodGroupCondition::scheduled());
             }
-            Verdict::Unschedulable => {
+            PodGroupVerdict::Unschedulable => {
                 // No Permit succeeded, so every pod assumed waits there: each goes
                 // back with the group's message and its Permit message (a pod that
                 // needed preemption too, its nomination dropped).
@@ -273,7 +311,7 @@ impl Scheduler {
                 self.reject_waiting(&mut cycle, group_message);
                 cycle.condition = Some(PodGroupCondition::unschedulable());
             }
-            Verdict::WaitingOnPreemption => {
+            PodGroupVerdict::WaitingOnPreemption => {
                 // Every pod goes back: one that needed preemption with its failure and
                 // nomination, one that fit with the group's status.
                 let message = waiting_on_preemption_message();

@@ -29,8 +29,8 @@ use kube::api::{Api, PostParams};
 use kubesched_framework::events::{ActionType, EventObject, EventObjects, EventResource};
 use kubesched_framework::queue::QueuedPod;
 use kubesched_framework::{
-    ClusterEvent, ClusterObjects, CustomObject, PodGroupCondition, PodInfo, Status,
-    mixed_schedulers_message, pod_group_unschedulable_message,
+    ClusterEvent, ClusterObjects, CustomObject, PodGroupCondition, PodGroupVerdict, PodInfo,
+    Status, VerdictSoFar, mixed_schedulers_message, pod_group_unschedulable_message,
 };
 use kubesched_plugins::gang_scheduling::pod_group_name;
 use serde::{Deserialize, Serialize};
@@ -355,10 +355,7 @@ impl Shared {
         let mut jobs: Vec<Box<BindingJob>> = Vec::new();
         let mut failure = None;
         let mut attempted = false;
-        // The last pod whose own Permit succeeds decides: the group is placed or, if
-        // some pod so far needed preemption, waits for it.
-        let mut requires_preemption = false;
-        let mut verdict = None;
+        let mut verdict = VerdictSoFar::default();
         let mut rest = queued.into_iter();
         for qp in rest.by_ref() {
             match self.attempt(inner, qp, true) {
@@ -372,10 +369,7 @@ impl Shared {
                 }
                 Attempt::Bind(job) => {
                     attempted = true;
-                    requires_preemption |= job.preempting.is_some();
-                    if job.wait.is_none() {
-                        verdict = Some(requires_preemption);
-                    }
+                    verdict.pod_past_permit(job.wait.is_none(), job.preempting.is_some());
                     jobs.push(job);
                 }
             }
@@ -400,36 +394,42 @@ impl Shared {
                 self.fail_unattempted(inner, qp, &message, start);
             }
             PodGroupCondition::scheduler_error(&message)
-        } else if verdict == Some(false) {
-            for job in jobs {
-                if job.preempting.is_some() {
-                    // It needed preemption after the group's last Permit success.
-                    let message = group_message(&job);
-                    self.fail_job(inner, job, &message, None, start);
-                } else {
-                    self.spawn_binding(job);
+        } else {
+            match verdict.verdict() {
+                PodGroupVerdict::Placed => {
+                    for job in jobs {
+                        if job.preempting.is_some() {
+                            // It needed preemption after the group's last Permit success.
+                            let message = group_message(&job);
+                            self.fail_job(inner, job, &message, None, start);
+                        } else {
+                            self.spawn_binding(job);
+                        }
+                    }
+                    PodGroupCondition::scheduled()
+                }
+                PodGroupVerdict::WaitingOnPreemption => {
+                    // Every pod goes back nominated: one that needed preemption with
+                    // its failure, one that fit with the group's status, to its node.
+                    let condition = PodGroupCondition::waiting_on_preemption();
+                    for job in jobs {
+                        let message = job
+                            .preempting
+                            .clone()
+                            .unwrap_or_else(|| condition.message.clone());
+                        let node = job.node.clone();
+                        self.fail_job(inner, job, &message, Some(&node), start);
+                    }
+                    condition
+                }
+                PodGroupVerdict::Unschedulable => {
+                    for job in jobs {
+                        let message = group_message(&job);
+                        self.fail_job(inner, job, &message, None, start);
+                    }
+                    PodGroupCondition::unschedulable()
                 }
             }
-            PodGroupCondition::scheduled()
-        } else if verdict == Some(true) {
-            // Every pod goes back nominated: one that needed preemption with its
-            // failure, one that fit with the group's status, to its node.
-            let condition = PodGroupCondition::waiting_on_preemption();
-            for job in jobs {
-                let message = job
-                    .preempting
-                    .clone()
-                    .unwrap_or_else(|| condition.message.clone());
-                let node = job.node.clone();
-                self.fail_job(inner, job, &message, Some(&node), start);
-            }
-            condition
-        } else {
-            for job in jobs {
-                let message = group_message(&job);
-                self.fail_job(inner, job, &message, None, start);
-            }
-            PodGroupCondition::unschedulable()
         };
         let me = self.clone();
         self.rt.spawn(async move {
