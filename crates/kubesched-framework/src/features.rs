@@ -278,11 +278,27 @@ pub const GATES: &[Gate] = &[
         support: Support::Only(false),
         what: "VolumeBinding's score and its shape argument",
     },
+    Gate {
+        name: "TopologyAwareWorkloadScheduling",
+        defaults: [false, false],
+        support: Support::Only(false),
+        what: "v1.36's placements for PodGroups with topology constraints (TopologyPlacementGenerator, PodGroupPodsCount, NodeResourcesFit's placement score): not implemented",
+    },
+    Gate {
+        name: "WorkloadAwarePreemption",
+        defaults: [false, false],
+        support: Support::Only(false),
+        what: "v1.36's preemption for a whole PodGroup: not implemented",
+    },
 ];
 
 /// Gates that need others on (component-base's `Dependencies` of kube's feature list):
 /// each gate with the gates it depends on.
-pub const GATE_DEPENDENCIES: &[(&str, &[&str])] = &[("GangScheduling", &["GenericWorkload"])];
+pub const GATE_DEPENDENCIES: &[(&str, &[&str])] = &[
+    ("GangScheduling", &["GenericWorkload"]),
+    ("TopologyAwareWorkloadScheduling", &["GenericWorkload"]),
+    ("WorkloadAwarePreemption", &["GangScheduling"]),
+];
 
 /// The gate of this name, if kubesched knows it.
 pub fn gate(name: &str) -> Option<&'static Gate> {
@@ -573,6 +589,12 @@ mod tests {
         );
         let f = Features::with_gates(KubernetesVersion::V1_35, ["NodeDeclaredFeatures=true"]);
         assert!(f.unwrap().enabled("NodeDeclaredFeatures"));
+        // v1.36's gang gates kubesched does not implement: known, and refused on.
+        for gate in ["TopologyAwareWorkloadScheduling", "WorkloadAwarePreemption"] {
+            let on = format!("GenericWorkload=true,GangScheduling=true,{gate}=true");
+            let e = Features::with_gates(KubernetesVersion::V1_36, [on.as_str()]).unwrap_err();
+            assert!(e.contains(&format!("implements only {gate}=false")), "{e}");
+        }
     }
 
     #[test]
