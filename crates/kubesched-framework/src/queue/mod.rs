@@ -56,6 +56,9 @@ use crate::plugin::QueuedPodInfo;
 use crate::pod_info::PodInfo;
 
 mod clock;
+mod timed;
+
+use timed::TimedPods;
 #[cfg(test)]
 mod tests;
 
@@ -197,8 +200,10 @@ pub struct SchedulingQueue {
     less: LessFn,
     /// A binary heap ordered by `less` (the root is the next pod).
     active: Vec<QueuedPod>,
-    backoff: HashMap<String, QueuedPod>,
-    unschedulable: HashMap<String, QueuedPod>,
+    /// By when each pod's backoff ends.
+    backoff: TimedPods,
+    /// By when each pod last failed.
+    unschedulable: TimedPods,
     gated: HashMap<String, QueuedPod>,
     /// Pods popped and not yet done, by key.
     in_flight: HashMap<String, InFlight>,
@@ -256,8 +261,8 @@ impl SchedulingQueue {
             clock,
             less: Arc::new(less),
             active: Vec::new(),
-            backoff: HashMap::new(),
-            unschedulable: HashMap::new(),
+            backoff: TimedPods::default(),
+            unschedulable: TimedPods::default(),
             gated: HashMap::new(),
             in_flight: HashMap::new(),
             in_flight_events: Vec::new(),
@@ -508,14 +513,15 @@ impl SchedulingQueue {
         if heap_changed {
             self.heapify();
         }
-        for part in [&mut self.backoff, &mut self.unschedulable, &mut self.gated] {
-            let keys: Vec<String> = part
-                .iter()
-                .filter(|(_, p)| f(p))
-                .map(|(k, _)| k.clone())
-                .collect();
-            taken.extend(keys.iter().filter_map(|k| part.remove(k)));
-        }
+        taken.extend(self.backoff.take_where(&f));
+        taken.extend(self.unschedulable.take_where(&f));
+        let gated: Vec<String> = self
+            .gated
+            .iter()
+            .filter(|(_, p)| f(p))
+            .map(|(k, _)| k.clone())
+            .collect();
+        taken.extend(gated.iter().filter_map(|k| self.gated.remove(k)));
         for p in &mut taken {
             self.start_flight(p);
         }
@@ -578,7 +584,8 @@ impl SchedulingQueue {
             self.requeue(pod, "ScheduleAttemptFailure");
         } else {
             self.note(QueueName::Unschedulable, "ScheduleAttemptFailure");
-            self.unschedulable.insert(key, pod);
+            let at = pod.last_update;
+            self.unschedulable.insert(key, pod, at);
         }
     }
 
@@ -596,7 +603,8 @@ impl SchedulingQueue {
         }
         pod.last_update = self.clock.now();
         self.note(QueueName::Backoff, "ScheduleAttemptFailure");
-        self.backoff.insert(key, pod);
+        let at = self.backoff_expiry(&pod);
+        self.backoff.insert(key, pod, at);
     }
 
     /// `event` happened: moves every unschedulable pod it can help (as the queueing
@@ -642,8 +650,8 @@ impl SchedulingQueue {
         }
         let moving: Vec<String> = self
             .unschedulable
-            .iter()
-            .filter(|(_, p)| {
+            .values()
+            .filter(|p| {
                 eligible(p)
                     && self.hints.worth_requeuing_pod(
                         &p.info.pod_info,
@@ -652,7 +660,7 @@ impl SchedulingQueue {
                         objects,
                     )
             })
-            .map(|(k, _)| k.clone())
+            .map(|p| p.key().to_string())
             .collect();
         let label = event.label();
         for k in moving {
@@ -728,7 +736,7 @@ impl SchedulingQueue {
 
     /// When the first backoff ends; `None` when no pod backs off.
     pub fn next_backoff_end(&self) -> Option<Instant> {
-        self.backoff.values().map(|p| self.backoff_expiry(p)).min()
+        self.backoff.first_instant()
     }
 
     /// When the first unschedulable pod has waited `max_in_unschedulable`: a
@@ -737,9 +745,8 @@ impl SchedulingQueue {
     /// unschedulable.
     pub fn next_unschedulable_timeout(&self) -> Option<Instant> {
         self.unschedulable
-            .values()
-            .map(|p| p.last_update + self.options.max_in_unschedulable)
-            .min()
+            .first_instant()
+            .map(|at| at + self.options.max_in_unschedulable)
     }
 
     /// When the queue next has something to do on its own (a backoff ending, an
@@ -757,29 +764,16 @@ impl SchedulingQueue {
     /// unschedulable for longer than `max_in_unschedulable` to active or backoff.
     pub fn flush(&mut self) {
         let now = self.clock.now();
-        let done: Vec<String> = self
-            .backoff
-            .iter()
-            .filter(|(_, p)| self.backoff_expiry(p) <= now)
-            .map(|(k, _)| k.clone())
-            .collect();
-        for k in done {
-            if let Some(p) = self.backoff.remove(&k) {
-                self.push_active(p, "BackoffComplete");
-            }
+        for p in self.backoff.take_due(|expiry| expiry <= now) {
+            self.push_active(p, "BackoffComplete");
         }
         let max = self.options.max_in_unschedulable;
-        let stale: Vec<String> = self
+        let stale = self
             .unschedulable
-            .iter()
-            .filter(|(_, p)| now.saturating_duration_since(p.last_update) > max)
-            .map(|(k, _)| k.clone())
-            .collect();
+            .take_due(|failed| now.saturating_duration_since(failed) > max);
         let label = ClusterEvent::UNSCHEDULABLE_TIMEOUT.label();
-        for k in stale {
-            if let Some(p) = self.unschedulable.remove(&k) {
-                self.requeue(p, &label);
-            }
+        for p in stale {
+            self.requeue(p, &label);
         }
     }
 
@@ -796,7 +790,8 @@ impl SchedulingQueue {
     fn requeue(&mut self, p: QueuedPod, event: &str) {
         if self.backoff_expiry(&p) > self.clock.now() {
             self.note(QueueName::Backoff, event);
-            self.backoff.insert(p.key().to_string(), p);
+            let at = self.backoff_expiry(&p);
+            self.backoff.insert(p.key().to_string(), p, at);
         } else {
             self.push_active(p, event);
         }
@@ -821,25 +816,20 @@ impl SchedulingQueue {
     /// QueueSort order), taken out before it ends (`popBackoff`; a pod backing off
     /// after an error is in kube-scheduler's error backoff queue, which is not popped).
     fn pop_backoff(&mut self) -> Option<QueuedPod> {
-        let key = self
+        let mut rejected = self
             .backoff
-            .values()
-            .filter(|p| !p.unschedulable_plugins.is_empty())
-            .min_by(|a, b| {
-                self.backoff_expiry(a)
-                    .cmp(&self.backoff_expiry(b))
-                    .then_with(|| {
-                        if (self.less)(&a.info, &b.info) {
-                            std::cmp::Ordering::Less
-                        } else if (self.less)(&b.info, &a.info) {
-                            std::cmp::Ordering::Greater
-                        } else {
-                            std::cmp::Ordering::Equal
-                        }
-                    })
-            })?
-            .key()
-            .to_string();
+            .by_instant()
+            .filter(|(_, p)| !p.unschedulable_plugins.is_empty());
+        let (first_expiry, mut best) = rejected.next()?;
+        for (expiry, p) in rejected {
+            if expiry != first_expiry {
+                break;
+            }
+            if (self.less)(&p.info, &best.info) {
+                best = p;
+            }
+        }
+        let key = best.key().to_string();
         let p = self.backoff.remove(&key)?;
         self.note(QueueName::Active, "PopFromBackoffQ");
         Some(p)

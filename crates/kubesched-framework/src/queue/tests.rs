@@ -730,3 +730,68 @@ fn events_seen_in_flight_keep_their_objects_for_the_hints() {
         "a blue pod added while red-1 was in flight does not help it"
     );
 }
+
+#[test]
+fn an_idle_queue_pops_the_earliest_backoff_first_and_ties_in_queue_order() {
+    let (mut q, clock) = queue();
+    for (name, priority) in [("a", 1), ("b", 5), ("c", 3)] {
+        q.add(pod(name, priority));
+    }
+    let rejected = rejected_by(&["NodeResourcesFit"]);
+    // b and c fail together (same backoff end); a fails a second later.
+    let b = q.pop().unwrap();
+    let c = q.pop().unwrap();
+    clock.advance(Duration::from_secs(1));
+    let a = q.pop().unwrap();
+    q.add_unschedulable(a, BTreeSet::new());
+    clock.advance(Duration::from_millis(10));
+    q.add_unschedulable(c, rejected.clone());
+    q.add_unschedulable(b, rejected);
+    // c and b sit in the unschedulable set; a, rejected by no plugin, backs off.
+    assert_eq!(q.pending().backoff, 1);
+    q.move_all_to_active_or_backoff(ClusterEvent::WILDCARD);
+    assert_eq!(q.pending().backoff, 3);
+    // a's backoff (1 s from 1 s) ends first, but it failed with no rejecting plugin:
+    // an idle queue takes only rejected pods early, b (higher priority) before c.
+    let order: Vec<String> = std::iter::from_fn(|| {
+        let p = q.pop()?;
+        q.done(p.key());
+        Some(p.info.pod_info.name().to_string())
+    })
+    .take(2)
+    .collect();
+    assert_eq!(order, ["b", "c"]);
+    assert_eq!(q.pop().map(|p| p.info.pod_info.name().to_string()), None);
+    let a_ends = q.next_backoff_end().expect("a backs off");
+    clock.advance(a_ends.saturating_duration_since(clock.now()));
+    assert_eq!(q.pop().unwrap().info.pod_info.name(), "a");
+}
+
+#[test]
+fn unschedulable_pods_time_out_oldest_first_and_only_after_the_maximum() {
+    let (mut q, clock) = queue();
+    q.add(pod("old", 0));
+    q.add(pod("new", 0));
+    let old = q.pop().unwrap();
+    q.add_unschedulable(old, rejected_by(&["NodeResourcesFit"]));
+    clock.advance(Duration::from_secs(60));
+    let new = q.pop().unwrap();
+    q.add_unschedulable(new, rejected_by(&["NodeResourcesFit"]));
+    let max = QueueOptions::default().max_in_unschedulable;
+    let first = q.next_unschedulable_timeout().unwrap();
+    clock.advance(first.saturating_duration_since(clock.now()));
+    q.flush();
+    assert_eq!(
+        q.pending().unschedulable,
+        2,
+        "not strictly after the maximum yet"
+    );
+    clock.advance(Duration::from_millis(1));
+    q.flush();
+    assert_eq!(q.pending().unschedulable, 1);
+    assert_eq!(
+        q.next_unschedulable_timeout(),
+        Some(first + Duration::from_secs(60))
+    );
+    assert!(max > Duration::from_secs(60));
+}
