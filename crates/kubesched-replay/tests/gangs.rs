@@ -617,3 +617,37 @@ fn v1_35_a_pod_added_to_another_gang_does_not_retry_a_timed_out_gang() {
         "a-1 is not retried at 310 s: {seen:?}"
     );
 }
+
+#[test]
+fn a_group_waiting_for_its_preemption_keeps_the_nodes_of_the_pods_that_fit() {
+    // v1.36: on n1 (4 cpu) `low` holds 3. The gang p (two 1-cpu pods, priority 1000)
+    // is attempted first: p-1 fits, p-2 preempts `low`, and the group waits for the
+    // preemption with both pods nominated to n1 (submitPodGroupAlgorithmResult). `x`
+    // (3 cpu, priority 500) comes next: the nominated pods hold 2 of n1's 4 free cpu
+    // against lower priorities, so x does not fit, and the gang lands on n1.
+    let with_priority = |mut pod: Value, priority: i32| {
+        pod["spec"]["priority"] = json!(priority);
+        pod
+    };
+    let mut low = with_priority(gang_pod("low", "3", "none"), 0);
+    low["spec"] = json!({"nodeName": "n1", "priority": 0,
+        "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "3"}}}]});
+    let mut x = with_priority(gang_pod("x", "3", "none"), 500);
+    x["spec"].as_object_mut().unwrap().remove("schedulingGroup");
+    let docs = [
+        node("n1", "4"),
+        low,
+        gang_group("p", 2),
+        with_priority(gang_pod("p-1", "1", "p"), 1000),
+        with_priority(gang_pod("p-2", "1", "p"), 1000),
+        x,
+    ];
+    let mut options = gang_options(Mode::Timed);
+    options.simulation.preemption = true;
+    let (seen, summary) = run(&docs, &[], &options);
+    let last = |pod: &str| lines(&seen, pod).last().map(|(_, w)| w.to_string());
+    assert_eq!(last("default/p-1").as_deref(), Some("n1"), "{seen:?}");
+    assert_eq!(last("default/p-2").as_deref(), Some("n1"), "{seen:?}");
+    assert_ne!(last("default/x").as_deref(), Some("n1"), "{seen:?}");
+    assert_eq!(summary.scheduled, 2, "{seen:?}");
+}

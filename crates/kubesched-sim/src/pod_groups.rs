@@ -12,7 +12,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use kubesched_framework::{Outcome, PodGroupCycle, PodInfo, QueuedPodInfo};
+use kubesched_framework::{Outcome, PodGroupCondition, PodGroupCycle, PodInfo, QueuedPodInfo};
 use kubesched_plugins::gang_scheduling::pod_group_name;
 
 use crate::attempt::{Attempt, NodeNames};
@@ -89,6 +89,12 @@ pub struct GroupAttempts {
     /// earlier attempts, allowed or rejected by this cycle's plugins), with their
     /// outcomes.
     pub others: Vec<(Arc<PodInfo>, Outcome)>,
+    /// When the group waits for its preemption: each pod of the cycle that found a node
+    /// without preemption (by its index in `attempts`) and that node, which
+    /// kube-scheduler nominates it to until the group's next cycle
+    /// (`submitPodGroupAlgorithmResult`). The pods that needed preemption are
+    /// [`PodOutcome::Nominated`] already.
+    pub nominated: Vec<(usize, String)>,
 }
 
 /// The `namespace/name` of the PodGroup `pod` names (`spec.schedulingGroup`, v1.36),
@@ -170,6 +176,9 @@ impl Prepared {
             return GroupAttempts::default();
         }
         let cycle = self.run_pod_group_of(pods);
+        let waits_for_preemption =
+            cycle.condition == Some(PodGroupCondition::waiting_on_preemption());
+        let mut nominated = Vec::new();
         let mut attempts: Vec<(Attempt, Option<String>)> = pods
             .iter()
             .map(|m| {
@@ -198,11 +207,19 @@ impl Prepared {
                     attempt.outcome =
                         PodOutcome::Gated(kubesched_plugins::scheduling_gates::gate_names(&pod));
                 }
+                Outcome::BindingFailed { node, status } if waits_for_preemption => {
+                    nominated.push((position[pod.uid()], node.clone()));
+                    apply(attempt, Outcome::BindingFailed { node, status });
+                }
                 outcome => apply(attempt, outcome),
             }
             *waiting = None;
         }
-        GroupAttempts { attempts, others }
+        GroupAttempts {
+            attempts,
+            others,
+            nominated,
+        }
     }
 
     /// Runs the PodGroup cycle of the pods of `queue` at `members` and writes each

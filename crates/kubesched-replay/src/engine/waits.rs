@@ -276,12 +276,25 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
         timed.prepared.pod_groups.clear();
         self.stats.attempts += members.len();
         self.resolve(group.others)?;
-        for (qp, (attempt, waiting)) in members.into_iter().zip(group.attempts) {
+        let nominated: HashMap<usize, String> = group.nominated.into_iter().collect();
+        for (i, (qp, (attempt, waiting))) in members.into_iter().zip(group.attempts).enumerate() {
             if waiting.is_some() {
                 self.park(qp, attempt);
-            } else {
-                self.decided(qp, attempt)?;
+                continue;
             }
+            // submitPodGroupAlgorithmResult: a pod that fit a group waiting for its
+            // preemption is nominated to its node until the group's next cycle; every
+            // other pod's nomination is cleared (a pod that needed preemption gets its
+            // own again from its outcome).
+            if let Some(timed) = self.timed.as_mut() {
+                let pod = qp.info.pod_info.clone();
+                let nominations = timed.prepared.scheduler.nominated_pods_mut();
+                nominations.remove(pod.uid());
+                if let Some(node) = nominated.get(&i) {
+                    nominations.add(pod, node);
+                }
+            }
+            self.decided(qp, attempt)?;
         }
         self.resolve_decided()
     }
