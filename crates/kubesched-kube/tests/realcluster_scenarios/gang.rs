@@ -191,9 +191,8 @@ fn conditions(cluster: &Cluster) -> BTreeMap<String, String> {
     map
 }
 
-/// The PodGroups' PodGroupScheduled conditions, by name, through the API (quicker
-/// than `kubectl`, for polling); none while the API does not answer.
-async fn group_conditions(client: &kube::Client) -> BTreeMap<String, String> {
+/// The v1alpha2 PodGroups of the `default` namespace.
+fn pod_groups(client: &kube::Client) -> Api<kube::api::DynamicObject> {
     let resource = kube::api::ApiResource {
         group: "scheduling.k8s.io".into(),
         version: "v1alpha2".into(),
@@ -201,18 +200,47 @@ async fn group_conditions(client: &kube::Client) -> BTreeMap<String, String> {
         kind: "PodGroup".into(),
         plural: "podgroups".into(),
     };
-    let api: Api<kube::api::DynamicObject> =
-        Api::namespaced_with(client.clone(), "default", &resource);
-    let Ok(list) = api.list(&ListParams::default()).await else {
-        return BTreeMap::new();
-    };
-    list.items
-        .into_iter()
-        .map(|g| {
-            let name = g.metadata.name.clone().unwrap_or_default();
-            (name, condition_of(&g.data))
-        })
-        .collect()
+    Api::namespaced_with(client.clone(), "default", &resource)
+}
+
+/// The first PodGroupScheduled condition each PodGroup gets, from a watch started now:
+/// every change comes in order, so a True that a straggler's later cycle turns False
+/// within milliseconds is seen, where polling under load could miss it. The map fills
+/// while the returned task runs.
+async fn first_conditions(
+    client: &kube::Client,
+) -> (
+    std::sync::Arc<std::sync::Mutex<BTreeMap<String, String>>>,
+    tokio::task::JoinHandle<()>,
+) {
+    use futures::TryStreamExt;
+    let api = pod_groups(client);
+    let first = std::sync::Arc::new(std::sync::Mutex::new(BTreeMap::new()));
+    let rv = api
+        .list(&ListParams::default())
+        .await
+        .expect("list PodGroups")
+        .metadata
+        .resource_version
+        .unwrap_or_default();
+    let stream = api
+        .watch(&kube::api::WatchParams::default().timeout(290), &rv)
+        .await
+        .expect("watch PodGroups");
+    let seen = first.clone();
+    let task = tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while let Ok(Some(event)) = stream.try_next().await {
+            if let kube::api::WatchEvent::Added(g) | kube::api::WatchEvent::Modified(g) = event {
+                let c = condition_of(&g.data);
+                if c != "-" {
+                    let name = g.metadata.name.clone().unwrap_or_default();
+                    seen.lock().unwrap().entry(name).or_insert(c);
+                }
+            }
+        }
+    });
+    (first, task)
 }
 
 /// A PodGroup's PodGroupScheduled condition as `status/reason/message`, `-` when none.
@@ -321,6 +349,7 @@ async fn real(
     want: &Placement,
     log: Option<&Path>,
 ) -> Placement {
+    let (watched, watch) = first_conditions(client).await;
     apply_pod_groups_last(cluster, path, log).await;
     let groups = groups_of(path);
     let decided = want
@@ -331,20 +360,14 @@ async fn real(
         .count();
     let api: Api<Pod> = Api::namespaced(client.clone(), "default");
     // Until every pod is decided, and a second more: the PodGroupScheduled condition
-    // each group's cycle wrote first is kept. A later cycle of a straggler that fits
-    // nowhere (retried once the group's bindings come, after its backoff) turns a True
+    // each group's cycle wrote first is kept (`first_conditions`). A later cycle of a
+    // straggler that fits nowhere (retried once the group's bindings come) turns a True
     // condition False, in kube-scheduler as in `run`, on their clocks; `simulate`'s one
     // instant has the group cycle's alone.
-    let mut first: BTreeMap<String, String> = BTreeMap::new();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let mut decided_at = None;
     let mut terminating = BTreeMap::new();
     loop {
-        for (name, c) in group_conditions(client).await {
-            if c != "-" {
-                first.entry(name).or_insert(c);
-            }
-        }
         if let Ok(pods) = api.list(&ListParams::default()).await {
             delete_terminating(&api, &pods.items, &mut terminating).await;
             if decided_at.is_none()
@@ -363,6 +386,8 @@ async fn real(
         );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
+    watch.abort();
+    let first = watched.lock().unwrap().clone();
     let mut placement = Placement::default();
     for p in api.list(&ListParams::default()).await.expect("pods").items {
         let name = p.metadata.name.clone().unwrap_or_default();
