@@ -394,13 +394,17 @@ impl SchedulingQueue {
         }
         if let Some(flight) = self.in_flight.get_mut(&key) {
             let events = pod_update_events(flight.latest.pod(), pod.pod());
+            let objects = EventObjects {
+                old: Some(EventObject::Pod(flight.latest.clone())),
+                new: Some(EventObject::Pod(pod.clone())),
+            };
             flight.latest = pod;
             flight.updated = true;
             for event in events {
                 self.in_flight_events.push(InFlightEvent {
                     cycle: self.scheduling_cycle,
                     event,
-                    objects: EventObjects::NONE,
+                    objects: objects.clone(),
                     only_for: Some(key.clone()),
                 });
             }

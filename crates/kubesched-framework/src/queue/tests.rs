@@ -795,3 +795,55 @@ fn unschedulable_pods_time_out_oldest_first_and_only_after_the_maximum() {
     );
     assert!(max > Duration::from_secs(60));
 }
+
+/// Rejects a pod until it is labelled `ready=yes`, and says so through its hint.
+struct WaitsForReadyLabel;
+
+impl crate::Plugin for WaitsForReadyLabel {
+    fn name(&self) -> &str {
+        "WaitsForReadyLabel"
+    }
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![ClusterEvent::new(
+            EventResource::Pod,
+            ActionType::UPDATE_POD_LABEL,
+        )]
+    }
+    fn queueing_hint(
+        &self,
+        _: &PodInfo,
+        _: &ClusterEvent,
+        objects: &EventObjects,
+    ) -> crate::QueueingHint {
+        // No object to look at: it cannot tell, so it queues.
+        let ready = objects.new_pod().is_none_or(|p| {
+            p.pod()
+                .metadata
+                .labels
+                .clone()
+                .unwrap_or_default()
+                .get("ready")
+                == Some(&"yes".to_string())
+        });
+        crate::QueueingHint::queue_if(ready)
+    }
+}
+
+#[test]
+fn a_pod_updated_in_flight_is_judged_on_its_new_object() {
+    let (mut q, _clock) = queue();
+    let mut hints = QueueingHints::new();
+    hints.set_plugin("default-scheduler", Arc::new(WaitsForReadyLabel));
+    q.set_queueing_hints(hints);
+    q.add(pod_with("p", "1", &[("ready", "no")]));
+    let p = q.pop().unwrap();
+    q.update(pod_with("p", "1", &[("ready", "still-no")]));
+    q.add_unschedulable(p, rejected_by(&["WaitsForReadyLabel"]));
+    assert_eq!(
+        q.pending().unschedulable,
+        1,
+        "a label change that does not help"
+    );
+    q.update(pod_with("p", "1", &[("ready", "yes")]));
+    assert_eq!(q.pending().unschedulable, 0, "the label it waits for");
+}
