@@ -741,18 +741,11 @@ impl QueueingHints {
     ) -> QueueingHints {
         let mut hints = QueueingHints::new();
         for fwk in frameworks {
-            let plugins = hints
-                .profiles
-                .entry(fwk.profile_name().to_string())
-                .or_default();
-            for (plugin, events) in fwk.events_by_plugin() {
-                plugins.insert(plugin.clone(), events.clone());
-            }
-            let instances = hints
-                .plugins
-                .entry(fwk.profile_name().to_string())
-                .or_default();
-            for plugin in fwk.events_by_plugin().keys() {
+            let profile = fwk.profile_name().to_string();
+            let events = hints.profiles.entry(profile.clone()).or_default();
+            let instances = hints.plugins.entry(profile).or_default();
+            for (plugin, registered) in fwk.events_by_plugin() {
+                events.insert(plugin.clone(), registered.clone());
                 if let Some(p) = fwk.plugin(plugin) {
                     instances.insert(plugin.clone(), p.clone());
                 }

@@ -267,19 +267,39 @@ impl Plugin for GangScheduling {
         event: &ClusterEvent,
         objects: &EventObjects,
     ) -> QueueingHint {
-        let same = match (event.resource, objects.new_pod(), objects.new_named()) {
-            (EventResource::PodGroup, _, Some((namespace, name))) => {
-                pod.namespace() == namespace && pod_group_name(pod) == Some(name)
-            }
-            (EventResource::PodGroup, _, None) | (_, None, _) => true,
-            (_, Some(added), _) => {
-                pod.namespace() == added.namespace()
-                    && pod_group_name(pod).is_some()
-                    && pod_group_name(pod) == pod_group_name(added)
-            }
-        };
-        QueueingHint::queue_if(same)
+        gang_hint(
+            pod,
+            event,
+            objects,
+            EventResource::PodGroup,
+            |name| pod_group_name(pod) == Some(name),
+            |added| pod_group_name(pod).is_some() && pod_group_name(pod) == pod_group_name(added),
+        )
     }
+}
+
+/// The hint both versions' GangScheduling give, in the shape of their hint functions:
+/// an event about the group kind (`group_kind`: v1.35's Workload, v1.36's PodGroup)
+/// helps `pod` when the object, in the pod's namespace, is the one it names
+/// (`names_its_group`); a pod added helps it when it is of the same gang, in the same
+/// namespace (`same_gang`); an event without the object it needs may always help.
+fn gang_hint(
+    pod: &PodInfo,
+    event: &ClusterEvent,
+    objects: &EventObjects,
+    group_kind: EventResource,
+    names_its_group: impl Fn(&str) -> bool,
+    same_gang: impl Fn(&PodInfo) -> bool,
+) -> QueueingHint {
+    let helps = match (event.resource, objects.new_pod(), objects.new_named()) {
+        (resource, _, Some((namespace, name))) if resource == group_kind => {
+            pod.namespace() == namespace && names_its_group(name)
+        }
+        (resource, _, None) if resource == group_kind => true,
+        (_, None, _) => true,
+        (_, Some(added), _) => pod.namespace() == added.namespace() && same_gang(added),
+    };
+    QueueingHint::queue_if(helps)
 }
 
 impl PreEnqueuePlugin for GangScheduling {

@@ -259,17 +259,15 @@ impl Plugin for GangScheduling {
         event: &ClusterEvent,
         objects: &EventObjects,
     ) -> QueueingHint {
-        let same = match (event.resource, objects.new_pod(), objects.new_named()) {
-            (EventResource::Workload, _, Some((namespace, name))) => {
-                pod.namespace() == namespace && workload_ref(pod).is_some_and(|r| r.name == name)
-            }
-            (EventResource::Workload, _, None) | (_, None, _) => true,
-            (_, Some(added), _) => {
-                pod.namespace() == added.namespace()
-                    && workload_ref(pod).is_some_and(|r| Some(r) == workload_ref(added))
-            }
-        };
-        QueueingHint::queue_if(same)
+        let reference = workload_ref(pod);
+        super::gang_hint(
+            pod,
+            event,
+            objects,
+            EventResource::Workload,
+            |name| reference.as_ref().is_some_and(|r| r.name == name),
+            |added| reference.is_some() && reference == workload_ref(added),
+        )
     }
 }
 
