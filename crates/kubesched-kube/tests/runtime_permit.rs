@@ -180,16 +180,30 @@ async fn a_waiting_pod_holds_its_place_until_its_wait_runs_out() {
     assert_eq!(server.node_of("default/other"), None);
     // The wait runs out: lonely is reported as kube-scheduler's bindingCycle reports
     // it, unreserved, and other gets the place.
+    let timeout =
+        "0/1 nodes are available: 1 rejected due to timeout after waiting 1s at plugin Pair.";
     until(5, "lonely timed out", || {
-        !server.events_for("default/lonely").is_empty()
+        server
+            .events_for("default/lonely")
+            .iter()
+            .any(|(_, note, _)| note == timeout)
     })
     .await;
-    let (reason, note, _) = server.events_for("default/lonely")[0].clone();
-    assert_eq!(reason, "FailedScheduling");
-    assert_eq!(
-        note,
-        "0/1 nodes are available: 1 rejected due to timeout after waiting 1s at plugin Pair."
+    // Events are written by concurrent tasks, so the server may receive lonely's
+    // retry (turned down once other holds the place) first: the first reported is the
+    // one with the earliest eventTime.
+    let mut lonely: Vec<_> = server
+        .events()
+        .into_iter()
+        .filter(|e| e["regarding"]["name"] == "lonely")
+        .collect();
+    assert!(
+        lonely.iter().all(|e| e["eventTime"].is_string()),
+        "{lonely:?}"
     );
+    lonely.sort_by(|a, b| a["eventTime"].as_str().cmp(&b["eventTime"].as_str()));
+    assert_eq!(lonely[0]["reason"], "FailedScheduling");
+    assert_eq!(lonely[0]["note"], timeout);
     until(5, "other bound once lonely let go", || {
         server.node_of("default/other").is_some()
     })
