@@ -171,7 +171,7 @@ fn check(root: &Path, bless: bool) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "public items of the 0.1.0 baseline are gone or changed in {}: a breaking change. \
+            "public items of the baseline (api/) are gone or changed in {}: a breaking change. \
              If it is meant, bump the version, say so in CHANGELOG.md and rewrite the \
              baseline with `cargo run -p kubesched-apicheck -- bless` (docs/api-stability.md)",
             broken.join(", ")

@@ -99,4 +99,4 @@ pub use snapshot::{ChangeMark, ClusterObjects, CustomObject, Snapshot, SnapshotE
 pub use status::{Code, Reason, Status};
 pub use storage::StorageObjects;
 pub use waiting::{WaitingPod, WaitingPods};
-pub use writer::{BindingCheck, BindingView, ClusterWriter, WriteError};
+pub use writer::{BindingCheck, BindingView, ClusterWriter, WriteError, WriteFuture};

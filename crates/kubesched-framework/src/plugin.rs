@@ -1080,7 +1080,31 @@ pub trait PreBindPlugin: Plugin {
         let _ = (state, pod, node);
         Status::success()
     }
+
+    /// The same work as [`PreBindPlugin::pre_bind`] as a future that holds no thread
+    /// while it writes or waits, or `None` (the default) when the plugin only has the
+    /// synchronous form. The plugin reads what it needs from `state` now; nothing is
+    /// written before the future is first polled.
+    ///
+    /// A runtime awaits these in a task when every PreBind plugin with work this
+    /// cycle offers one ([`Framework::pre_bind_async`](crate::Framework::pre_bind_async));
+    /// otherwise it runs [`PreBindPlugin::pre_bind`] on a blocking thread. A plugin
+    /// whose `pre_bind` blocks (an API write, a wait) should offer it.
+    fn pre_bind_async(
+        &self,
+        state: &CycleState,
+        pod: &Arc<PodInfo>,
+        node: &str,
+    ) -> Option<PreBindFuture> {
+        let _ = (state, pod, node);
+        None
+    }
 }
+
+/// A PreBind plugin's work in flight ([`PreBindPlugin::pre_bind_async`]): it resolves
+/// to what [`PreBindPlugin::pre_bind`] would return.
+pub type PreBindFuture =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Status> + Send + 'static>>;
 
 /// Bind: writes the binding. The first Bind plugin that does not return `Skip` decides.
 ///

@@ -4,6 +4,11 @@
 //! `reservedFor`, the claim of a pod's extended resources and the pod's
 //! `extendedResourceClaimStatus`), and the wait for the PV controller to finish binding.
 //!
+//! Every write is a future ([`WriteFuture`]) that holds no thread while the API server
+//! answers: the runtime's binding cycles await them as tasks, as kube-scheduler's
+//! binding goroutines wait. The synchronous extension points (Unreserve, PostFilter)
+//! drive them with a blocking executor on their own thread.
+//!
 //! The runtime implements it through the API server, with the optimistic-concurrency
 //! preconditions kube-scheduler's updates carry (each object is sent with the
 //! `resourceVersion` it was read with). The simulator has none ([`Handle::writer`] is
@@ -13,6 +18,8 @@
 //! [`Handle::writer`]: crate::Handle::writer
 //! [`PodBinder`]: crate::PodBinder
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -65,43 +72,64 @@ pub struct BindingView<'a> {
 /// The outcome of one look at the bindings: done, not yet, or failed for good.
 pub type BindingCheck = Result<bool, String>;
 
+/// A write (or wait) in flight: it resolves to the API server's answer. It may borrow
+/// the writer and, where the method says so, its arguments; nothing is sent before it
+/// is first polled. Its implementations must not need a particular executor (the
+/// runtime's spawn their requests onto its own), so that a blocking executor can
+/// drive them too.
+pub type WriteFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
 /// The writes of the storage and DRA plugins, against a cluster.
 pub trait ClusterWriter: Send + Sync {
     /// Replaces a PersistentVolume (an update with its `resourceVersion` as the
     /// precondition); returns the API server's object.
-    fn update_pv(&self, pv: &PersistentVolume) -> Result<PersistentVolume, WriteError>;
+    fn update_pv(
+        &self,
+        pv: &PersistentVolume,
+    ) -> WriteFuture<'_, Result<PersistentVolume, WriteError>>;
 
     /// Replaces a PersistentVolumeClaim (with its `resourceVersion` as the
     /// precondition).
     fn update_pvc(
         &self,
         claim: &PersistentVolumeClaim,
-    ) -> Result<PersistentVolumeClaim, WriteError>;
+    ) -> WriteFuture<'_, Result<PersistentVolumeClaim, WriteError>>;
 
     /// Calls `check` each time the storage objects change (and at least once a second)
     /// until it returns `Ok(true)` (then `Ok(())`) or `Err` (then that error), or until
     /// `timeout` has passed (then `Err("context deadline exceeded")`, as
-    /// kube-scheduler's poll reports it). Blocks the calling thread (a binding
-    /// cycle's), never the scheduling loop.
-    fn wait_for_bindings(
-        &self,
-        pod: &PodInfo,
-        node: &str,
+    /// kube-scheduler's poll reports it). The future borrows its arguments; it holds
+    /// no thread while it waits.
+    fn wait_for_bindings<'a>(
+        &'a self,
+        pod: &'a PodInfo,
+        node: &'a str,
         timeout: Duration,
-        check: &mut dyn FnMut(&BindingView<'_>) -> BindingCheck,
-    ) -> Result<(), String>;
+        check: &'a mut (dyn FnMut(&BindingView<'_>) -> BindingCheck + Send),
+    ) -> WriteFuture<'a, Result<(), String>>;
+
+    /// Resolves after `duration`: the pause between a plugin's retries (a conflict's,
+    /// a poll's), on the writer's clock.
+    fn sleep(&self, duration: Duration) -> WriteFuture<'static, ()>;
 
     /// Reads a ResourceClaim from the API server.
-    fn get_resource_claim(&self, namespace: &str, name: &str) -> Result<ResourceClaim, WriteError>;
+    fn get_resource_claim(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> WriteFuture<'_, Result<ResourceClaim, WriteError>>;
 
     /// Replaces a ResourceClaim (metadata and spec; with its `resourceVersion`).
-    fn update_resource_claim(&self, claim: &ResourceClaim) -> Result<ResourceClaim, WriteError>;
+    fn update_resource_claim(
+        &self,
+        claim: &ResourceClaim,
+    ) -> WriteFuture<'_, Result<ResourceClaim, WriteError>>;
 
     /// Replaces a ResourceClaim's status (with its `resourceVersion`).
     fn update_resource_claim_status(
         &self,
         claim: &ResourceClaim,
-    ) -> Result<ResourceClaim, WriteError>;
+    ) -> WriteFuture<'_, Result<ResourceClaim, WriteError>>;
 
     /// Applies a strategic merge patch to a ResourceClaim's status.
     fn patch_resource_claim_status(
@@ -109,14 +137,21 @@ pub trait ClusterWriter: Send + Sync {
         namespace: &str,
         name: &str,
         patch: &serde_json::Value,
-    ) -> Result<ResourceClaim, WriteError>;
+    ) -> WriteFuture<'_, Result<ResourceClaim, WriteError>>;
 
     /// Creates a ResourceClaim (its `generateName` gives the name); returns the API
     /// server's object.
-    fn create_resource_claim(&self, claim: &ResourceClaim) -> Result<ResourceClaim, WriteError>;
+    fn create_resource_claim(
+        &self,
+        claim: &ResourceClaim,
+    ) -> WriteFuture<'_, Result<ResourceClaim, WriteError>>;
 
     /// Deletes a ResourceClaim.
-    fn delete_resource_claim(&self, namespace: &str, name: &str) -> Result<(), WriteError>;
+    fn delete_resource_claim(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> WriteFuture<'_, Result<(), WriteError>>;
 
     /// Applies a strategic merge patch to a pod's status.
     fn patch_pod_status(
@@ -124,5 +159,5 @@ pub trait ClusterWriter: Send + Sync {
         namespace: &str,
         name: &str,
         patch: &serde_json::Value,
-    ) -> Result<(), WriteError>;
+    ) -> WriteFuture<'_, Result<(), WriteError>>;
 }

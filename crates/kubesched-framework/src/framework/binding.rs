@@ -163,6 +163,52 @@ impl Framework {
         Status::success()
     }
 
+    /// The PreBind point as a future that holds no thread while the plugins write or
+    /// wait, when every PreBind plugin with work this cycle (not skipped by
+    /// [`Framework::run_pre_bind_pre_flights`]) offers one
+    /// ([`PreBindPlugin::pre_bind_async`](crate::PreBindPlugin::pre_bind_async));
+    /// `None` otherwise (then [`Framework::run_pre_bind_plugins`] runs them, on a
+    /// thread that may block). The plugins' futures run one after another, in the
+    /// profile's order, and the first failure ends the run: the future resolves to what
+    /// `run_pre_bind_plugins` would return, and reports to the observer as it would.
+    /// Nothing is written before it is polled.
+    pub fn pre_bind_async(
+        &self,
+        state: &CycleState,
+        pod: &Arc<PodInfo>,
+        node: &str,
+    ) -> Option<Pin<Box<dyn Future<Output = Status> + Send + 'static>>> {
+        let skip = state.skip_pre_bind_plugins();
+        let mut steps = Vec::with_capacity(self.pre_bind.len());
+        for w in &self.pre_bind {
+            if !skip.contains(&*w.name) {
+                steps.push((w.name.clone(), w.plugin.pre_bind_async(state, pod, node)?));
+            }
+        }
+        let observer = self.observer.clone();
+        let sampled = sampled(&self.observer, state).is_some();
+        let profile = self.profile_name.clone();
+        Some(Box::pin(async move {
+            let start = observer.is_some().then(Instant::now);
+            let mut result = Status::success();
+            for (name, step) in steps {
+                let began = sampled.then(Instant::now);
+                let s = step.await;
+                if let (Some(o), Some(began)) = (&observer, began) {
+                    o.observe(&name, "PreBind", s.code(), began.elapsed());
+                }
+                if !s.is_success() && !s.is_skip() {
+                    result = s.with_plugin(name);
+                    break;
+                }
+            }
+            if let (Some(o), Some(start)) = (observer, start) {
+                o.observe_extension_point(&profile, "PreBind", result.code(), start.elapsed());
+            }
+            result
+        }))
+    }
+
     /// Runs kube-scheduler's `RunPreBindPreFlights`: asks each PreBind plugin whether
     /// it has work for `pod` on `node` ([`PreBindPlugin::pre_bind_pre_flight`](crate::PreBindPlugin::pre_bind_pre_flight)).
     /// `Success` when one has, `Skip` when none has (or there are none), `Error` when

@@ -73,6 +73,8 @@ pub(crate) struct Shared {
     pub(crate) inner: Mutex<Inner>,
     /// Notified on every change of the cache (and on stopping).
     pub(crate) wake: Condvar,
+    /// The same notice for tasks (the binding cycles' wait for volume bindings).
+    pub(crate) changed: tokio::sync::Notify,
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) waiting: Arc<WaitingPods>,
     pub(crate) leading: AtomicBool,
@@ -165,6 +167,7 @@ impl Shared {
                 dirty: true,
             }),
             wake: Condvar::new(),
+            changed: tokio::sync::Notify::new(),
             metrics,
             waiting,
             leading: AtomicBool::new(false),
@@ -202,6 +205,7 @@ impl Shared {
 
     pub(crate) fn notify(&self) {
         self.wake.notify_all();
+        self.changed.notify_waiters();
     }
 
     pub(crate) fn update_pending_metrics(&self, inner: &Inner) {

@@ -473,20 +473,23 @@ impl Shared {
         } else {
             Status::skip()
         };
-        let bind_async = if status.is_success() && pre_flight.is_skip() {
-            fwk.bind_async(&state, &assumed, &node)
+        let pre_flight_passed = pre_flight.is_success() || pre_flight.is_skip();
+        let binding_async = if status.is_success() && pre_flight_passed {
+            fwk.pre_bind_async(&state, &assumed, &node)
+                .zip(fwk.bind_async(&state, &assumed, &node))
         } else {
             None
         };
         let (state, status) = if !status.is_success() {
             (state, status)
-        } else if !pre_flight.is_success() && !pre_flight.is_skip() {
+        } else if !pre_flight_passed {
             at_pre_flight = true;
             (state, pre_flight)
-        } else if let Some(bind) = bind_async {
-            // No PreBind plugin has work and Bind is DefaultBinder's POST: the task
-            // awaits it, holding no thread (kube-scheduler's binding goroutine).
-            let s = fwk.run_pre_bind_plugins(&mut state, &assumed, &node);
+        } else if let Some((pre_bind, bind)) = binding_async {
+            // Every PreBind plugin with work writes and waits as a future (VolumeBinding,
+            // DynamicResources), and Bind is DefaultBinder's POST: the task awaits them,
+            // holding no thread (kube-scheduler's binding goroutine).
+            let s = pre_bind.await;
             if s.is_success() {
                 (state, bind.await)
             } else {
@@ -495,8 +498,8 @@ impl Shared {
             }
         } else {
             let (fwk2, assumed2, node2) = (fwk.clone(), assumed.clone(), node.clone());
-            // PreBind may wait (VolumeBinding waits for the PV controller): on a
-            // blocking thread of its own, never the scheduling loop's.
+            // A PreBind plugin without a future may block: on a blocking thread of its
+            // own, never the scheduling loop's.
             let r = tokio::task::spawn_blocking(move || {
                 let s = fwk2.run_pre_bind_plugins(&mut state, &assumed2, &node2);
                 if !s.is_success() {

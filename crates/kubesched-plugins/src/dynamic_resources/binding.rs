@@ -8,6 +8,7 @@
 //! A simulation has no driver to report conditions; its PreBind does not wait (see
 //! docs/versions.md).
 
+use std::future::Future;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::resource::v1::ResourceClaim;
@@ -86,18 +87,23 @@ pub fn claim_ready(claim: &ResourceClaim) -> Result<bool, String> {
 }
 
 /// Waits until every claim is ready for binding (`isPodReadyForBinding`), reading each
-/// with `get` every `interval`, at most `timeout`.
-pub fn wait(
+/// with `get` every `interval` (pausing with `sleep`), at most `timeout`.
+pub async fn wait<G, S>(
     claims: &[(String, String)],
-    get: &dyn Fn(&str, &str) -> Result<ResourceClaim, String>,
+    mut get: impl FnMut(&str, &str) -> G,
+    sleep: impl Fn(Duration) -> S,
     timeout: Duration,
     interval: Duration,
-) -> Result<(), String> {
+) -> Result<(), String>
+where
+    G: Future<Output = Result<ResourceClaim, String>>,
+    S: Future<Output = ()>,
+{
     let deadline = Instant::now() + timeout;
     loop {
         let mut waiting = None;
         for (namespace, name) in claims {
-            let claim = get(namespace, name)?;
+            let claim = get(namespace, name).await?;
             if !claim_ready(&claim)? {
                 waiting = Some(name.clone());
                 break;
@@ -109,7 +115,7 @@ pub fn wait(
         if Instant::now() + interval > deadline {
             return Err(format!("device binding timeout: claim={name}"));
         }
-        std::thread::sleep(interval);
+        sleep(interval).await;
     }
 }
 
@@ -170,16 +176,18 @@ mod tests {
             Ok(claim(&format!("[{}]", cond("attached", status))))
         };
         let ms = Duration::from_millis(1);
-        assert_eq!(wait(&claims, &get, Duration::from_secs(5), ms), Ok(()));
+        let sleep = |d| {
+            std::thread::sleep(d);
+            std::future::ready(())
+        };
+        let get = |ns: &str, name: &str| std::future::ready(get(ns, name));
+        let ready = wait(&claims, get, sleep, Duration::from_secs(5), ms);
+        assert_eq!(futures_executor::block_on(ready), Ok(()));
         assert_eq!(calls.get(), 3);
-        let never = |_: &str, _: &str| Ok(claim("[]"));
+        let never = |_: &str, _: &str| std::future::ready(Ok(claim("[]")));
+        let (timeout, interval) = (Duration::from_millis(20), Duration::from_millis(5));
         assert_eq!(
-            wait(
-                &claims,
-                &never,
-                Duration::from_millis(20),
-                Duration::from_millis(5)
-            ),
+            futures_executor::block_on(wait(&claims, never, sleep, timeout, interval)),
             Err("device binding timeout: claim=c".into())
         );
     }

@@ -429,7 +429,7 @@ pub fn simulated_claim(
 /// kube-scheduler's PreBind for the extended resource claim: creates it, writes the
 /// finalizer, the allocation and the reservation (`created` is told of the claim as
 /// soon as it exists, for Unreserve to delete), then records it in the pod's status.
-pub fn create_and_bind(
+pub async fn create_and_bind(
     writer: &dyn ClusterWriter,
     node_claim: &NodeClaim,
     allocation: &AllocationResult,
@@ -437,14 +437,14 @@ pub fn create_and_bind(
     created: impl FnOnce(&ResourceClaim),
 ) -> Result<ResourceClaim, String> {
     let claim = claim_to_create(node_claim.claim());
-    let claim = writer.create_resource_claim(&claim).map_err(|e| {
+    let claim = writer.create_resource_claim(&claim).await.map_err(|e| {
         format!(
             "create claim for extended resources {}/: {e}",
             pod.namespace()
         )
     })?;
     created(&claim);
-    let claim = super::bind_claim(writer, &claim, Some(allocation), pod)?;
+    let claim = super::bind_claim(writer, &claim, Some(allocation), pod).await?;
     let name = claim.metadata.name.clone().unwrap_or_default();
     writer
         .patch_pod_status(
@@ -452,13 +452,14 @@ pub fn create_and_bind(
             pod.name(),
             &pod_status_patch(&name, &node_claim.mappings),
         )
+        .await
         .map_err(|e| format!("update pod {} ExtendedResourceClaimStatus: {e}", pod.key()))?;
     Ok(claim)
 }
 
 /// kube-scheduler's `deleteClaim`: takes the delete-protection finalizer off (re-reading
 /// the claim on a conflict), then deletes the claim.
-pub fn delete_claim(writer: &dyn ClusterWriter, claim: &ResourceClaim) -> Result<(), String> {
+pub async fn delete_claim(writer: &dyn ClusterWriter, claim: &ResourceClaim) -> Result<(), String> {
     let ns = claim.metadata.namespace.as_deref().unwrap_or("default");
     let name = claim.metadata.name.as_deref().unwrap_or_default();
     let key = format!("{ns}/{name}");
@@ -468,13 +469,14 @@ pub fn delete_claim(writer: &dyn ClusterWriter, claim: &ResourceClaim) -> Result
         if attempt > 0 {
             claim = writer
                 .get_resource_claim(ns, name)
+                .await
                 .map_err(|e| format!("get resourceclaim {key}: {e}"))?;
         }
         attempt += 1;
         if let Some(f) = claim.metadata.finalizers.as_mut() {
             f.retain(|f| f != super::DELETE_PROTECTION_FINALIZER);
         }
-        match writer.update_resource_claim(&claim) {
+        match writer.update_resource_claim(&claim).await {
             Ok(_) => break,
             Err(e) if e.is_conflict() && attempt < 5 => continue,
             Err(e) => return Err(format!("update resourceclaim {key}: {e}")),
@@ -482,6 +484,7 @@ pub fn delete_claim(writer: &dyn ClusterWriter, claim: &ResourceClaim) -> Result
     }
     writer
         .delete_resource_claim(ns, name)
+        .await
         .map_err(|e| e.to_string())
 }
 

@@ -4,6 +4,7 @@
 //! extended resource claim from an earlier attempt is deleted; otherwise the pod stays
 //! unschedulable.
 
+use futures_executor::block_on;
 use kubesched_framework::{
     Code, CycleState, NodeToStatus, PodInfo, PostFilterContext, PostFilterPlugin, PostFilterResult,
     Status,
@@ -58,7 +59,7 @@ impl PostFilterPlugin for DynamicResources {
             // its claim cache changes when the watch brings the update, and in a
             // simulation (no writer, the world does not move) never.
             if let Some(writer) = &self.writer
-                && let Err(e) = writer.update_resource_claim_status(&freed)
+                && let Err(e) = block_on(writer.update_resource_claim_status(&freed))
             {
                 return (None, Status::error(e.to_string()));
             }
@@ -74,7 +75,7 @@ impl PostFilterPlugin for DynamicResources {
             // The pod's extended resource claim from an earlier attempt: deleted, so that
             // the next attempt starts anew (in a simulation nothing moves).
             if let Some(writer) = &self.writer
-                && let Err(e) = extended::delete_claim(writer.as_ref(), claim)
+                && let Err(e) = block_on(extended::delete_claim(writer.as_ref(), claim))
             {
                 return (None, Status::error(e));
             }

@@ -7,11 +7,13 @@
 
 use std::sync::Arc;
 
+use futures_executor::block_on;
 use k8s_openapi::api::resource::v1::{
     AllocationResult, ResourceClaim, ResourceClaimConsumerReference, ResourceClaimStatus,
 };
 use kubesched_framework::{
-    ClusterWriter, Code, CycleState, DraState, PodInfo, PreBindPlugin, ReservePlugin, Status,
+    ClusterWriter, Code, CycleState, DraState, PodInfo, PreBindFuture, PreBindPlugin,
+    ReservePlugin, Status,
 };
 
 use super::state::{CycleData, PodClaims, pre_filter_state_missing};
@@ -116,7 +118,7 @@ impl ReservePlugin for DynamicResources {
         if let Some(claim) = created {
             // The claim PreBind created is deleted, as kube-scheduler's Unreserve does;
             // a failure is logged by the writer and the claim found on the next try.
-            let _ = extended::delete_claim(writer.as_ref(), &claim);
+            let _ = block_on(extended::delete_claim(writer.as_ref(), &claim));
         }
         // What PreBind wrote: the pod leaves `reservedFor` (a strategic merge patch, so
         // that the latest claim is not needed; the claim's UID as a precondition). The
@@ -138,7 +140,7 @@ impl ReservePlugin for DynamicResources {
                 "status": {"reservedFor": [{"$patch": "delete", "uid": pod.uid()}]},
             });
             // A failure is logged by the writer; the pod's next try comes here again.
-            let _ = writer.patch_resource_claim_status(&ns, &name, &patch);
+            let _ = block_on(writer.patch_resource_claim_status(&ns, &name, &patch));
         }
     }
 }
@@ -177,7 +179,7 @@ impl Failed {
 /// kube-scheduler's `bindClaim`: writes the finalizer and the allocation (when this
 /// cycle allocated the claim) and the pod's `reservedFor` entry through the API,
 /// re-reading the claim and trying again when it changed meanwhile.
-pub(super) fn bind_claim(
+pub(super) async fn bind_claim(
     writer: &dyn ClusterWriter,
     claim: &ResourceClaim,
     allocation: Option<&AllocationResult>,
@@ -189,13 +191,14 @@ pub(super) fn bind_claim(
     let mut attempt = 0;
     loop {
         if attempt > 0 {
-            std::thread::sleep(std::time::Duration::from_millis(10));
+            writer.sleep(std::time::Duration::from_millis(10)).await;
             claim = writer
                 .get_resource_claim(&ns, &name)
+                .await
                 .map_err(|e| format!("get updated claim {key} after conflict: {e}"))?;
         }
         attempt += 1;
-        match try_bind_claim(writer, claim.clone(), allocation, pod, &key) {
+        match try_bind_claim(writer, claim.clone(), allocation, pod, &key).await {
             Ok(c) => return Ok(c),
             Err(f) if f.conflict && attempt < CONFLICT_RETRIES => continue,
             Err(f) => return Err(f.message),
@@ -203,7 +206,7 @@ pub(super) fn bind_claim(
     }
 }
 
-fn try_bind_claim(
+async fn try_bind_claim(
     writer: &dyn ClusterWriter,
     mut claim: ResourceClaim,
     allocation: Option<&AllocationResult>,
@@ -230,6 +233,7 @@ fn try_bind_claim(
             finalizers.push(DELETE_PROTECTION_FINALIZER.to_owned());
             claim = writer
                 .update_resource_claim(&claim)
+                .await
                 .map_err(|e| Failed::new(&e, format!("add finalizer to claim {key}")))?;
         }
         claim
@@ -243,14 +247,17 @@ fn try_bind_claim(
         .reserved_for
         .get_or_insert_with(Vec::new)
         .push(consumer(pod));
-    writer.update_resource_claim_status(&claim).map_err(|e| {
-        let what = if allocation.is_some() {
-            "add allocation and reservation to claim"
-        } else {
-            "add reservation to claim"
-        };
-        Failed::new(&e, format!("{what} {key}"))
-    })
+    writer
+        .update_resource_claim_status(&claim)
+        .await
+        .map_err(|e| {
+            let what = if allocation.is_some() {
+                "add allocation and reservation to claim"
+            } else {
+                "add reservation to claim"
+            };
+            Failed::new(&e, format!("{what} {key}"))
+        })
 }
 
 pub(super) fn consumer(pod: &PodInfo) -> ResourceClaimConsumerReference {
@@ -281,23 +288,26 @@ impl PreBindPlugin for DynamicResources {
         }
     }
 
+    /// kube-scheduler's PreBind on the calling thread: binds each claim not yet
+    /// reserved for the pod, creates and binds the extended resource claim, then waits
+    /// for binding conditions. In a simulation (no writer) the decisions are assumed,
+    /// as if the API server took them.
     fn pre_bind(&self, state: &mut CycleState, pod: &PodInfo, _: &str) -> Status {
         let (Some(CycleData(data)), Some(dra)) = (state.read::<CycleData>(), &self.dra) else {
             return Status::success();
         };
-        let reserved = data
-            .reserved
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        let reserved_extended = data
-            .reserved_extended
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
         let Some(writer) = &self.writer else {
-            // A simulation: the decision is assumed, as if the API server took it.
+            let reserved = data
+                .reserved
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
             assume_bound(dra, data, &reserved, pod);
+            let reserved_extended = data
+                .reserved_extended
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
             if let Some((c, allocation)) = reserved_extended {
                 dra.assume_claim(Arc::new(extended::simulated_claim(
                     c.claim(),
@@ -308,85 +318,134 @@ impl PreBindPlugin for DynamicResources {
             }
             return Status::success();
         };
-        for (index, claim) in data.claims.iter().enumerate() {
-            if claims::reserved_for_pod(claim, pod) {
-                continue;
-            }
-            let (ns, name) = split_key(claim);
-            let allocation = reserved[index].as_ref();
-            let result = bind_claim(writer.as_ref(), claim, allocation, pod);
-            if allocation.is_some() {
-                if let Ok(written) = &result {
-                    dra.assume_claim(Arc::new(written.clone()));
+        block_on(self.bind_pod_claims(data, dra, writer, Arc::new(pod.clone())))
+    }
+
+    /// The same PreBind as a future, where there is a writer.
+    fn pre_bind_async(
+        &self,
+        state: &CycleState,
+        pod: &Arc<PodInfo>,
+        _: &str,
+    ) -> Option<PreBindFuture> {
+        let (Some(CycleData(data)), Some(dra)) = (state.read::<CycleData>(), &self.dra) else {
+            return Some(Box::pin(std::future::ready(Status::success())));
+        };
+        let writer = self.writer.as_ref()?;
+        Some(self.bind_pod_claims(data, dra, writer, pod.clone()))
+    }
+}
+
+impl DynamicResources {
+    /// kube-scheduler's PreBind with a cluster to write to: binds each claim not yet
+    /// reserved for the pod ([`bind_claim`]) and assumes what the API server answered,
+    /// creates and binds the pod's extended resource claim, then (with
+    /// DRADeviceBindingConditions) waits for the drivers to report the devices ready.
+    fn bind_pod_claims(
+        &self,
+        data: &Arc<PodClaims>,
+        dra: &Arc<DraState>,
+        writer: &Arc<dyn ClusterWriter>,
+        pod: Arc<PodInfo>,
+    ) -> PreBindFuture {
+        let reserved = data
+            .reserved
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let reserved_extended = data
+            .reserved_extended
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let (data, dra, writer) = (data.clone(), dra.clone(), writer.clone());
+        let binding_conditions = self.features.binding_conditions;
+        Box::pin(async move {
+            let writer = writer.as_ref();
+            for (index, claim) in data.claims.iter().enumerate() {
+                if claims::reserved_for_pod(claim, &pod) {
+                    continue;
                 }
-                dra.remove_pending_allocation(&ns, &name);
-            }
-            match result {
-                Ok(written) => {
-                    data.written.lock().unwrap_or_else(|e| e.into_inner())[index] =
-                        Some(Arc::new(written));
+                let (ns, name) = split_key(claim);
+                let allocation = reserved[index].as_ref();
+                let result = bind_claim(writer, claim, allocation, &pod).await;
+                if allocation.is_some() {
+                    if let Ok(written) = &result {
+                        dra.assume_claim(Arc::new(written.clone()));
+                    }
+                    dra.remove_pending_allocation(&ns, &name);
                 }
-                Err(message) => return Status::error(message),
+                match result {
+                    Ok(written) => {
+                        data.written.lock().unwrap_or_else(|e| e.into_inner())[index] =
+                            Some(Arc::new(written));
+                    }
+                    Err(message) => return Status::error(message),
+                }
             }
-        }
-        if let Some((c, allocation)) = reserved_extended {
-            let result =
-                extended::create_and_bind(writer.as_ref(), &c, &allocation, pod, |claim| {
+            if let Some((c, allocation)) = reserved_extended {
+                let result = extended::create_and_bind(writer, &c, &allocation, &pod, |claim| {
                     *data
                         .written_extended
                         .lock()
                         .unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(claim.clone()));
-                });
-            if let Ok(written) = &result {
-                dra.assume_claim(Arc::new(written.clone()));
-            }
-            dra.remove_pending_allocation(pod.namespace(), &extended::pending_name(pod));
-            if let Err(message) = result {
-                return Status::error(message);
-            }
-        }
-        if !self.features.binding_conditions {
-            return Status::success();
-        }
-        // DRADeviceBindingConditions: wait for the drivers to report the devices ready.
-        let waiting: Vec<(String, String)> = {
-            let written = data.written.lock().unwrap_or_else(|e| e.into_inner());
-            let created = data
-                .written_extended
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .clone();
-            data.claims
-                .iter()
-                .enumerate()
-                .filter(|(i, c)| {
-                    binding::has_binding_conditions(written[*i].as_deref().unwrap_or(c))
                 })
-                .map(|(_, c)| split_key(c))
-                .chain(
-                    created
-                        .filter(|c| binding::has_binding_conditions(c))
-                        .map(|c| split_key(&c)),
-                )
-                .collect()
-        };
-        if waiting.is_empty() {
-            return Status::success();
-        }
-        let get = |ns: &str, name: &str| {
-            writer
-                .get_resource_claim(ns, name)
-                .map_err(|e| format!("get claim {ns}/{name}: {e}"))
-        };
-        match binding::wait(
-            &waiting,
-            &get,
-            binding::BINDING_TIMEOUT,
-            binding::POLL_INTERVAL,
-        ) {
-            Ok(()) => Status::success(),
-            Err(message) => Status::error(message),
-        }
+                .await;
+                if let Ok(written) = &result {
+                    dra.assume_claim(Arc::new(written.clone()));
+                }
+                dra.remove_pending_allocation(pod.namespace(), &extended::pending_name(&pod));
+                if let Err(message) = result {
+                    return Status::error(message);
+                }
+            }
+            if !binding_conditions {
+                return Status::success();
+            }
+            // DRADeviceBindingConditions: wait for the drivers to report the devices ready.
+            let waiting: Vec<(String, String)> = {
+                let written = data.written.lock().unwrap_or_else(|e| e.into_inner());
+                let created = data
+                    .written_extended
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone();
+                data.claims
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, c)| {
+                        binding::has_binding_conditions(written[*i].as_deref().unwrap_or(c))
+                    })
+                    .map(|(_, c)| split_key(c))
+                    .chain(
+                        created
+                            .filter(|c| binding::has_binding_conditions(c))
+                            .map(|c| split_key(&c)),
+                    )
+                    .collect()
+            };
+            if waiting.is_empty() {
+                return Status::success();
+            }
+            let get = |ns: &str, name: &str| {
+                let read = writer.get_resource_claim(ns, name);
+                let key = format!("{ns}/{name}");
+                async move { read.await.map_err(|e| format!("get claim {key}: {e}")) }
+            };
+            let sleep = |d| writer.sleep(d);
+            match binding::wait(
+                &waiting,
+                get,
+                sleep,
+                binding::BINDING_TIMEOUT,
+                binding::POLL_INTERVAL,
+            )
+            .await
+            {
+                Ok(()) => Status::success(),
+                Err(message) => Status::error(message),
+            }
+        })
     }
 }
 

@@ -33,8 +33,8 @@ use kubesched_config::args::VolumeBindingArgs;
 use kubesched_framework::storage::claim_class;
 use kubesched_framework::{
     BindingView, ClusterEvent, ClusterWriter, Code, CycleState, FilterPlugin, Handle, NodeInfo,
-    Plugin, PodInfo, PreBindPlugin, PreFilterPlugin, PreFilterResult, PreScorePlugin,
-    ReservePlugin, ScorePlugin, Snapshot, Status, StorageObjects,
+    Plugin, PodInfo, PreBindFuture, PreBindPlugin, PreFilterPlugin, PreFilterResult,
+    PreScorePlugin, ReservePlugin, ScorePlugin, Snapshot, Status, StorageObjects,
 };
 
 use super::{
@@ -488,46 +488,86 @@ impl ReservePlugin for VolumeBinding {
     }
 }
 
-impl PreBindPlugin for VolumeBinding {
+impl VolumeBinding {
     /// kube-scheduler's `BindPodVolumes`: writes what Reserve assumed (each PV's
     /// `claimRef`, each claim's `volume.kubernetes.io/selected-node`), then waits
     /// until the PV controller (or the provisioner) has bound every claim, up to
-    /// `bindTimeoutSeconds`. In a simulation (no writer) Reserve's assumptions stand.
-    fn pre_bind(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
+    /// `bindTimeoutSeconds`. The state is read now; the writes wait for the first poll.
+    fn bind_pod_volumes(
+        &self,
+        state: &CycleState,
+        writer: &Arc<dyn ClusterWriter>,
+        pod: Arc<PodInfo>,
+        node: &str,
+    ) -> PreBindFuture {
+        let done = |s: Status| -> PreBindFuture { Box::pin(std::future::ready(s)) };
         let Some(s) = state.read::<State>() else {
             // A pod without claims.
-            return Status::success();
-        };
-        let Some(writer) = &self.writer else {
-            return Status::success();
+            return done(Status::success());
         };
         let reserved = s.reserved.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let Some(reserved) = reserved else {
-            return Status::error(format!("no pod volumes found for node {node:?}"));
+            return done(Status::error(format!(
+                "no pod volumes found for node {node:?}"
+            )));
         };
         if reserved.all_bound {
-            return Status::success();
+            return done(Status::success());
         }
-        let mut bindings = Vec::with_capacity(reserved.bindings.len());
-        for (pv, claim) in &reserved.bindings {
-            match writer.update_pv(pv) {
-                Ok(written) => bindings.push((written, claim.clone())),
-                Err(e) => return Status::error(e.message),
+        let (writer, node, timeout) = (writer.clone(), node.to_owned(), self.bind_timeout);
+        Box::pin(async move {
+            let mut bindings = Vec::with_capacity(reserved.bindings.len());
+            for (pv, claim) in &reserved.bindings {
+                match writer.update_pv(pv).await {
+                    Ok(written) => bindings.push((written, claim.clone())),
+                    Err(e) => return Status::error(e.message),
+                }
             }
-        }
-        let mut provisions = Vec::with_capacity(reserved.provisions.len());
-        for claim in &reserved.provisions {
-            match writer.update_pvc(claim) {
-                Ok(written) => provisions.push(written),
-                Err(e) => return Status::error(e.message),
+            let mut provisions = Vec::with_capacity(reserved.provisions.len());
+            for claim in &reserved.provisions {
+                match writer.update_pvc(claim).await {
+                    Ok(written) => provisions.push(written),
+                    Err(e) => return Status::error(e.message),
+                }
             }
+            let mut check =
+                |view: &BindingView<'_>| check_bindings(view, &pod, &node, &bindings, &provisions);
+            match writer
+                .wait_for_bindings(&pod, &node, timeout, &mut check)
+                .await
+            {
+                Ok(()) => Status::success(),
+                Err(e) => Status::error(format!("binding volumes: {e}")),
+            }
+        })
+    }
+}
+
+impl PreBindPlugin for VolumeBinding {
+    /// kube-scheduler's `BindPodVolumes` on the calling thread: writes what Reserve
+    /// assumed, then waits for the PV controller. In a simulation (no writer)
+    /// Reserve's assumptions stand.
+    fn pre_bind(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
+        match &self.writer {
+            Some(writer) => futures_executor::block_on(self.bind_pod_volumes(
+                state,
+                writer,
+                Arc::new(pod.clone()),
+                node,
+            )),
+            None => Status::success(),
         }
-        let mut check =
-            |view: &BindingView<'_>| check_bindings(view, pod, node, &bindings, &provisions);
-        match writer.wait_for_bindings(pod, node, self.bind_timeout, &mut check) {
-            Ok(()) => Status::success(),
-            Err(e) => Status::error(format!("binding volumes: {e}")),
-        }
+    }
+
+    /// The same `BindPodVolumes` as a future, where there is a writer.
+    fn pre_bind_async(
+        &self,
+        state: &CycleState,
+        pod: &Arc<PodInfo>,
+        node: &str,
+    ) -> Option<PreBindFuture> {
+        let writer = self.writer.as_ref()?;
+        Some(self.bind_pod_volumes(state, writer, pod.clone(), node))
     }
 
     /// Skip where `pre_bind` returns at once: a pod without claims, a simulation, or
