@@ -639,6 +639,8 @@ impl QueueingHint {
 pub enum EventObject {
     /// A pod (the pod added, updated or deleted).
     Pod(Arc<PodInfo>),
+    /// A node (the node added, or the node before and after an update).
+    Node(Arc<Node>),
     /// An object of another kind, by its identity: kubesched passes the namespace
     /// and name of the gang and quota kinds (Workload, PodGroup, ElasticQuota).
     Named {
@@ -662,8 +664,8 @@ impl EventObject {
 
 /// The objects of an incoming event: the object before the change and after it
 /// (kube-scheduler's `oldObj`, `newObj`). Either is `None` where the runtime does not
-/// have it (an add has no old object, a delete no new one) or does not pass it (node
-/// events, for now); a hint that needs a missing object answers
+/// have it (an add has no old object, a delete no new one) or does not pass it (a node
+/// deleted, the nodes of a relist); a hint that needs a missing object answers
 /// [`QueueingHint::Queue`], as kube-scheduler's do when the object is not what they
 /// expect.
 #[derive(Clone, Debug, Default)]
@@ -694,6 +696,22 @@ impl EventObjects {
     pub fn new_pod(&self) -> Option<&PodInfo> {
         match &self.new {
             Some(EventObject::Pod(p)) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// The new object, when it is a node.
+    pub fn new_node(&self) -> Option<&Arc<Node>> {
+        match &self.new {
+            Some(EventObject::Node(n)) => Some(n),
+            _ => None,
+        }
+    }
+
+    /// The old object, when it is a node.
+    pub fn old_node(&self) -> Option<&Arc<Node>> {
+        match &self.old {
+            Some(EventObject::Node(n)) => Some(n),
             _ => None,
         }
     }

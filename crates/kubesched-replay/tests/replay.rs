@@ -137,6 +137,29 @@ fn an_event_the_rejecting_plugin_did_not_register_leaves_the_pod_until_the_flush
 }
 
 #[test]
+fn a_node_too_small_for_the_pod_does_not_retry_it() {
+    // Insufficient cpu at 0 s. The 2-cpu node at 5 s matches NodeResourcesFit's Node/Add,
+    // but its hint (isSchedulableAfterNodeChange) sees the 4-cpu pod would not fit it
+    // empty: no attempt (without the hint, one at 5 s that fails again). The 8-cpu
+    // node at 6 s retries it, its 1-s backoff long over.
+    let (seen, _) = run(
+        &[node("n1", "2")],
+        &[
+            json!({"time": 0, "apply": pod("p", "4")}),
+            json!({"time": 5, "apply": node("n2", "2")}),
+            json!({"time": 6, "apply": node("n3", "8")}),
+        ],
+        &timed(),
+    );
+    assert_eq!(
+        at(&seen),
+        [(0.0, "default/p"), (6.0, "default/p")],
+        "{seen:?}"
+    );
+    assert_eq!(seen[1].2, "n3");
+}
+
+#[test]
 fn a_pod_that_finishes_frees_its_node_for_the_next() {
     let mut job = pod("job", "2");
     job["metadata"]["annotations"] = json!({"kubesched.io/duration": "1m"});

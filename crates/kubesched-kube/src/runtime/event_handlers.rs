@@ -59,22 +59,27 @@ impl Shared {
         } else {
             "NodeAdd"
         };
-        let events = if deleted {
+        let (events, objects) = if deleted {
             if inner.nodes.remove(&name).is_none() {
                 return;
             }
-            vec![ClusterEvent::NODE_DELETE]
+            (vec![ClusterEvent::NODE_DELETE], EventObjects::NONE)
         } else {
-            let events = match inner.nodes.get(&name) {
+            let node = Arc::new(node);
+            let old = inner.nodes.insert(name, node.clone());
+            let events = match &old {
                 None => vec![ClusterEvent::NODE_ADD],
                 Some(old) => node_update_events(old, &node),
             };
-            inner.nodes.insert(name, Arc::new(node));
-            events
+            let objects = EventObjects {
+                old: old.map(EventObject::Node),
+                new: Some(EventObject::Node(node)),
+            };
+            (events, objects)
         };
         inner.dirty = true;
         for event in events {
-            inner.queue.move_all_to_active_or_backoff(event);
+            inner.queue.move_with_objects(event, &objects, |_| true);
         }
         self.update_pending_metrics(&inner);
         drop(inner);

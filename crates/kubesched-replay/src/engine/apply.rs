@@ -136,6 +136,10 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
             None => vec![ClusterEvent::NODE_ADD],
             Some(old) => node_update_events(old, &node),
         };
+        let objects = EventObjects {
+            old: old.clone().map(EventObject::Node),
+            new: Some(EventObject::Node(node.clone())),
+        };
         // A node added or changed goes into the snapshot as it stands, which keeps what
         // was computed for the other nodes; a new node that bound pods already name
         // (they arrived first) needs the full rebuild that gathers them.
@@ -166,7 +170,11 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
             }
             _ => self.mark_dirty(),
         }
-        self.queue_events(&events);
+        if let Some(timed) = self.timed.as_mut() {
+            for event in events {
+                timed.queue.move_with_objects(event, &objects, |_| true);
+            }
+        }
     }
 
     pub(super) fn delete_node(&mut self, name: &str) -> Result<(), ReplayError<E>> {
