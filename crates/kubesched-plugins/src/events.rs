@@ -33,7 +33,12 @@
 //! kubesched does not support yet) are retried on their node and pod events and after
 //! `podMaxInUnschedulablePodsDuration`.
 
-use kubesched_framework::events::{ActionType, ClusterEvent, EventResource};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Node;
+use kubesched_framework::events::{
+    ActionType, ClusterEvent, EventObjects, EventResource, QueueingHint,
+};
 
 fn event(resource: EventResource, action: ActionType) -> ClusterEvent {
     ClusterEvent::new(resource, action)
@@ -72,6 +77,22 @@ pub fn node_affinity() -> Vec<ClusterEvent> {
         EventResource::Node,
         ActionType::ADD | ActionType::UPDATE_NODE_LABEL,
     )]
+}
+
+/// The shape of kube-scheduler's node hint functions (`isSchedulableAfterNodeChange`):
+/// `decide(old, new)` answers for a node event that carries the node (and, for an
+/// update, the node before it); any other event, or one without the node, may help.
+pub(crate) fn node_change_hint(
+    event: &ClusterEvent,
+    objects: &EventObjects,
+    decide: impl FnOnce(Option<&Arc<Node>>, &Arc<Node>) -> QueueingHint,
+) -> QueueingHint {
+    match objects.new_node() {
+        Some(modified) if event.resource == EventResource::Node => {
+            decide(objects.old_node(), modified)
+        }
+        _ => QueueingHint::Queue,
+    }
 }
 
 /// NodeName: a new node (the one the pod names).

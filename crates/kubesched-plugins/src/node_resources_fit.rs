@@ -554,29 +554,22 @@ impl Plugin for NodeResourcesFit {
         event: &kubesched_framework::ClusterEvent,
         objects: &kubesched_framework::EventObjects,
     ) -> QueueingHint {
-        if event.resource != kubesched_framework::events::EventResource::Node {
-            return QueueingHint::Queue;
-        }
-        let Some(modified) = objects
-            .new_node()
-            .and_then(|n| NodeInfo::new(n.clone()).ok())
-        else {
-            return QueueingHint::Queue;
-        };
-        let mut fits = true;
-        self.for_each_shortfall_ignoring(pod, &modified, false, |_| fits = false);
-        if !fits {
-            return QueueingHint::QueueSkip;
-        }
-        match objects
-            .old_node()
-            .and_then(|n| NodeInfo::new(n.clone()).ok())
-        {
-            None => QueueingHint::Queue,
-            Some(original) => {
-                QueueingHint::queue_if(requested_resources_increased(pod, &original, &modified))
+        crate::events::node_change_hint(event, objects, |original, modified| {
+            let Ok(modified) = NodeInfo::new(modified.clone()) else {
+                return QueueingHint::Queue;
+            };
+            let mut fits = true;
+            self.for_each_shortfall_ignoring(pod, &modified, false, |_| fits = false);
+            if !fits {
+                return QueueingHint::QueueSkip;
             }
-        }
+            match original.and_then(|n| NodeInfo::new(n.clone()).ok()) {
+                None => QueueingHint::Queue,
+                Some(original) => {
+                    QueueingHint::queue_if(requested_resources_increased(pod, &original, &modified))
+                }
+            }
+        })
     }
 }
 

@@ -1,7 +1,8 @@
 //! NodeUnschedulable: rejects nodes with `spec.unschedulable`, unless the pod tolerates
 //! the `node.kubernetes.io/unschedulable:NoSchedule` taint.
 
-use k8s_openapi::api::core::v1::Taint;
+use k8s_openapi::api::core::v1::{Node, Taint};
+use kubesched_framework::events::QueueingHint;
 use kubesched_framework::{
     Code, CycleState, FilterPlugin, NodeInfo, Plugin, PodInfo, Status, filter_where,
 };
@@ -48,6 +49,23 @@ impl Plugin for NodeUnschedulable {
         crate::events::taints()
     }
     kubesched_framework::extension_points!(Filter);
+
+    /// kube-scheduler's `isSchedulableAfterNodeChange`: a node added schedulable, or
+    /// updated from unschedulable to schedulable, helps; any other node event does not.
+    /// Pod events always help.
+    fn queueing_hint(
+        &self,
+        _: &PodInfo,
+        event: &kubesched_framework::ClusterEvent,
+        objects: &kubesched_framework::EventObjects,
+    ) -> QueueingHint {
+        let unschedulable =
+            |node: &Node| node.spec.as_ref().and_then(|s| s.unschedulable) == Some(true);
+        crate::events::node_change_hint(event, objects, |original, modified| {
+            let was_unschedulable = original.is_none_or(|n| unschedulable(n));
+            QueueingHint::queue_if(was_unschedulable && !unschedulable(modified))
+        })
+    }
 }
 
 impl FilterPlugin for NodeUnschedulable {
@@ -76,5 +94,35 @@ impl FilterPlugin for NodeUnschedulable {
         rejected: &mut Vec<(usize, Status)>,
     ) {
         filter_where(self, state, pod, nodes, rejected, NodeInfo::unschedulable);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kubesched_framework::build::{NodeBuilder, PodBuilder};
+    use kubesched_framework::events::{ActionType, EventResource};
+    use kubesched_framework::{ClusterEvent, EventObject, EventObjects};
+
+    #[test]
+    fn a_node_event_helps_only_when_the_node_becomes_schedulable() {
+        let pod = PodBuilder::new("default", "p").pod_info().unwrap();
+        let node = |cordoned: bool| NodeBuilder::new("n").unschedulable(cordoned);
+        let hint = |old: Option<bool>, new: bool| {
+            let event = match old {
+                None => ClusterEvent::NODE_ADD,
+                Some(_) => ClusterEvent::new(EventResource::Node, ActionType::UPDATE_NODE_TAINT),
+            };
+            let objects = EventObjects {
+                old: old.map(|c| EventObject::Node(node(c).node())),
+                new: Some(EventObject::Node(node(new).node())),
+            };
+            NodeUnschedulable.queueing_hint(&pod, &event, &objects)
+        };
+        assert_eq!(hint(None, false), QueueingHint::Queue);
+        assert_eq!(hint(None, true), QueueingHint::QueueSkip);
+        assert_eq!(hint(Some(true), false), QueueingHint::Queue);
+        assert_eq!(hint(Some(false), false), QueueingHint::QueueSkip);
+        assert_eq!(hint(Some(false), true), QueueingHint::QueueSkip);
     }
 }

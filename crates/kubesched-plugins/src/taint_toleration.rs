@@ -2,7 +2,8 @@
 //! pod does not tolerate; Score prefers nodes with fewer untolerated
 //! `PreferNoSchedule` taints (normalised and reversed: fewest is 100).
 
-use k8s_openapi::api::core::v1::{Taint, Toleration};
+use k8s_openapi::api::core::v1::{Node, Taint, Toleration};
+use kubesched_framework::events::QueueingHint;
 use kubesched_framework::{
     Code, CycleState, FilterPlugin, NodeInfo, NodeScore, Plugin, PodInfo, PreScorePlugin,
     ScoreExtensions, ScorePlugin, Snapshot, Status, filter_where,
@@ -53,6 +54,29 @@ impl Plugin for TaintToleration {
         crate::events::taints()
     }
     kubesched_framework::extension_points!(Filter, PreScore, Score);
+
+    /// kube-scheduler's `isSchedulableAfterNodeChange`: a node added or retainted helps
+    /// only when it had an untolerated `NoSchedule` or `NoExecute` taint (a new node
+    /// counts as having had one) and has none now. Pod events always help.
+    fn queueing_hint(
+        &self,
+        pod: &PodInfo,
+        event: &kubesched_framework::ClusterEvent,
+        objects: &kubesched_framework::EventObjects,
+    ) -> QueueingHint {
+        let tolerations = pod.spec().tolerations.as_deref().unwrap_or(&[]);
+        let untolerated = |node: &Node| {
+            let taints = node.spec.as_ref().and_then(|s| s.taints.as_deref());
+            find_untolerated_taint(taints.unwrap_or(&[]), tolerations, |t| {
+                t.effect == "NoSchedule" || t.effect == "NoExecute"
+            })
+            .is_some()
+        };
+        crate::events::node_change_hint(event, objects, |original, modified| {
+            let was_untolerated = original.is_none_or(|n| untolerated(n));
+            QueueingHint::queue_if(was_untolerated && !untolerated(modified))
+        })
+    }
 }
 
 impl FilterPlugin for TaintToleration {
@@ -193,5 +217,39 @@ mod tests {
         assert_eq!(taint_string(&taint(Some("true"))), "gpu=true:NoSchedule");
         assert_eq!(taint_string(&taint(None)), "gpu:NoSchedule");
         assert_eq!(taint_string(&taint(Some(""))), "gpu:NoSchedule");
+    }
+
+    #[test]
+    fn a_node_event_helps_only_when_an_untolerated_taint_goes() {
+        use kubesched_framework::build::{NodeBuilder, PodBuilder, TaintEffect};
+        use kubesched_framework::events::{ActionType, EventResource};
+        use kubesched_framework::{ClusterEvent, EventObject, EventObjects};
+        let pod = PodBuilder::new("default", "p")
+            .toleration("ok", "", TaintEffect::NoSchedule)
+            .pod_info()
+            .unwrap();
+        let plain = || NodeBuilder::new("n");
+        let tainted = |key: &str| NodeBuilder::new("n").taint(key, "", TaintEffect::NoSchedule);
+        let hint = |old: Option<NodeBuilder>, new: NodeBuilder| {
+            let event = match old {
+                None => ClusterEvent::NODE_ADD,
+                Some(_) => ClusterEvent::new(EventResource::Node, ActionType::UPDATE_NODE_TAINT),
+            };
+            let objects = EventObjects {
+                old: old.map(|n| EventObject::Node(n.node())),
+                new: Some(EventObject::Node(new.node())),
+            };
+            TaintToleration.queueing_hint(&pod, &event, &objects)
+        };
+        assert_eq!(hint(None, plain()), QueueingHint::Queue);
+        assert_eq!(hint(None, tainted("ok")), QueueingHint::Queue);
+        assert_eq!(hint(None, tainted("bad")), QueueingHint::QueueSkip);
+        assert_eq!(hint(Some(tainted("bad")), plain()), QueueingHint::Queue);
+        // It had no untolerated taint: nothing this plugin turned down changed.
+        assert_eq!(hint(Some(plain()), tainted("ok")), QueueingHint::QueueSkip);
+        assert_eq!(
+            hint(Some(tainted("bad")), tainted("bad")),
+            QueueingHint::QueueSkip
+        );
     }
 }
