@@ -33,6 +33,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1 as core;
 use kubesched_config::args::NodeAffinityArgs;
+use kubesched_framework::events::QueueingHint;
 use kubesched_framework::{
     Code, CycleState, FilterPlugin, NodeInfo, NodeScore, Plugin, PluginError, PodInfo,
     PreFilterPlugin, PreFilterResult, PreScorePlugin, ScoreExtensions, ScorePlugin, Snapshot,
@@ -177,6 +178,38 @@ impl Plugin for NodeAffinity {
         crate::events::node_affinity()
     }
     kubesched_framework::extension_points!(PreFilter, Filter, PreScore, Score);
+
+    /// kube-scheduler's `isSchedulableAfterNodeChange`: a node added or relabelled
+    /// helps only when it matches the profile's `addedAffinity` and the pod's required
+    /// affinity and node selector, and, for an update, did not match the pod's before.
+    /// Pod events always help.
+    fn queueing_hint(
+        &self,
+        pod: &PodInfo,
+        event: &kubesched_framework::ClusterEvent,
+        objects: &kubesched_framework::EventObjects,
+    ) -> QueueingHint {
+        crate::events::node_change_hint(event, objects, |original, modified| {
+            let Ok(modified) = NodeInfo::new(modified.clone()) else {
+                return QueueingHint::Queue;
+            };
+            if self
+                .added_node_selector
+                .as_ref()
+                .is_some_and(|s| !s.matches(&modified))
+            {
+                return QueueingHint::QueueSkip;
+            }
+            let required = RequiredNodeAffinity::from_pod(pod);
+            if !required.matches(&modified) {
+                return QueueingHint::QueueSkip;
+            }
+            match original.and_then(|n| NodeInfo::new(n.clone()).ok()) {
+                None => QueueingHint::Queue,
+                Some(original) => QueueingHint::queue_if(!required.matches(&original)),
+            }
+        })
+    }
 }
 
 impl PreFilterPlugin for NodeAffinity {

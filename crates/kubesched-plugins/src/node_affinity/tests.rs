@@ -369,3 +369,36 @@ fn names_and_values_are_validated() {
     assert!(!is_label_value("-5"));
     assert!(!is_label_value(&"a".repeat(64)));
 }
+
+#[test]
+fn a_node_event_helps_only_when_the_node_comes_to_match_the_pod() {
+    use kubesched_framework::events::{ActionType, EventResource};
+    use kubesched_framework::{ClusterEvent, EventObject, EventObjects};
+    let p = pod(json!({"containers": [], "nodeSelector": {"disk": "ssd"}}));
+    let plugin = NodeAffinity::default();
+    let labelled = |disk: &str| node("n", json!({"disk": disk})).node_arc().clone();
+    let hint = |plugin: &NodeAffinity, old: Option<&str>, new: &str| {
+        let event = match old {
+            None => ClusterEvent::NODE_ADD,
+            Some(_) => ClusterEvent::new(EventResource::Node, ActionType::UPDATE_NODE_LABEL),
+        };
+        let objects = EventObjects {
+            old: old.map(|d| EventObject::Node(labelled(d))),
+            new: Some(EventObject::Node(labelled(new))),
+        };
+        plugin.queueing_hint(&p, &event, &objects)
+    };
+    assert_eq!(hint(&plugin, None, "ssd"), QueueingHint::Queue);
+    assert_eq!(hint(&plugin, None, "hdd"), QueueingHint::QueueSkip);
+    assert_eq!(hint(&plugin, Some("hdd"), "ssd"), QueueingHint::Queue);
+    // It matched before: the pod was not turned down for this node's labels.
+    assert_eq!(hint(&plugin, Some("ssd"), "ssd"), QueueingHint::QueueSkip);
+    // The profile's addedAffinity is asked first.
+    let enforced: kubesched_config::args::NodeAffinityArgs = serde_json::from_value(json!({
+        "addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [expr("disk", "In", &["nvme"])]}]}}
+    }))
+    .unwrap();
+    let enforced = NodeAffinity::new(enforced).unwrap();
+    assert_eq!(hint(&enforced, None, "ssd"), QueueingHint::QueueSkip);
+}
