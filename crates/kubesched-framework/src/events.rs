@@ -46,6 +46,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Node, Pod};
 
 use crate::framework::Framework;
+use crate::node_info::NodeInfo;
 use crate::plugin::Plugin;
 use crate::pod_info::PodInfo;
 use crate::resource::{PodRequestOptions, parse_resource_list, pod_requests_with_status};
@@ -639,8 +640,10 @@ impl QueueingHint {
 pub enum EventObject {
     /// A pod (the pod added, updated or deleted).
     Pod(Arc<PodInfo>),
-    /// A node (the node added, or the node before and after an update).
-    Node(Arc<Node>),
+    /// A node (the node added, or the node before and after an update), parsed once
+    /// per event into a [`NodeInfo`] of its own, without pods: what kube-scheduler's
+    /// hints read (its `isFit` checks the pod against the node empty).
+    Node(Arc<NodeInfo>),
     /// An object of another kind, by its identity: kubesched passes the namespace
     /// and name of the gang and quota kinds (Workload, PodGroup, ElasticQuota).
     Named {
@@ -652,6 +655,14 @@ pub enum EventObject {
 }
 
 impl EventObject {
+    /// `node` as an event object; `None` when its quantities do not parse (a hint
+    /// then has no node to look at and answers [`QueueingHint::Queue`]).
+    pub fn node(node: Arc<Node>) -> Option<EventObject> {
+        NodeInfo::new(node)
+            .ok()
+            .map(|info| EventObject::Node(Arc::new(info)))
+    }
+
     /// A namespaced object by `namespace/name` (or a cluster-scoped one by `name`).
     pub fn from_key(key: &str) -> EventObject {
         let (namespace, name) = key.split_once('/').unwrap_or(("", key));
@@ -700,8 +711,17 @@ impl EventObjects {
         }
     }
 
+    /// A node added (`old` is `None`) or updated, each parsed once for every hint
+    /// asked ([`EventObject::node`]).
+    pub fn node_change(old: Option<Arc<Node>>, new: Arc<Node>) -> EventObjects {
+        EventObjects {
+            old: old.and_then(EventObject::node),
+            new: EventObject::node(new),
+        }
+    }
+
     /// The new object, when it is a node.
-    pub fn new_node(&self) -> Option<&Arc<Node>> {
+    pub fn new_node(&self) -> Option<&NodeInfo> {
         match &self.new {
             Some(EventObject::Node(n)) => Some(n),
             _ => None,
@@ -709,7 +729,7 @@ impl EventObjects {
     }
 
     /// The old object, when it is a node.
-    pub fn old_node(&self) -> Option<&Arc<Node>> {
+    pub fn old_node(&self) -> Option<&NodeInfo> {
         match &self.old {
             Some(EventObject::Node(n)) => Some(n),
             _ => None,

@@ -33,9 +33,7 @@
 //! kubesched does not support yet) are retried on their node and pod events and after
 //! `podMaxInUnschedulablePodsDuration`.
 
-use std::sync::Arc;
-
-use k8s_openapi::api::core::v1::Node;
+use kubesched_framework::NodeInfo;
 use kubesched_framework::events::{
     ActionType, ClusterEvent, EventObjects, EventResource, QueueingHint,
 };
@@ -85,7 +83,7 @@ pub fn node_affinity() -> Vec<ClusterEvent> {
 pub(crate) fn node_change_hint(
     event: &ClusterEvent,
     objects: &EventObjects,
-    decide: impl FnOnce(Option<&Arc<Node>>, &Arc<Node>) -> QueueingHint,
+    decide: impl FnOnce(Option<&NodeInfo>, &NodeInfo) -> QueueingHint,
 ) -> QueueingHint {
     match objects.new_node() {
         Some(modified) if event.resource == EventResource::Node => {

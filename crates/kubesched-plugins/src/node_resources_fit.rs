@@ -555,18 +555,15 @@ impl Plugin for NodeResourcesFit {
         objects: &kubesched_framework::EventObjects,
     ) -> QueueingHint {
         crate::events::node_change_hint(event, objects, |original, modified| {
-            let Ok(modified) = NodeInfo::new(modified.clone()) else {
-                return QueueingHint::Queue;
-            };
             let mut fits = true;
-            self.for_each_shortfall_ignoring(pod, &modified, false, |_| fits = false);
+            self.for_each_shortfall_ignoring(pod, modified, false, |_| fits = false);
             if !fits {
                 return QueueingHint::QueueSkip;
             }
-            match original.and_then(|n| NodeInfo::new(n.clone()).ok()) {
+            match original {
                 None => QueueingHint::Queue,
                 Some(original) => {
-                    QueueingHint::queue_if(requested_resources_increased(pod, &original, &modified))
+                    QueueingHint::queue_if(requested_resources_increased(pod, original, modified))
                 }
             }
         })
@@ -740,7 +737,7 @@ mod tests {
         use kubesched_config::args::PluginArgs;
         use kubesched_framework::build::{NodeBuilder, PodBuilder};
         use kubesched_framework::events::{ActionType, EventResource};
-        use kubesched_framework::{ClusterEvent, EventObject, EventObjects};
+        use kubesched_framework::{ClusterEvent, EventObjects};
 
         fn fit(ignored: &[&str]) -> NodeResourcesFit {
             let mut args = NodeResourcesFitArgs {
@@ -777,10 +774,7 @@ mod tests {
                     ClusterEvent::new(EventResource::Node, ActionType::UPDATE_NODE_ALLOCATABLE)
                 }
             };
-            let objects = EventObjects {
-                old: old.map(|n| EventObject::Node(n.node())),
-                new: Some(EventObject::Node(new.node())),
-            };
+            let objects = EventObjects::node_change(old.map(|n| n.node()), new.node());
             fit.queueing_hint(pod, &event, &objects)
         }
 

@@ -1,7 +1,7 @@
 //! NodeUnschedulable: rejects nodes with `spec.unschedulable`, unless the pod tolerates
 //! the `node.kubernetes.io/unschedulable:NoSchedule` taint.
 
-use k8s_openapi::api::core::v1::{Node, Taint};
+use k8s_openapi::api::core::v1::Taint;
 use kubesched_framework::events::QueueingHint;
 use kubesched_framework::{
     Code, CycleState, FilterPlugin, NodeInfo, Plugin, PodInfo, Status, filter_where,
@@ -59,11 +59,9 @@ impl Plugin for NodeUnschedulable {
         event: &kubesched_framework::ClusterEvent,
         objects: &kubesched_framework::EventObjects,
     ) -> QueueingHint {
-        let unschedulable =
-            |node: &Node| node.spec.as_ref().and_then(|s| s.unschedulable) == Some(true);
         crate::events::node_change_hint(event, objects, |original, modified| {
-            let was_unschedulable = original.is_none_or(|n| unschedulable(n));
-            QueueingHint::queue_if(was_unschedulable && !unschedulable(modified))
+            let was_unschedulable = original.is_none_or(NodeInfo::unschedulable);
+            QueueingHint::queue_if(was_unschedulable && !modified.unschedulable())
         })
     }
 }
@@ -102,7 +100,7 @@ mod tests {
     use super::*;
     use kubesched_framework::build::{NodeBuilder, PodBuilder};
     use kubesched_framework::events::{ActionType, EventResource};
-    use kubesched_framework::{ClusterEvent, EventObject, EventObjects};
+    use kubesched_framework::{ClusterEvent, EventObjects};
 
     #[test]
     fn a_node_event_helps_only_when_the_node_becomes_schedulable() {
@@ -113,10 +111,7 @@ mod tests {
                 None => ClusterEvent::NODE_ADD,
                 Some(_) => ClusterEvent::new(EventResource::Node, ActionType::UPDATE_NODE_TAINT),
             };
-            let objects = EventObjects {
-                old: old.map(|c| EventObject::Node(node(c).node())),
-                new: Some(EventObject::Node(node(new).node())),
-            };
+            let objects = EventObjects::node_change(old.map(|c| node(c).node()), node(new).node());
             NodeUnschedulable.queueing_hint(&pod, &event, &objects)
         };
         assert_eq!(hint(None, false), QueueingHint::Queue);

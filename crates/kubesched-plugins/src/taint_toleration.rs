@@ -2,7 +2,7 @@
 //! pod does not tolerate; Score prefers nodes with fewer untolerated
 //! `PreferNoSchedule` taints (normalised and reversed: fewest is 100).
 
-use k8s_openapi::api::core::v1::{Node, Taint, Toleration};
+use k8s_openapi::api::core::v1::{Taint, Toleration};
 use kubesched_framework::events::QueueingHint;
 use kubesched_framework::{
     Code, CycleState, FilterPlugin, NodeInfo, NodeScore, Plugin, PodInfo, PreScorePlugin,
@@ -65,15 +65,14 @@ impl Plugin for TaintToleration {
         objects: &kubesched_framework::EventObjects,
     ) -> QueueingHint {
         let tolerations = pod.spec().tolerations.as_deref().unwrap_or(&[]);
-        let untolerated = |node: &Node| {
-            let taints = node.spec.as_ref().and_then(|s| s.taints.as_deref());
-            find_untolerated_taint(taints.unwrap_or(&[]), tolerations, |t| {
+        let untolerated = |node: &NodeInfo| {
+            find_untolerated_taint(node.taints(), tolerations, |t| {
                 t.effect == "NoSchedule" || t.effect == "NoExecute"
             })
             .is_some()
         };
         crate::events::node_change_hint(event, objects, |original, modified| {
-            let was_untolerated = original.is_none_or(|n| untolerated(n));
+            let was_untolerated = original.is_none_or(&untolerated);
             QueueingHint::queue_if(was_untolerated && !untolerated(modified))
         })
     }
@@ -223,7 +222,7 @@ mod tests {
     fn a_node_event_helps_only_when_an_untolerated_taint_goes() {
         use kubesched_framework::build::{NodeBuilder, PodBuilder, TaintEffect};
         use kubesched_framework::events::{ActionType, EventResource};
-        use kubesched_framework::{ClusterEvent, EventObject, EventObjects};
+        use kubesched_framework::{ClusterEvent, EventObjects};
         let pod = PodBuilder::new("default", "p")
             .toleration("ok", "", TaintEffect::NoSchedule)
             .pod_info()
@@ -235,10 +234,7 @@ mod tests {
                 None => ClusterEvent::NODE_ADD,
                 Some(_) => ClusterEvent::new(EventResource::Node, ActionType::UPDATE_NODE_TAINT),
             };
-            let objects = EventObjects {
-                old: old.map(|n| EventObject::Node(n.node())),
-                new: Some(EventObject::Node(new.node())),
-            };
+            let objects = EventObjects::node_change(old.map(|n| n.node()), new.node());
             TaintToleration.queueing_hint(&pod, &event, &objects)
         };
         assert_eq!(hint(None, plain()), QueueingHint::Queue);

@@ -71,11 +71,7 @@ impl Shared {
                 None => vec![ClusterEvent::NODE_ADD],
                 Some(old) => node_update_events(old, &node),
             };
-            let objects = EventObjects {
-                old: old.map(EventObject::Node),
-                new: Some(EventObject::Node(node)),
-            };
-            (events, objects)
+            (events, EventObjects::node_change(old, node))
         };
         inner.dirty = true;
         for event in events {

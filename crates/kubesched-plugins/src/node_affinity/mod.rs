@@ -190,24 +190,18 @@ impl Plugin for NodeAffinity {
         objects: &kubesched_framework::EventObjects,
     ) -> QueueingHint {
         crate::events::node_change_hint(event, objects, |original, modified| {
-            let Ok(modified) = NodeInfo::new(modified.clone()) else {
-                return QueueingHint::Queue;
-            };
             if self
                 .added_node_selector
                 .as_ref()
-                .is_some_and(|s| !s.matches(&modified))
+                .is_some_and(|s| !s.matches(modified))
             {
                 return QueueingHint::QueueSkip;
             }
             let required = RequiredNodeAffinity::from_pod(pod);
-            if !required.matches(&modified) {
+            if !required.matches(modified) {
                 return QueueingHint::QueueSkip;
             }
-            match original.and_then(|n| NodeInfo::new(n.clone()).ok()) {
-                None => QueueingHint::Queue,
-                Some(original) => QueueingHint::queue_if(!required.matches(&original)),
-            }
+            QueueingHint::queue_if(original.is_none_or(|n| !required.matches(n)))
         })
     }
 }

@@ -373,7 +373,7 @@ fn names_and_values_are_validated() {
 #[test]
 fn a_node_event_helps_only_when_the_node_comes_to_match_the_pod() {
     use kubesched_framework::events::{ActionType, EventResource};
-    use kubesched_framework::{ClusterEvent, EventObject, EventObjects};
+    use kubesched_framework::{ClusterEvent, EventObjects};
     let p = pod(json!({"containers": [], "nodeSelector": {"disk": "ssd"}}));
     let plugin = NodeAffinity::default();
     let labelled = |disk: &str| node("n", json!({"disk": disk})).node_arc().clone();
@@ -382,10 +382,7 @@ fn a_node_event_helps_only_when_the_node_comes_to_match_the_pod() {
             None => ClusterEvent::NODE_ADD,
             Some(_) => ClusterEvent::new(EventResource::Node, ActionType::UPDATE_NODE_LABEL),
         };
-        let objects = EventObjects {
-            old: old.map(|d| EventObject::Node(labelled(d))),
-            new: Some(EventObject::Node(labelled(new))),
-        };
+        let objects = EventObjects::node_change(old.map(labelled), labelled(new));
         plugin.queueing_hint(&p, &event, &objects)
     };
     assert_eq!(hint(&plugin, None, "ssd"), QueueingHint::Queue);

@@ -136,10 +136,7 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
             None => vec![ClusterEvent::NODE_ADD],
             Some(old) => node_update_events(old, &node),
         };
-        let objects = EventObjects {
-            old: old.clone().map(EventObject::Node),
-            new: Some(EventObject::Node(node.clone())),
-        };
+        let objects = EventObjects::node_change(old.clone(), node.clone());
         // A node added or changed goes into the snapshot as it stands, which keeps what
         // was computed for the other nodes; a new node that bound pods already name
         // (they arrived first) needs the full rebuild that gathers them.
