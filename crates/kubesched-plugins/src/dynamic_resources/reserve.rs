@@ -297,17 +297,8 @@ impl PreBindPlugin for DynamicResources {
             return Status::success();
         };
         let Some(writer) = &self.writer else {
-            let reserved = data
-                .reserved
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .clone();
+            let (reserved, reserved_extended) = data.reservations();
             assume_bound(dra, data, &reserved, pod);
-            let reserved_extended = data
-                .reserved_extended
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .clone();
             if let Some((c, allocation)) = reserved_extended {
                 dra.assume_claim(Arc::new(extended::simulated_claim(
                     c.claim(),
@@ -348,16 +339,7 @@ impl DynamicResources {
         writer: &Arc<dyn ClusterWriter>,
         pod: Arc<PodInfo>,
     ) -> PreBindFuture {
-        let reserved = data
-            .reserved
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        let reserved_extended = data
-            .reserved_extended
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let (reserved, reserved_extended) = data.reservations();
         let (data, dra, writer) = (data.clone(), dra.clone(), writer.clone());
         let binding_conditions = self.features.binding_conditions;
         Box::pin(async move {

@@ -51,9 +51,30 @@ pub(super) struct PodClaims {
     /// is the last of the node's allocations).
     pub(super) node_extended: Mutex<HashMap<String, Arc<extended::NodeClaim>>>,
     /// Reserve's extended resource claim and its allocation.
-    pub(super) reserved_extended: Mutex<Option<(Arc<extended::NodeClaim>, AllocationResult)>>,
+    pub(super) reserved_extended: Mutex<ReservedExtended>,
     /// The extended resource claim as PreBind created and wrote it.
     pub(super) written_extended: Mutex<Option<Arc<ResourceClaim>>>,
+}
+
+/// Reserve's extended resource claim and its allocation.
+pub(super) type ReservedExtended = Option<(Arc<extended::NodeClaim>, AllocationResult)>;
+
+impl PodClaims {
+    /// What Reserve decided, as PreBind writes or assumes it: the allocation per claim
+    /// index and the extended resource claim.
+    pub(super) fn reservations(&self) -> (Vec<Option<AllocationResult>>, ReservedExtended) {
+        let reserved = self
+            .reserved
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let extended = self
+            .reserved_extended
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        (reserved, extended)
+    }
 }
 
 /// The error kube-scheduler's DynamicResources gives at a point that reads the state its
