@@ -181,6 +181,27 @@ fn gang_gates_follow_kube_schedulers_dependencies() {
         ],
         "--feature-gates GenericWorkload=true: run schedules gangs as kube-scheduler v1.36 does (PodGroups); under --kubernetes-version 1.35 they are v1alpha1 Workloads, which run does not watch; simulate reads them (docs/gangs-and-quotas.md)",
     );
+    one_error(
+        &[
+            "run",
+            "--config",
+            &file,
+            "--feature-gates",
+            "GenericWorkload=true,TopologyAwareWorkloadScheduling=true",
+        ],
+        "--feature-gates TopologyAwareWorkloadScheduling=true: run does not try PodGroup placements yet; simulate and replay do (docs/gangs-and-quotas.md)",
+    );
+    one_error(
+        &[
+            "simulate",
+            &file,
+            "--kubernetes-version",
+            "1.35",
+            "--feature-gates",
+            "GenericWorkload=true,TopologyAwareWorkloadScheduling=true",
+        ],
+        "--feature-gates: unrecognized feature gate: TopologyAwareWorkloadScheduling (kube-scheduler v1.35.4 has no such gate; it came in v1.36)",
+    );
     exits_saying(
         &[
             "simulate",

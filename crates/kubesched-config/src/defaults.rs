@@ -55,6 +55,9 @@ pub struct DefaultPluginGates {
     /// `GangScheduling` (v1.35 and v1.36, `applyGangScheduling`): GangScheduling
     /// appended to multiPoint, last.
     pub gang_scheduling: bool,
+    /// `TopologyAwareWorkloadScheduling` (v1.36): TopologyPlacementGenerator and
+    /// PodGroupPodsCount (weight 1) appended to multiPoint, after GangScheduling.
+    pub topology_aware_workload_scheduling: bool,
 }
 
 impl DefaultPluginGates {
@@ -98,6 +101,10 @@ pub fn default_plugins_for(gates: DefaultPluginGates) -> Plugins {
     }
     if gates.gang_scheduling {
         enabled.push(PluginRef::new("GangScheduling"));
+    }
+    if gates.topology_aware_workload_scheduling {
+        enabled.push(PluginRef::new("TopologyPlacementGenerator"));
+        enabled.push(PluginRef::weighted("PodGroupPodsCount", 1));
     }
     Plugins {
         multi_point: PluginSet {

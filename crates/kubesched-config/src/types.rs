@@ -199,6 +199,12 @@ pub struct Plugins {
     pub bind: PluginSet,
     /// PostBind.
     pub post_bind: PluginSet,
+    /// PlacementGenerate (v1.36, `TopologyAwareWorkloadScheduling`): the plugins that
+    /// split the nodes into the placements a PodGroup is tried on.
+    pub placement_generate: PluginSet,
+    /// PlacementScore (v1.36, `TopologyAwareWorkloadScheduling`): the plugins that rank
+    /// the placements a PodGroup fits.
+    pub placement_score: PluginSet,
     /// MultiPoint: plugins enabled at every extension point they implement.
     pub multi_point: PluginSet,
 }
@@ -206,7 +212,7 @@ pub struct Plugins {
 impl Plugins {
     /// Every extension point with its camelCase name, in the order of Go's `Plugins` struct
     /// (multiPoint last).
-    pub fn extension_points(&self) -> [(&'static str, &PluginSet); 13] {
+    pub fn extension_points(&self) -> [(&'static str, &PluginSet); 15] {
         [
             ("preEnqueue", &self.pre_enqueue),
             ("queueSort", &self.queue_sort),
@@ -220,11 +226,13 @@ impl Plugins {
             ("preBind", &self.pre_bind),
             ("bind", &self.bind),
             ("postBind", &self.post_bind),
+            ("placementGenerate", &self.placement_generate),
+            ("placementScore", &self.placement_score),
             ("multiPoint", &self.multi_point),
         ]
     }
 
-    pub(crate) fn extension_points_mut(&mut self) -> [&mut PluginSet; 13] {
+    pub(crate) fn extension_points_mut(&mut self) -> [&mut PluginSet; 15] {
         [
             &mut self.pre_enqueue,
             &mut self.queue_sort,
@@ -238,6 +246,8 @@ impl Plugins {
             &mut self.pre_bind,
             &mut self.bind,
             &mut self.post_bind,
+            &mut self.placement_generate,
+            &mut self.placement_score,
             &mut self.multi_point,
         ]
     }

@@ -192,6 +192,7 @@ fn gang_scheduling_joins_the_default_profile_last_when_its_gate_is_on() {
     let gates = kubesched_config::DefaultPluginGates {
         node_declared_features: true,
         gang_scheduling: true,
+        ..Default::default()
     };
     let names: Vec<String> = kubesched_config::default_plugins_for(gates)
         .multi_point

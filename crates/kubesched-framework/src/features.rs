@@ -281,8 +281,8 @@ pub const GATES: &[Gate] = &[
     Gate {
         name: "TopologyAwareWorkloadScheduling",
         defaults: [false, false],
-        support: Support::Only(false),
-        what: "v1.36's placements for PodGroups with topology constraints (TopologyPlacementGenerator, PodGroupPodsCount, NodeResourcesFit's placement score): not implemented",
+        support: Support::Both,
+        what: "v1.36's placements for PodGroups with topology constraints: TopologyPlacementGenerator and PodGroupPodsCount in the default profile, NodeResourcesFit's placement score (needs GenericWorkload; simulate and replay, not run)",
     },
     Gate {
         name: "WorkloadAwarePreemption",
@@ -356,6 +356,15 @@ impl Features {
     /// component-base's words (`GangScheduling is enabled, but depends on features
     /// that are disabled: [GenericWorkload]`), as kube-scheduler refuses to start.
     pub fn check_dependencies(&self) -> Result<(), String> {
+        // v1.36's gate: kube-scheduler v1.35.4 does not know it.
+        if self.version < KubernetesVersion::V1_36
+            && self.enabled("TopologyAwareWorkloadScheduling")
+        {
+            return Err(format!(
+                "unrecognized feature gate: TopologyAwareWorkloadScheduling (kube-scheduler {} has no such gate; it came in v1.36)",
+                self.version.release()
+            ));
+        }
         for (gate, needs) in GATE_DEPENDENCIES {
             if !self.enabled(gate) {
                 continue;
@@ -589,12 +598,24 @@ mod tests {
         );
         let f = Features::with_gates(KubernetesVersion::V1_35, ["NodeDeclaredFeatures=true"]);
         assert!(f.unwrap().enabled("NodeDeclaredFeatures"));
-        // v1.36's gang gates kubesched does not implement: known, and refused on.
-        for gate in ["TopologyAwareWorkloadScheduling", "WorkloadAwarePreemption"] {
-            let on = format!("GenericWorkload=true,GangScheduling=true,{gate}=true");
-            let e = Features::with_gates(KubernetesVersion::V1_36, [on.as_str()]).unwrap_err();
-            assert!(e.contains(&format!("implements only {gate}=false")), "{e}");
-        }
+        // v1.36's gang gate kubesched does not implement: known, and refused on.
+        let on = "GenericWorkload=true,GangScheduling=true,WorkloadAwarePreemption=true";
+        let e = Features::with_gates(KubernetesVersion::V1_36, [on]).unwrap_err();
+        assert!(
+            e.contains("implements only WorkloadAwarePreemption=false"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_placement_gate_is_v1_36_s() {
+        let on = "GenericWorkload=true,TopologyAwareWorkloadScheduling=true";
+        assert!(Features::with_gates(KubernetesVersion::V1_36, [on]).is_ok());
+        let e = Features::with_gates(KubernetesVersion::V1_35, [on]).unwrap_err();
+        assert!(
+            e.starts_with("unrecognized feature gate: TopologyAwareWorkloadScheduling"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -25,6 +25,7 @@ mod binding;
 mod build;
 mod filtering;
 mod nominated;
+mod placement;
 mod scoring;
 
 pub use build::FrameworkError;
@@ -100,6 +101,9 @@ pub struct Framework {
     pre_bind: Vec<Wired<dyn PreBindPlugin>>,
     bind: Vec<Wired<dyn BindPlugin>>,
     post_bind: Vec<Wired<dyn PostBindPlugin>>,
+    placement_generate: Vec<Wired<dyn crate::placement::PlacementGeneratePlugin>>,
+    /// PlacementScore plugins with their weights.
+    placement_score: Vec<(Wired<dyn crate::placement::PlacementScorePlugin>, i64)>,
     observer: Option<Arc<dyn PluginObserver>>,
     events_by_plugin: BTreeMap<String, Vec<ClusterEvent>>,
     /// The PreFilter, Filter, PreScore and Score plugins, each once, in that order:

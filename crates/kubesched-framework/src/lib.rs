@@ -4,7 +4,8 @@
 //!
 //! - [`plugin`]: one small object-safe trait per extension point (QueueSort,
 //!   PreFilter, Filter, PostFilter, PreScore, Score, Reserve, Permit, PreBind, Bind,
-//!   PostBind), all `Send + Sync`;
+//!   PostBind; and v1.36's [`placement`] points, PlacementGenerate and PlacementScore,
+//!   for PodGroup cycles), all `Send + Sync`;
 //! - [`Status`] with kube-scheduler's codes and reasons, [`CycleState`] for typed
 //!   per-cycle data;
 //! - [`NodeInfo`] and [`Snapshot`]: the cluster with exact resource accounting
@@ -58,6 +59,7 @@ pub mod incremental;
 pub mod live;
 pub mod node_info;
 pub mod observer;
+pub mod placement;
 pub mod plugin;
 pub mod pod_info;
 pub mod quantity;
@@ -83,6 +85,10 @@ pub use framework::{Framework, FrameworkError, NominatedPods, ScoreTable};
 pub use live::{LiveCursor, LiveObjects};
 pub use node_info::{BaseResources, HostPortInfo, ImageStateSummary, NodeCounts, NodeInfo};
 pub use observer::{PluginObserver, RecordPluginMetrics};
+pub use placement::{
+    InPlacement, Placement, PlacementGeneratePlugin, PlacementScorePlugin, PodGroupAssignments,
+    PodGroupRef,
+};
 pub use plugin::*;
 pub use pod_info::{DEFAULT_SCHEDULER_NAME, HostPort, PodInfo};
 pub use queue::{

@@ -98,6 +98,18 @@ pub trait Plugin: Send + Sync {
     fn as_post_bind(self: Arc<Self>) -> Option<Arc<dyn PostBindPlugin>> {
         None
     }
+    /// This plugin as a PlacementGenerate plugin (v1.36's PodGroup placements).
+    fn as_placement_generate(
+        self: Arc<Self>,
+    ) -> Option<Arc<dyn crate::placement::PlacementGeneratePlugin>> {
+        None
+    }
+    /// This plugin as a PlacementScore plugin (v1.36's PodGroup placements).
+    fn as_placement_score(
+        self: Arc<Self>,
+    ) -> Option<Arc<dyn crate::placement::PlacementScorePlugin>> {
+        None
+    }
 
     /// The cluster events that may make schedulable a pod this plugin rejected
     /// (kube-scheduler's `EnqueueExtensions.EventsToRegister`). The scheduling queue
@@ -347,6 +359,8 @@ macro_rules! __extension_point {
     (PreBind) => { $crate::__extension_point!(@as as_pre_bind PreBindPlugin); };
     (Bind) => { $crate::__extension_point!(@as as_bind BindPlugin); };
     (PostBind) => { $crate::__extension_point!(@as as_post_bind PostBindPlugin); };
+    (PlacementGenerate) => { $crate::__extension_point!(@as as_placement_generate PlacementGeneratePlugin); };
+    (PlacementScore) => { $crate::__extension_point!(@as as_placement_score PlacementScorePlugin); };
     (@as $method:ident $tr:ident) => {
         fn $method(
             self: ::std::sync::Arc<Self>,
@@ -358,7 +372,7 @@ macro_rules! __extension_point {
         ::core::compile_error!(::core::concat!(
             "extension_points!: `",
             ::core::stringify!($other),
-            "` is not an extension point; the points are PreEnqueue, QueueSort, PreFilter, Filter, PostFilter, PreScore, Score, Reserve, Permit, PreBind, Bind and PostBind"
+            "` is not an extension point; the points are PreEnqueue, QueueSort, PreFilter, Filter, PostFilter, PreScore, Score, Reserve, Permit, PreBind, Bind, PostBind, PlacementGenerate and PlacementScore"
         ));
     };
 }

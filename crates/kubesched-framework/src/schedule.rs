@@ -363,6 +363,9 @@ pub struct Scheduler {
     options: SchedulerOptions,
     nominated_pods: NominatedPods,
     next_start_node_index: usize,
+    /// The placement a PodGroup cycle is trying (v1.36's placements): its pods see
+    /// only these nodes.
+    placement: Option<crate::placement::Placement>,
     rng: SplitMix64,
     /// The pod (`namespace/name`) whose cycles are explained (see
     /// [`Scheduler::set_explained_pod`]).
@@ -489,6 +492,7 @@ impl Scheduler {
             options,
             nominated_pods: NominatedPods::new(),
             next_start_node_index: 0,
+            placement: None,
             rng: SplitMix64(seed),
             explained_pod: None,
             incremental: None,
@@ -700,6 +704,11 @@ impl Scheduler {
         self.to_activate.clear();
         let mut state = CycleState::new();
         state.set_explain(self.explained_pod.as_deref() == Some(pod.key()));
+        if let Some(placement) = self.placement.as_ref().filter(|p| !p.name.is_empty()) {
+            state.write(crate::placement::InPlacement {
+                name: placement.name.clone(),
+            });
+        }
         let result = self.schedule_pod(index, &mut state, pod);
         let fwk = &self.profiles[index];
         let mut preempting = None;
@@ -1030,7 +1039,10 @@ impl Scheduler {
         state: &mut CycleState,
         pod: &PodInfo,
     ) -> Result<ScheduleResult, ScheduleError> {
-        let num_nodes = self.snapshot.num_nodes();
+        let num_nodes = self
+            .placement
+            .as_ref()
+            .map_or(self.snapshot.num_nodes(), |p| p.nodes.len());
         if num_nodes == 0 {
             return Err(ScheduleError::NoNodesAvailable);
         }

@@ -50,6 +50,44 @@ fn gang_cases_agree_with_kube_scheduler() {
     });
 }
 
+/// `conformance/cases-gangs-topology/`: v1.36's placements under
+/// `TopologyAwareWorkloadScheduling`, checked against the real kube-scheduler v1.36.1
+/// by the same real-cluster scenario.
+#[test]
+fn topology_cases_agree_with_kube_scheduler() {
+    assert_agree("cases-gangs-topology", 7, |c| {
+        lines(
+            c,
+            &["GenericWorkload=true,GangScheduling=true,TopologyAwareWorkloadScheduling=true"],
+        )
+    });
+}
+
+/// Without the gate, a PodGroup's topology constraint is not read: the group is
+/// placed on the whole cluster, as before.
+#[test]
+fn without_the_gate_the_topology_constraint_is_not_read() {
+    let case = cases_in("cases-gangs-topology")
+        .into_iter()
+        .find(|c| c.ends_with("topology-one-rack-fits.yaml"))
+        .expect("case");
+    let on = lines(
+        &case,
+        &["GenericWorkload=true,GangScheduling=true,TopologyAwareWorkloadScheduling=true"],
+    )
+    .unwrap();
+    let off = lines(&case, &["GenericWorkload=true,GangScheduling=true"]).unwrap();
+    let nodes = |lines: &[Value]| -> Vec<String> {
+        lines
+            .iter()
+            .map(|l| l["node"].as_str().unwrap_or("-").to_string())
+            .collect()
+    };
+    assert_eq!(nodes(&on), ["b1", "b2", "b1"]);
+    // u1, the 8-cpu node without a rack, takes every pod.
+    assert_eq!(nodes(&off), ["u1", "u1", "u1"]);
+}
+
 #[test]
 fn v1_35_gang_cases_follow_kube_scheduler_v1_35_source() {
     assert_agree("cases-gangs-v1.35", 7, |c| {

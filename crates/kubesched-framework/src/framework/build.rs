@@ -189,6 +189,9 @@ impl Framework {
         let gated = profile.plugins_for(kubesched_config::DefaultPluginGates {
             node_declared_features: handle.features.enabled("NodeDeclaredFeatures"),
             gang_scheduling: handle.features.enabled("GangScheduling"),
+            topology_aware_workload_scheduling: handle
+                .features
+                .enabled("TopologyAwareWorkloadScheduling"),
         });
         let p: &Plugins = &gated;
         let mut handle = handle.clone();
@@ -238,6 +241,13 @@ impl Framework {
         let pre_bind = b.build("PreBindPlugin", &p.pre_bind, |x| x.as_pre_bind())?;
         let bind = b.build("BindPlugin", &p.bind, |x| x.as_bind())?;
         let post_bind = b.build("PostBindPlugin", &p.post_bind, |x| x.as_post_bind())?;
+        let placement_generate =
+            b.build("PlacementGeneratePlugin", &p.placement_generate, |x| {
+                x.as_placement_generate()
+            })?;
+        let placement_score = b.build("PlacementScorePlugin", &p.placement_score, |x| {
+            x.as_placement_score()
+        })?;
         if queue_sort.len() != 1 {
             return Err(FrameworkError::QueueSortCount {
                 profile: name,
@@ -247,7 +257,12 @@ impl Framework {
         if bind.is_empty() {
             return Err(FrameworkError::NoBind { profile: name });
         }
-        let score = score_weights(&name, p, score)?;
+        let score: Vec<WeightedScore> = score_weights(&name, &p.score, &p.multi_point, score)?
+            .into_iter()
+            .map(|(wired, weight)| WeightedScore { wired, weight })
+            .collect();
+        let placement_score =
+            score_weights(&name, &p.placement_score, &p.multi_point, placement_score)?;
         let events_by_plugin = plugins
             .iter()
             .map(|(name, plugin)| (name.clone(), plugin.events_to_register()))
@@ -280,6 +295,8 @@ impl Framework {
             pre_bind,
             bind,
             post_bind,
+            placement_generate,
+            placement_score,
             observer: None,
             events_by_plugin,
             signers,
@@ -308,20 +325,17 @@ fn closest_name(registry: &Registry, name: &str) -> String {
         .unwrap_or_default()
 }
 
-/// Score weights as kube-scheduler's `getScoreWeights`: the `score` list's entries
+/// Score weights as kube-scheduler's `getScoreWeights`: the point's own list's entries
 /// first, then `multiPoint`'s; the first entry for a plugin wins; absent or zero is 1.
-fn score_weights(
+/// The same rule weighs Score and PlacementScore plugins.
+fn score_weights<T: ?Sized>(
     profile_name: &str,
-    plugins: &Plugins,
-    score: Vec<Wired<dyn ScorePlugin>>,
-) -> Result<Vec<WeightedScore>, FrameworkError> {
-    let entries: Vec<_> = plugins
-        .score
-        .enabled
-        .iter()
-        .chain(&plugins.multi_point.enabled)
-        .collect();
-    score
+    own: &PluginSet,
+    multi_point: &PluginSet,
+    plugins: Vec<Wired<T>>,
+) -> Result<Vec<(Wired<T>, i64)>, FrameworkError> {
+    let entries: Vec<_> = own.enabled.iter().chain(&multi_point.enabled).collect();
+    plugins
         .into_iter()
         .map(|wired| {
             let weight = entries
@@ -338,7 +352,7 @@ fn score_weights(
                     weight,
                 });
             }
-            Ok(WeightedScore { wired, weight })
+            Ok((wired, weight))
         })
         .collect()
 }

@@ -57,10 +57,16 @@ impl Scheduler {
         // nodes to), as it does a nominated one, and takes it if it passes. A rejection
         // stays in the diagnosis, which the search below shares.
         let mut hint_rejection = None;
+        let in_placement = |i: &usize| {
+            self.placement
+                .as_ref()
+                .is_none_or(|p| p.nodes.binary_search(i).is_ok())
+        };
         if let Some(index) = hint
             .as_ref()
             .and_then(|h| h.node.as_deref())
             .and_then(|n| self.snapshot.index_of(n))
+            .filter(in_placement)
         {
             let state: &CycleState = state;
             let snapshot = &self.snapshot;
@@ -103,6 +109,16 @@ impl Scheduler {
                 ));
                 Some(v)
             }
+        };
+        // A PodGroup cycle trying a placement sees only its nodes.
+        let listed = match (&self.placement, listed) {
+            (None, listed) => listed,
+            (Some(p), None) => Some(p.nodes.clone()),
+            (Some(p), Some(v)) => Some(
+                v.into_iter()
+                    .filter(|i| p.nodes.binary_search(i).is_ok())
+                    .collect(),
+            ),
         };
         let total = listed.as_ref().map_or(snapshot.num_nodes(), Vec::len);
         let candidate = |i: usize| listed.as_ref().map_or(i, |v| v[i]);

@@ -19,14 +19,19 @@
 //! kube-scheduler evaluates the group, reverts it, and then assumes the feasible pods
 //! again for their binding cycles on the nodes found; here the pods stay assumed until
 //! the group is decided, then are bound (a pod still waiting for another Permit plugin
-//! stays parked) or reverted, which places the same pods on the same nodes. Not
-//! modelled: v1.36's alpha gates `WorkloadAwarePreemption` and
-//! `TopologyAwareWorkloadScheduling` (its placements), which kubesched refuses to turn
-//! on.
+//! stays parked) or reverted, which places the same pods on the same nodes.
+//!
+//! When the profile has PlacementGenerate plugins (v1.36's
+//! `TopologyAwareWorkloadScheduling`), the group is tried on each placement alone and
+//! undone, and the best placement it fits is tried again and submitted
+//! (`podGroupSchedulingPlacementAlgorithm`, `findBestPlacement`). Not modelled: v1.36's
+//! alpha gate `WorkloadAwarePreemption`, which kubesched refuses to turn on.
 
 use std::sync::Arc;
 
-use super::{Outcome, Parked, PastPermit, ScheduleError, Scheduler, ToPermit};
+use super::{HostSelection, Outcome, Parked, PastPermit, ScheduleError, Scheduler, ToPermit};
+use crate::framework::Framework;
+use crate::placement::{Placement, PodGroupAssignments, PodGroupRef};
 use crate::pod_info::PodInfo;
 use crate::status::{Code, Status};
 
@@ -194,6 +199,65 @@ impl PodGroupCycle {
     }
 }
 
+/// One run of `podGroupSchedulingDefaultAlgorithm` over the group's queued pods, not
+/// submitted yet: its pods stay assumed until [`Scheduler::submit_group`] or
+/// [`Scheduler::forget_attempt`].
+struct GroupAttempt {
+    /// The pods that found no node (or were not attempted), with their outcome, in
+    /// the order attempted.
+    decided: Vec<(Arc<PodInfo>, Outcome)>,
+    /// The pods past Permit (or waiting there), assumed on their node.
+    held: Vec<PastPermit>,
+    verdict: VerdictSoFar,
+    /// The position of the pod that failed with an error, and the message the other
+    /// pods get.
+    failed: Option<(usize, String)>,
+}
+
+impl GroupAttempt {
+    /// Whether the group fits: no error, and placed or waiting for its preemption
+    /// (`result.status.IsSuccess() || result.waitingOnPreemption`).
+    fn fits(&self) -> bool {
+        self.failed.is_none() && self.verdict.verdict() != PodGroupVerdict::Unschedulable
+    }
+}
+
+/// The namespace and name of the PodGroup `pod` names in `spec.schedulingGroup`.
+fn pod_group_of(pod: &PodInfo) -> Option<(String, String)> {
+    let name = pod
+        .spec()
+        .scheduling_group
+        .as_ref()?
+        .pod_group_name
+        .clone()?;
+    Some((pod.namespace().to_string(), name))
+}
+
+/// Every pod of the group turned down with `status` before any was attempted (its
+/// placements could not be made or ranked), and the group's `condition`.
+fn fail_all(
+    mut cycle: PodGroupCycle,
+    queued: &[Arc<PodInfo>],
+    status: &Status,
+    condition: PodGroupCondition,
+) -> PodGroupCycle {
+    for pod in queued {
+        let error = ScheduleError::Internal(status.clone());
+        cycle.decide(
+            pod.clone(),
+            Outcome::Unschedulable {
+                error,
+                nominated: None,
+            },
+        );
+    }
+    cycle.condition = Some(condition);
+    cycle
+}
+
+/// What kube-scheduler v1.36.1 reports for a group no placement was made for.
+pub const NO_FEASIBLE_PLACEMENTS: &str = "no feasible placements found";
+
 impl Scheduler {
     /// Runs one PodGroup scheduling cycle over `pods`, the group's pending pods in
     /// the order kube-scheduler attempts them (the popped pod first, then by priority
@@ -239,12 +303,40 @@ impl Scheduler {
             }
             return cycle;
         }
-        // podGroupSchedulingDefaultAlgorithm: each pod up to Permit, later pods seeing
-        // the earlier ones assumed (a pod PostFilter nominated a node for, on that
-        // node). The last pod whose own Permit succeeds decides: the group is placed,
-        // or, if some pod so far needed preemption, it waits for the preemption.
-        let mut held: Vec<PastPermit> = Vec::new();
-        let mut verdict = VerdictSoFar::default();
+        if queued.is_empty() {
+            return cycle;
+        }
+        let fwk = self
+            .profiles
+            .iter()
+            .find(|p| p.profile_name() == queued[0].scheduler_name())
+            .cloned();
+        if let Some(fwk) = fwk.filter(|f| f.has_placement_generate_plugins())
+            && let Some((namespace, name)) = pod_group_of(&queued[0])
+        {
+            let group = PodGroupRef {
+                namespace: &namespace,
+                name: &name,
+            };
+            return self.run_placement_algorithm(cycle, &queued, &fwk, group);
+        }
+        let attempt = self.attempt_group(&queued);
+        self.submit_group(&mut cycle, &queued, attempt);
+        cycle
+    }
+
+    /// `podGroupSchedulingDefaultAlgorithm`: each pod up to Permit, later pods seeing
+    /// the earlier ones assumed (a pod PostFilter nominated a node for, on that node).
+    /// The last pod whose own Permit succeeds decides: the group is placed, or, if
+    /// some pod so far needed preemption, it waits for the preemption. A pod failing
+    /// with an error (not a rejection) stops it there.
+    fn attempt_group(&mut self, queued: &[Arc<PodInfo>]) -> GroupAttempt {
+        let mut attempt = GroupAttempt {
+            decided: Vec::new(),
+            held: Vec::new(),
+            verdict: VerdictSoFar::default(),
+            failed: None,
+        };
         for (i, pod) in queued.iter().enumerate() {
             match self.cycle_to_permit(pod, true) {
                 ToPermit::Decided(outcome) => {
@@ -254,24 +346,183 @@ impl Scheduler {
                             ScheduleError::Internal(_) | ScheduleError::FailedAfterFilter { .. }
                         )
                     {
-                        let message = other_pod_failed_message(error);
-                        cycle.decide(pod.clone(), outcome);
-                        self.fail_group(&mut cycle, held, &queued[i + 1..], &message);
-                        return cycle;
+                        attempt.failed = Some((i, other_pod_failed_message(error)));
+                        attempt.decided.push((pod.clone(), outcome));
+                        return attempt;
                     }
-                    cycle.decide(pod.clone(), outcome);
+                    attempt.decided.push((pod.clone(), outcome));
                 }
                 ToPermit::Past(past) => {
-                    verdict
+                    attempt
+                        .verdict
                         .pod_past_permit(past.parked.wait.is_success(), past.preempting.is_some());
-                    held.push(past);
+                    attempt.held.push(past);
                 }
             }
         }
-        if queued.is_empty() {
-            return cycle;
+        attempt
+    }
+
+    /// `podGroupSchedulingPlacementAlgorithm` (v1.36, `TopologyAwareWorkloadScheduling`):
+    /// the group is tried on each placement the PlacementGenerate plugins make, alone
+    /// (its pods see only the placement's nodes), and undone; of the placements it
+    /// fits, the PlacementScore plugins' best is tried again and submitted. When it
+    /// fits none, the first placement's attempt is submitted, its condition reading
+    /// `0/N placements are available, first placement status: ...`.
+    ///
+    /// kube-scheduler tries the placements in a Go map's order, which is random, and
+    /// breaks equal scores at random; kubesched tries them in name order and breaks
+    /// ties as [`SchedulerOptions::host_selection`] breaks them between nodes.
+    fn run_placement_algorithm(
+        &mut self,
+        mut cycle: PodGroupCycle,
+        queued: &[Arc<PodInfo>],
+        fwk: &Framework,
+        group: PodGroupRef<'_>,
+    ) -> PodGroupCycle {
+        let mut placements = match fwk.run_placement_generate_plugins(group, &self.snapshot) {
+            Ok(p) => p,
+            Err(status) => {
+                let condition = PodGroupCondition::scheduler_error(&status.message());
+                return fail_all(cycle, queued, &status, condition);
+            }
+        };
+        if placements.is_empty() {
+            let status = Status::new(Code::Unschedulable, NO_FEASIBLE_PLACEMENTS);
+            let condition = PodGroupCondition {
+                message: NO_FEASIBLE_PLACEMENTS.into(),
+                ..PodGroupCondition::unschedulable()
+            };
+            return fail_all(cycle, queued, &status, condition);
         }
-        // submitPodGroupAlgorithmResult.
+        placements.sort_by(|a, b| a.name.cmp(&b.name));
+        let chosen = if placements.len() == 1 {
+            Ok(0)
+        } else {
+            self.best_placement(queued, fwk, group, &placements)
+        };
+        let chosen = match chosen {
+            Ok(i) => i,
+            Err(status) => {
+                let condition = PodGroupCondition::scheduler_error(&status.message());
+                return fail_all(cycle, queued, &status, condition);
+            }
+        };
+        let count = placements.len();
+        let attempt = self.attempt_in(&placements[chosen], queued);
+        let fits = attempt.fits();
+        let failed = attempt.failed.is_some();
+        self.submit_group(&mut cycle, queued, attempt);
+        if !fits
+            && !failed
+            && let Some(condition) = &mut cycle.condition
+        {
+            condition.message = format!(
+                "0/{count} placements are available, first placement status: {}",
+                condition.message
+            );
+        }
+        cycle
+    }
+
+    /// The group attempted on `placement` alone.
+    fn attempt_in(&mut self, placement: &Placement, queued: &[Arc<PodInfo>]) -> GroupAttempt {
+        self.placement = Some(placement.clone());
+        let attempt = self.attempt_group(queued);
+        self.placement = None;
+        attempt
+    }
+
+    /// The placement to submit (`findBestPlacement`): each is attempted and undone; of
+    /// those the group fits, the best by the PlacementScore plugins; when it fits
+    /// none, or an attempt fails with an error, that first one.
+    fn best_placement(
+        &mut self,
+        queued: &[Arc<PodInfo>],
+        fwk: &Framework,
+        group: PodGroupRef<'_>,
+        placements: &[Placement],
+    ) -> Result<usize, Status> {
+        let mut fitting: Vec<usize> = Vec::new();
+        let mut assignments: Vec<PodGroupAssignments> = Vec::new();
+        for (i, placement) in placements.iter().enumerate() {
+            let attempt = self.attempt_in(placement, queued);
+            if attempt.failed.is_some() {
+                self.forget_attempt(attempt);
+                return Ok(i);
+            }
+            if attempt.fits() {
+                let proposed = attempt
+                    .held
+                    .iter()
+                    .filter_map(|p| {
+                        let node = self.snapshot.index_of(&p.parked.node)?;
+                        Some((p.parked.pod.clone(), node))
+                    })
+                    .collect();
+                fitting.push(i);
+                assignments.push(PodGroupAssignments {
+                    placement: placement.clone(),
+                    proposed,
+                });
+            }
+            self.forget_attempt(attempt);
+        }
+        match fitting.len() {
+            0 => return Ok(0),
+            1 => return Ok(fitting[0]),
+            _ => {}
+        }
+        let totals = fwk.run_placement_score_plugins(group, &assignments, &self.snapshot)?;
+        let best = totals.iter().copied().max().unwrap_or(0);
+        let ties = fitting
+            .iter()
+            .zip(&totals)
+            .filter(|(_, t)| **t == best)
+            .map(|(i, _)| *i);
+        Ok(match self.options.host_selection {
+            HostSelection::FirstInNodeOrder => ties.min().unwrap_or(0),
+            HostSelection::Random { .. } => {
+                let mut chosen = 0;
+                for (seen, index) in ties.enumerate() {
+                    if self.rng.next().is_multiple_of(seen as u64 + 1) {
+                        chosen = index;
+                    }
+                }
+                chosen
+            }
+        })
+    }
+
+    /// Undoes an attempt that only measured a placement: every pod it assumed is
+    /// unreserved and forgotten.
+    fn forget_attempt(&mut self, attempt: GroupAttempt) {
+        for past in attempt.held {
+            self.revert(past);
+        }
+    }
+
+    /// `submitPodGroupAlgorithmResult`: the attempt's pods bound, waiting or back in
+    /// the queue, and the group's condition.
+    fn submit_group(
+        &mut self,
+        cycle: &mut PodGroupCycle,
+        queued: &[Arc<PodInfo>],
+        attempt: GroupAttempt,
+    ) {
+        let GroupAttempt {
+            decided,
+            held,
+            verdict,
+            failed,
+        } = attempt;
+        for (pod, outcome) in decided {
+            cycle.decide(pod, outcome);
+        }
+        if let Some((i, message)) = failed {
+            self.fail_group(cycle, held, &queued[i + 1..], &message);
+            return;
+        }
         match verdict.verdict() {
             PodGroupVerdict::Placed => {
                 for past in held {
@@ -308,7 +559,7 @@ impl Scheduler {
                         cycle.waiting.push(pod);
                     }
                 }
-                self.reject_waiting(&mut cycle, group_message);
+                self.reject_waiting(cycle, group_message);
                 cycle.condition = Some(PodGroupCondition::unschedulable());
             }
             PodGroupVerdict::WaitingOnPreemption => {
@@ -332,7 +583,6 @@ impl Scheduler {
                 cycle.condition = Some(PodGroupCondition::waiting_on_preemption());
             }
         }
-        cycle
     }
 
     /// Unreserves and forgets a pod the cycle assumed and takes it out of the waiting

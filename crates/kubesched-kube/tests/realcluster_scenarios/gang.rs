@@ -1,7 +1,9 @@
 //! kube-scheduler v1.36's gang scheduling against kubesched's: the cases of
 //! `conformance/cases-gangs/` (a gang that fits, one with more pods than minCount, one a
 //! pod short, one that does not fit, one that needs preemption, two gangs competing for
-//! one pool, a gang among single pods, pods naming a PodGroup that does not exist). For each case the real
+//! one pool, a gang among single pods, pods naming a PodGroup that does not exist), then
+//! those of `conformance/cases-gangs-topology/` with `TopologyAwareWorkloadScheduling`
+//! on too (PodGroups tried per rack; `run` refuses that gate). For each case the real
 //! kube-scheduler, started with `--feature-gates=GenericWorkload=true,GangScheduling=true`
 //! on an API server that serves scheduling.k8s.io/v1alpha2, places the case's objects
 //! (created in order with `kubectl apply`); `kubesched simulate` with the same gates runs
@@ -32,6 +34,10 @@ use super::support::realcluster::Cluster;
 use super::{KubeScheduler, kubectl, kubectl_apply, repo_file, until};
 
 const GATES: &str = "GenericWorkload=true,GangScheduling=true";
+
+/// The gates of `conformance/cases-gangs-topology/` (placements; `run` refuses them).
+const TOPOLOGY_GATES: &str =
+    "GenericWorkload=true,GangScheduling=true,TopologyAwareWorkloadScheduling=true";
 
 /// What one scheduler did with a case: per group (`group/NAME`, or `pod/NAME` for a pod
 /// outside any group) the sorted outcomes of its pods, and per PodGroup its
@@ -72,11 +78,11 @@ fn groups_of(path: &Path) -> BTreeMap<String, String> {
 }
 
 /// kubesched's placement of the case (`simulate --preemption` with the gates).
-fn simulated(path: &Path) -> Placement {
+fn simulated(path: &Path, gates: &str) -> Placement {
     let scenario = load_case(path);
     let options = SimulationOptions {
         preemption: true,
-        features: Features::with_gates(KubernetesVersion::V1_36, [GATES]).expect("gates"),
+        features: Features::with_gates(KubernetesVersion::V1_36, [gates]).expect("gates"),
         ..Default::default()
     };
     let mut prepared =
@@ -389,8 +395,14 @@ async fn real(
     watch.abort();
     let first = watched.lock().unwrap().clone();
     let mut placement = Placement::default();
+    // The pods the case binds itself (`nodeName`) are not scheduled, and `simulate`
+    // prints no line for them.
+    let scheduled = unassigned_pods(path);
     for p in api.list(&ListParams::default()).await.expect("pods").items {
         let name = p.metadata.name.clone().unwrap_or_default();
+        if !scheduled.contains(&name) {
+            continue;
+        }
         let group = groups
             .get(&name)
             .cloned()
@@ -486,11 +498,11 @@ async fn clear(cluster: &Cluster, client: &kube::Client) {
     .await;
 }
 
-/// The cases, in name order.
-fn cases() -> Vec<PathBuf> {
-    let dir = repo_file("conformance/cases-gangs");
+/// The cases of `conformance/FOLDER`, in name order.
+fn cases_in(folder: &str) -> Vec<PathBuf> {
+    let dir = repo_file(&format!("conformance/{folder}"));
     let mut cases: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("conformance/cases-gangs")
+        .expect("the cases' folder")
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
         .collect();
@@ -507,7 +519,7 @@ pub async fn gangs(cluster: &mut Cluster) {
     // At --v=3 it logs each pod's add event, which the cases wait for.
     let kube_scheduler = KubeScheduler::start(cluster, &[gates.as_str(), "--v=3"]);
     let log = cluster.state.join("logs/kube-scheduler.log");
-    let cases = cases();
+    let cases = cases_in("cases-gangs");
     assert_eq!(cases.len(), 8, "cases in conformance/cases-gangs");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let (started, recording) = tokio::sync::oneshot::channel::<()>();
@@ -536,7 +548,7 @@ pub async fn gangs(cluster: &mut Cluster) {
     let mut disagreements = Vec::new();
     let mut created = BTreeSet::new();
     for case in &cases {
-        let want = simulated(case);
+        let want = simulated(case, GATES);
         let got = real(cluster, &client, case, &want, Some(&log)).await;
         created.extend(conditions(cluster).into_keys());
         if got != want {
@@ -576,6 +588,28 @@ pub async fn gangs(cluster: &mut Cluster) {
         "the PodGroups kubesched record wrote (applied, deleted)"
     );
     drop(kube_scheduler);
+    // The placements, against kube-scheduler with TopologyAwareWorkloadScheduling on
+    // (the API server keeps the PodGroups' schedulingConstraints with its gate on).
+    let gates = format!("--feature-gates={TOPOLOGY_GATES}");
+    let kube_scheduler = KubeScheduler::start(cluster, &[gates.as_str(), "--v=3"]);
+    let topology = cases_in("cases-gangs-topology");
+    assert_eq!(
+        topology.len(),
+        7,
+        "cases in conformance/cases-gangs-topology"
+    );
+    for case in &topology {
+        let want = simulated(case, TOPOLOGY_GATES);
+        let got = real(cluster, &client, case, &want, Some(&log)).await;
+        if got != want {
+            disagreements.push(format!(
+                "{}:\n  kube-scheduler: {got:?}\n  kubesched:      {want:?}",
+                case.display()
+            ));
+        }
+        clear(cluster, &client).await;
+    }
+    drop(kube_scheduler);
     let config = super::scheduler_config(
         "apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
@@ -603,7 +637,7 @@ leaderElection:
         ) as usize
     };
     for case in &cases {
-        let want = simulated(case);
+        let want = simulated(case, GATES);
         let before = scheduled();
         let got = real(cluster, &client, case, &want, None).await;
         if got != want {

@@ -37,10 +37,12 @@ impl Cluster {
     /// per test binary `name`); `None` when the test is to skip (said on standard error).
     pub fn up(name: &str) -> Option<Cluster> {
         let state = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("realcluster-{name}"));
-        // The gang scheduling API (scheduling.k8s.io/v1alpha2 PodGroups), which the
-        // gang scenario's kube-scheduler reads; nothing else uses it.
+        // The gang scheduling API (scheduling.k8s.io/v1alpha2 PodGroups, their
+        // schedulingConstraints kept), which the gang scenario's kube-scheduler reads;
+        // nothing else uses it.
         let args = [
-            "--feature-gates=GenericWorkload=true,GangScheduling=true".to_string(),
+            "--feature-gates=GenericWorkload=true,GangScheduling=true,TopologyAwareWorkloadScheduling=true"
+                .to_string(),
             "--runtime-config=scheduling.k8s.io/v1alpha2=true".to_string(),
         ];
         let plane = kubesched_envtest::start_or_skip(

@@ -55,6 +55,11 @@ pub const NO_VICTIMS_FOUND: &str = "No preemption victims found for incoming pod
 pub const NOT_HELPFUL: &str = "Preemption is not helpful for scheduling";
 /// The message for a pod with `preemptionPolicy: Never`.
 pub const NOT_ELIGIBLE_POLICY_NEVER: &str = "not eligible due to preemptionPolicy=Never.";
+/// The message for a pod of a PodGroup tried on a placement (v1.36,
+/// `TopologyAwareWorkloadScheduling`): kube-scheduler v1.36.1 does not preempt for it,
+/// rather than once per placement. Its words as that binary writes them (no period).
+pub const NOT_ELIGIBLE_PLACEMENT: &str =
+    "not eligible due to placement-based pod group scheduling limitation";
 /// The message for a pod whose nominated node still has a terminating victim.
 pub const NOT_ELIGIBLE_TERMINATING: &str =
     "not eligible due to a terminating pod on the nominated node.";
@@ -656,10 +661,13 @@ impl Preemptor for DefaultPreemption {
     fn pod_eligible_to_preempt_others(
         &self,
         ctx: &PostFilterContext<'_>,
-        _: &CycleState,
+        state: &CycleState,
         pod: &PodInfo,
         filtered: &NodeToStatus,
     ) -> Result<(), &'static str> {
+        if state.read::<kubesched_framework::InPlacement>().is_some() {
+            return Err(NOT_ELIGIBLE_PLACEMENT);
+        }
         pod_eligible_to_preempt_others(pod, ctx.snapshot, filtered)
     }
 

@@ -40,7 +40,7 @@ use kubesched_framework::events::{
 use kubesched_framework::waiting::WaitingPods;
 use kubesched_framework::{
     ClusterObjects, Code, CycleState, Handle, LiveCursor, PermitPlugin, Plugin, PluginError,
-    PodInfo, PreEnqueuePlugin, Status, extension_points,
+    PodInfo, PreEnqueuePlugin, ReservePlugin, Status, extension_points,
 };
 
 use api::PodGroup;
@@ -64,6 +64,22 @@ pub fn pod_group_name(pod: &PodInfo) -> Option<&str> {
         .scheduling_group
         .as_ref()
         .and_then(|g| g.pod_group_name.as_deref())
+}
+
+/// The pods of `group` the snapshot holds (bound or assumed: kube-scheduler's
+/// `PodGroupState.ScheduledPods`), with their node's index.
+pub fn scheduled_pods_of_group<'a>(
+    snapshot: &'a kubesched_framework::Snapshot,
+    group: kubesched_framework::PodGroupRef<'a>,
+) -> impl Iterator<Item = (usize, &'a PodInfo)> + 'a {
+    snapshot
+        .nodes()
+        .iter()
+        .enumerate()
+        .flat_map(|(i, node)| node.pods().iter().map(move |p| (i, &**p)))
+        .filter(move |(_, p)| {
+            p.namespace() == group.namespace && pod_group_name(p) == Some(group.name)
+        })
 }
 
 /// The PodGroups of `handle.objects`, by `namespace/name`; an object that does not
@@ -247,7 +263,7 @@ impl Plugin for GangScheduling {
     fn name(&self) -> &str {
         NAME
     }
-    extension_points!(PreEnqueue, Permit);
+    extension_points!(PreEnqueue, Reserve, Permit);
 
     /// `EventsToRegister`: Pod/Add (a pod that completes a gang) and PodGroup/Add (the
     /// group a waiting pod names; v1alpha2 PodGroups are immutable, so no Update).
@@ -323,6 +339,25 @@ impl PreEnqueuePlugin for GangScheduling {
             return Status::new(Code::UnschedulableAndUnresolvable, QUORUM_MESSAGE);
         }
         Status::success()
+    }
+}
+
+/// kube-scheduler v1.36's plugin has no Reserve: it reads the group's scheduled pods
+/// off the cache, where a pod unreserved and forgotten no longer counts. This plugin
+/// counts them itself, so its Unreserve takes the pod out again: a pod a PodGroup cycle
+/// tried on a placement and undid, or whose binding failed, is not scheduled.
+impl ReservePlugin for GangScheduling {
+    fn reserve(&self, _: &mut CycleState, _: &PodInfo, _: &str) -> Status {
+        Status::success()
+    }
+
+    fn unreserve(&self, _: &mut CycleState, pod: &PodInfo, _: &str) {
+        let Some(key) = group_key(pod) else {
+            return;
+        };
+        if let Some(set) = self.lock().get_mut(&key) {
+            set.remove(pod.uid());
+        }
     }
 }
 

@@ -158,6 +158,38 @@ fn permit_waits_until_min_count_pods_are_scheduled() {
     assert!(decided.2.is_success());
 }
 
+/// A pod Permit allowed and that was then unreserved (a PodGroup cycle's try on a
+/// placement, undone; a failed binding) is no longer scheduled: the next pod waits.
+#[test]
+fn an_unreserved_pod_no_longer_counts_toward_the_quorum() {
+    let pods: Vec<Arc<PodInfo>> = (1..=3).map(|i| pod(&format!("a-{i}"), "a", None)).collect();
+    let h = handle(
+        &[("a", serde_json::json!({"gang": {"minCount": 2}}))],
+        pods.clone(),
+    );
+    let p = GangScheduling::new(&h).unwrap();
+    let park = |pod: &Arc<PodInfo>| {
+        let (s, wait) = p.permit(&mut CycleState::new(), pod, "n1");
+        let mut waits = std::collections::BTreeMap::new();
+        waits.insert(NAME.to_string(), wait);
+        h.waiting_pods.add(pod.clone(), "n1", waits, 0);
+        s
+    };
+    assert!(park(&pods[0]).is_wait());
+    assert!(
+        p.permit(&mut CycleState::new(), &pods[1], "n1")
+            .0
+            .is_success()
+    );
+    // Both undone: the try that placed them is forgotten.
+    for pod in &pods[..2] {
+        h.waiting_pods.remove(pod.uid());
+        p.unreserve(&mut CycleState::new(), pod, "n1");
+    }
+    let (s, _) = p.permit(&mut CycleState::new(), &pods[2], "n1");
+    assert!(s.is_wait(), "a-3 alone is not a quorum of 2: {s:?}");
+}
+
 #[test]
 fn a_pod_that_stopped_waiting_no_longer_counts_toward_the_quorum() {
     let pods: Vec<Arc<PodInfo>> = (1..=4).map(|i| pod(&format!("a-{i}"), "a", None)).collect();
@@ -298,15 +330,18 @@ mod v1_35_plugin {
 
     #[test]
     fn the_registry_builds_v1_35s_plugin_under_v1_35() {
-        let h = handle(gang(1), vec![]);
-        let plugin = new(None, &h).unwrap();
-        assert!(plugin.clone().as_reserve().is_some());
-        assert!(
-            new(None, &Handle::default())
-                .unwrap()
-                .as_reserve()
-                .is_none()
-        );
+        use kubesched_framework::events::EventResource;
+        // v1.35's registers Workload events, v1.36's PodGroup events.
+        let watches = |h: &Handle| -> Vec<EventResource> {
+            let plugin = new(None, h).unwrap();
+            plugin
+                .events_to_register()
+                .iter()
+                .map(|e| e.resource)
+                .collect()
+        };
+        assert!(watches(&handle(gang(1), vec![])).contains(&EventResource::Workload));
+        assert!(watches(&Handle::default()).contains(&EventResource::PodGroup));
     }
 
     #[test]
