@@ -33,10 +33,10 @@
 //! kubesched does not support yet) are retried on their node and pod events and after
 //! `podMaxInUnschedulablePodsDuration`.
 
-use kubesched_framework::NodeInfo;
 use kubesched_framework::events::{
-    ActionType, ClusterEvent, EventObjects, EventResource, QueueingHint,
+    ActionType, ClusterEvent, EventObject, EventObjects, EventResource, QueueingHint,
 };
+use kubesched_framework::{NodeInfo, PodInfo};
 
 fn event(resource: EventResource, action: ActionType) -> ClusterEvent {
     ClusterEvent::new(resource, action)
@@ -90,6 +90,23 @@ pub(crate) fn node_change_hint(
             decide(objects.old_node(), modified)
         }
         _ => QueueingHint::Queue,
+    }
+}
+
+/// The shape of kube-scheduler's `isSchedulableAfterPodTolerationChange` (TaintToleration,
+/// NodeUnschedulable): a toleration change helps only the pod that changed, and only
+/// if `helps(modified)`; `None` for any other event, or one without the pod.
+pub(crate) fn toleration_change_hint(
+    pod: &PodInfo,
+    event: &ClusterEvent,
+    objects: &EventObjects,
+    helps: impl FnOnce(&PodInfo) -> bool,
+) -> Option<QueueingHint> {
+    match &objects.new {
+        Some(EventObject::Pod(modified)) if event.resource == EventResource::Pod => Some(
+            QueueingHint::queue_if(modified.uid() == pod.uid() && helps(modified)),
+        ),
+        _ => None,
     }
 }
 

@@ -52,13 +52,21 @@ impl Plugin for NodeUnschedulable {
 
     /// kube-scheduler's `isSchedulableAfterNodeChange`: a node added schedulable, or
     /// updated from unschedulable to schedulable, helps; any other node event does not.
-    /// Pod events always help.
+    /// `isSchedulableAfterPodTolerationChange`: a toleration change helps only the pod
+    /// that changed, once it tolerates `node.kubernetes.io/unschedulable:NoSchedule`.
     fn queueing_hint(
         &self,
-        _: &PodInfo,
+        pod: &PodInfo,
         event: &kubesched_framework::ClusterEvent,
         objects: &kubesched_framework::EventObjects,
     ) -> QueueingHint {
+        let tolerates = |p: &PodInfo| {
+            let tolerations = p.spec().tolerations.as_deref().unwrap_or(&[]);
+            tolerations_tolerate(tolerations, &unschedulable_taint())
+        };
+        if let Some(hint) = crate::events::toleration_change_hint(pod, event, objects, tolerates) {
+            return hint;
+        }
         crate::events::node_change_hint(event, objects, |original, modified| {
             let was_unschedulable = original.is_none_or(NodeInfo::unschedulable);
             QueueingHint::queue_if(was_unschedulable && !modified.unschedulable())
@@ -71,13 +79,8 @@ impl FilterPlugin for NodeUnschedulable {
         if !node.unschedulable() {
             return Status::success();
         }
-        let taint = Taint {
-            key: TAINT_NODE_UNSCHEDULABLE.to_string(),
-            effect: "NoSchedule".to_string(),
-            ..Default::default()
-        };
         let tolerations = pod.spec().tolerations.as_deref().unwrap_or(&[]);
-        if tolerations_tolerate(tolerations, &taint) {
+        if tolerations_tolerate(tolerations, &unschedulable_taint()) {
             Status::success()
         } else {
             Status::new(Code::UnschedulableAndUnresolvable, ERR_REASON_UNSCHEDULABLE)
@@ -92,6 +95,16 @@ impl FilterPlugin for NodeUnschedulable {
         rejected: &mut Vec<(usize, Status)>,
     ) {
         filter_where(self, state, pod, nodes, rejected, NodeInfo::unschedulable);
+    }
+}
+
+/// `node.kubernetes.io/unschedulable:NoSchedule`, the taint a cordoned node is
+/// treated as having.
+fn unschedulable_taint() -> Taint {
+    Taint {
+        key: TAINT_NODE_UNSCHEDULABLE.to_string(),
+        effect: "NoSchedule".to_string(),
+        ..Default::default()
     }
 }
 
@@ -119,5 +132,34 @@ mod tests {
         assert_eq!(hint(Some(true), false), QueueingHint::Queue);
         assert_eq!(hint(Some(false), false), QueueingHint::QueueSkip);
         assert_eq!(hint(Some(false), true), QueueingHint::QueueSkip);
+    }
+
+    /// node_unschedulable_test.go's `TestIsSchedulableAfterPodTolerationChange`: only the
+    /// pod itself, and only once it tolerates the unschedulable taint.
+    #[test]
+    fn a_toleration_helps_only_the_pod_that_now_tolerates_a_cordoned_node() {
+        let pod = PodBuilder::new("default", "p")
+            .uid("uid")
+            .pod_info()
+            .unwrap();
+        let event = ClusterEvent::new(EventResource::Pod, ActionType::UPDATE_POD_TOLERATION);
+        let hint = |uid: &str, key: &str| {
+            let modified = PodBuilder::new("default", "p")
+                .uid(uid)
+                .toleration(key, "", kubesched_framework::build::TaintEffect::NoSchedule)
+                .pod_info()
+                .unwrap();
+            let objects = EventObjects {
+                old: None,
+                new: Some(kubesched_framework::EventObject::Pod(modified)),
+            };
+            NodeUnschedulable.queueing_hint(&pod, &event, &objects)
+        };
+        assert_eq!(hint("uid", TAINT_NODE_UNSCHEDULABLE), QueueingHint::Queue);
+        assert_eq!(hint("uid", "unrelated-key"), QueueingHint::QueueSkip);
+        assert_eq!(
+            hint("different-uid", TAINT_NODE_UNSCHEDULABLE),
+            QueueingHint::QueueSkip
+        );
     }
 }

@@ -57,13 +57,17 @@ impl Plugin for TaintToleration {
 
     /// kube-scheduler's `isSchedulableAfterNodeChange`: a node added or retainted helps
     /// only when it had an untolerated `NoSchedule` or `NoExecute` taint (a new node
-    /// counts as having had one) and has none now. Pod events always help.
+    /// counts as having had one) and has none now. `isSchedulableAfterPodTolerationChange`:
+    /// a toleration change helps only the pod that changed.
     fn queueing_hint(
         &self,
         pod: &PodInfo,
         event: &kubesched_framework::ClusterEvent,
         objects: &kubesched_framework::EventObjects,
     ) -> QueueingHint {
+        if let Some(hint) = crate::events::toleration_change_hint(pod, event, objects, |_| true) {
+            return hint;
+        }
         let tolerations = pod.spec().tolerations.as_deref().unwrap_or(&[]);
         let untolerated = |node: &NodeInfo| {
             find_untolerated_taint(node.taints(), tolerations, |t| {
@@ -204,6 +208,34 @@ impl ScoreExtensions for TaintToleration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// taint_toleration_test.go's `Test_isSchedulableAfterPodTolerationChange`: a
+    /// toleration change helps the pod that changed, and no other.
+    #[test]
+    fn a_toleration_change_helps_only_the_pod_that_changed() {
+        use kubesched_framework::build::{PodBuilder, TaintEffect};
+        use kubesched_framework::events::{ActionType, EventResource};
+        use kubesched_framework::{ClusterEvent, EventObject, EventObjects, Plugin};
+        let pod = PodBuilder::new("default", "p")
+            .uid("uid")
+            .pod_info()
+            .unwrap();
+        let event = ClusterEvent::new(EventResource::Pod, ActionType::UPDATE_POD_TOLERATION);
+        let hint = |uid: &str| {
+            let modified = PodBuilder::new("default", "p")
+                .uid(uid)
+                .toleration("foo", "bar", TaintEffect::NoSchedule)
+                .pod_info()
+                .unwrap();
+            let objects = EventObjects {
+                old: None,
+                new: Some(EventObject::Pod(modified)),
+            };
+            TaintToleration.queueing_hint(&pod, &event, &objects)
+        };
+        assert_eq!(hint("uid"), QueueingHint::Queue);
+        assert_eq!(hint("other"), QueueingHint::QueueSkip);
+    }
 
     #[test]
     fn a_taint_reads_as_kubectl_writes_it() {
