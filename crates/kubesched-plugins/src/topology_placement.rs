@@ -6,30 +6,48 @@
 //! its pods are scheduled, only on their domain. A group without a constraint keeps
 //! the whole cluster as its one placement.
 //!
-//! Floor: `kubesched-framework`; the PodGroups come from [`Handle::objects`], read when
-//! the plugin is built (`run` refuses the gate).
+//! Floor: `kubesched-framework`; the PodGroups come from [`Handle::objects`] in a
+//! simulation, and from [`Handle::live_objects`] in a timed replay, where the plugin
+//! reads them again whenever they change (`run` refuses the gate).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use kubesched_framework::{
-    Handle, Placement, PlacementGeneratePlugin, Plugin, PluginError, PodGroupRef, Snapshot, Status,
-    extension_points,
+    ClusterObjects, Handle, LiveCursor, Placement, PlacementGeneratePlugin, Plugin, PluginError,
+    PodGroupRef, Snapshot, Status, extension_points,
 };
 
-use crate::gang_scheduling::{self, scheduled_pods_of_group};
+use crate::gang_scheduling::{pod_groups_of, scheduled_pods_of_group};
 
 /// The plugin's name.
 pub const NAME: &str = "TopologyPlacementGenerator";
 
-/// The plugin: each PodGroup's topology key, by `namespace/name`.
+/// Each PodGroup's topology key (`None`: no constraint), by `namespace/name`.
+type TopologyKeys = HashMap<String, Option<String>>;
+
+/// The plugin.
 pub struct TopologyPlacementGenerator {
-    keys: HashMap<String, Option<String>>,
+    live: LiveCursor,
+    keys: Mutex<TopologyKeys>,
 }
 
-/// The factory: reads the PodGroups of `handle.objects`.
+/// The factory: reads the PodGroups of the handle's objects.
 pub fn new(_: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
-    let keys = gang_scheduling::pod_groups(handle)?
+    let (live, objects) = LiveCursor::new(handle);
+    let keys = match objects {
+        Some(objects) => keys_of(&objects)?,
+        None => TopologyKeys::new(),
+    };
+    Ok(Arc::new(TopologyPlacementGenerator {
+        live,
+        keys: Mutex::new(keys),
+    }))
+}
+
+/// The topology key of each PodGroup among `objects`.
+fn keys_of(objects: &ClusterObjects) -> Result<TopologyKeys, PluginError> {
+    Ok(pod_groups_of(objects)?
         .into_iter()
         .map(|(name, group)| {
             let key = group
@@ -41,8 +59,21 @@ pub fn new(_: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plu
                 .map(|t| t.key.clone());
             (name, key)
         })
-        .collect();
-    Ok(Arc::new(TopologyPlacementGenerator { keys }))
+        .collect())
+}
+
+impl TopologyPlacementGenerator {
+    /// `group`'s key: `None` for a PodGroup the plugin does not know, `Some(None)` for
+    /// one without a constraint. Read again first when the live objects moved.
+    fn key_of(&self, group: &str) -> Option<Option<String>> {
+        let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(objects) = self.live.changed()
+            && let Ok(fresh) = keys_of(&objects)
+        {
+            *keys = fresh;
+        }
+        keys.get(group).cloned()
+    }
 }
 
 impl Plugin for TopologyPlacementGenerator {
@@ -60,7 +91,7 @@ impl PlacementGeneratePlugin for TopologyPlacementGenerator {
         snapshot: &Snapshot,
     ) -> Result<Vec<Placement>, Status> {
         let full = format!("{}/{}", group.namespace, group.name);
-        let Some(key) = self.keys.get(&full) else {
+        let Some(key) = self.key_of(&full) else {
             // The lister's NotFound error.
             return Err(Status::error(format!(
                 "podgroup.scheduling.k8s.io {:?} not found",
@@ -70,6 +101,7 @@ impl PlacementGeneratePlugin for TopologyPlacementGenerator {
         let Some(key) = key else {
             return Ok(vec![parent.clone()]);
         };
+        let key = key.as_str();
         let required = scheduled_domain(key, group, snapshot).map_err(|e| {
             Status::error(format!(
                 "cannot determine domain for already scheduled pods: {e}"
@@ -131,7 +163,11 @@ mod tests {
 
     fn generator(key: Option<&str>) -> TopologyPlacementGenerator {
         TopologyPlacementGenerator {
-            keys: HashMap::from([("default/g".to_string(), key.map(str::to_string))]),
+            live: LiveCursor::new(&Handle::default()).0,
+            keys: Mutex::new(HashMap::from([(
+                "default/g".to_string(),
+                key.map(str::to_string),
+            )])),
         }
     }
 

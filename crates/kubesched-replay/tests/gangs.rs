@@ -651,3 +651,53 @@ fn a_group_waiting_for_its_preemption_keeps_the_nodes_of_the_pods_that_fit() {
     assert_ne!(last("default/x").as_deref(), Some("n1"), "{seen:?}");
     assert_eq!(summary.scheduled, 2, "{seen:?}");
 }
+
+/// A node in rack `rack`.
+fn rack_node(name: &str, cpu: &str, rack: &str) -> Value {
+    let mut n = node(name, cpu);
+    n["metadata"]["labels"]["rack"] = json!(rack);
+    n
+}
+
+/// With `TopologyAwareWorkloadScheduling`, a PodGroup applied by the trace is placed
+/// in one rack (the fuller one: NodeResourcesFit's placement score is MostAllocated),
+/// and a pod that joins the group later is held to that rack, as kube-scheduler's
+/// TopologyPlacementGenerator keeps a group with scheduled pods in their domain. The
+/// plugin reads the PodGroups the trace applies from the live objects.
+#[test]
+fn a_pod_group_with_a_topology_constraint_stays_in_its_rack() {
+    let busy = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "busy", "namespace": "default"},
+        "spec": {"nodeName": "a1", "containers": [{"name": "c", "image": "i",
+            "resources": {"requests": {"cpu": "4", "memory": "1Gi"}}}]}});
+    let docs = [rack_node("a1", "8", "ra"), rack_node("b1", "8", "rb"), busy];
+    let mut group = gang_group("g", 2);
+    group["spec"]["schedulingConstraints"] = json!({"topology": [{"key": "rack"}]});
+    let events = [
+        json!({"time": 0, "apply": gang_pod("g-1", "1", "g")}),
+        json!({"time": 0, "apply": gang_pod("g-2", "1", "g")}),
+        json!({"time": 1, "apply": group}),
+        json!({"time": 5, "apply": gang_pod("g-3", "1", "g")}),
+        // Fits only rb's empty node; the group is held to ra.
+        json!({"time": 6, "apply": gang_pod("g-4", "5", "g")}),
+    ];
+    let mut options = options(Mode::Timed, 30);
+    options.simulation.preemption = true;
+    options.simulation.features = Features::with_gates(
+        KubernetesVersion::V1_36,
+        ["GenericWorkload=true,GangScheduling=true,TopologyAwareWorkloadScheduling=true"],
+    )
+    .unwrap();
+    let (seen, _) = run(&docs, &events, &options);
+    for pod in ["default/g-1", "default/g-2"] {
+        assert!(lines(&seen, pod).contains(&(1.0, "a1")), "{seen:?}");
+    }
+    assert_eq!(lines(&seen, "default/g-3"), [(5.0, "a1")]);
+    assert_eq!(
+        lines(&seen, "default/g-4")[0],
+        (
+            6.0,
+            "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, preemption: not eligible due to placement-based pod group scheduling limitation"
+        )
+    );
+}

@@ -92,7 +92,9 @@ pub fn pod_groups(handle: &Handle) -> Result<HashMap<String, Arc<PodGroup>>, Plu
 }
 
 /// The v1alpha2 PodGroups among `objects`, by `namespace/name`.
-fn pod_groups_of(objects: &ClusterObjects) -> Result<HashMap<String, Arc<PodGroup>>, PluginError> {
+pub(crate) fn pod_groups_of(
+    objects: &ClusterObjects,
+) -> Result<HashMap<String, Arc<PodGroup>>, PluginError> {
     let mut groups = HashMap::new();
     for o in objects.custom_of(api::GROUP, "PodGroup") {
         if o.api_version != api::API_VERSION {
