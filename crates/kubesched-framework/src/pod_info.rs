@@ -194,6 +194,15 @@ impl PodInfo {
         }
     }
 
+    /// `spec.schedulingGroup.podGroupName`: the v1.36 PodGroup the pod belongs to, in
+    /// its namespace.
+    pub fn pod_group_name(&self) -> Option<&str> {
+        self.given_spec()
+            .scheduling_group
+            .as_ref()
+            .and_then(|g| g.pod_group_name.as_deref())
+    }
+
     /// `spec.nodeName`, when the pod is bound (or assumed).
     pub fn node_name(&self) -> Option<&str> {
         match &self.assumed_node {

@@ -29,7 +29,7 @@
 
 use std::sync::Arc;
 
-use super::{HostSelection, Outcome, Parked, PastPermit, ScheduleError, Scheduler, ToPermit};
+use super::{Outcome, Parked, PastPermit, ScheduleError, Scheduler, ToPermit};
 use crate::framework::Framework;
 use crate::placement::{Placement, PodGroupAssignments, PodGroupRef};
 use crate::pod_info::PodInfo;
@@ -222,17 +222,6 @@ impl GroupAttempt {
     }
 }
 
-/// The namespace and name of the PodGroup `pod` names in `spec.schedulingGroup`.
-fn pod_group_of(pod: &PodInfo) -> Option<(String, String)> {
-    let name = pod
-        .spec()
-        .scheduling_group
-        .as_ref()?
-        .pod_group_name
-        .clone()?;
-    Some((pod.namespace().to_string(), name))
-}
-
 /// Every pod of the group turned down with `status` before any was attempted (its
 /// placements could not be made or ranked), and the group's `condition`.
 fn fail_all(
@@ -307,16 +296,14 @@ impl Scheduler {
             return cycle;
         }
         let fwk = self
-            .profiles
-            .iter()
-            .find(|p| p.profile_name() == queued[0].scheduler_name())
-            .cloned();
+            .profile_index(queued[0].scheduler_name())
+            .map(|i| self.profiles[i].clone());
         if let Some(fwk) = fwk.filter(|f| f.has_placement_generate_plugins())
-            && let Some((namespace, name)) = pod_group_of(&queued[0])
+            && let Some(name) = queued[0].pod_group_name()
         {
             let group = PodGroupRef {
-                namespace: &namespace,
-                name: &name,
+                namespace: queued[0].namespace(),
+                name,
             };
             return self.run_placement_algorithm(cycle, &queued, &fwk, group);
         }
@@ -455,10 +442,7 @@ impl Scheduler {
                 let proposed = attempt
                     .held
                     .iter()
-                    .filter_map(|p| {
-                        let node = self.snapshot.index_of(&p.parked.node)?;
-                        Some((p.parked.pod.clone(), node))
-                    })
+                    .map(|p| (p.parked.pod.clone(), p.parked.result.suggested_host))
                     .collect();
                 fitting.push(i);
                 assignments.push(PodGroupAssignments {
@@ -474,24 +458,7 @@ impl Scheduler {
             _ => {}
         }
         let totals = fwk.run_placement_score_plugins(group, &assignments, &self.snapshot)?;
-        let best = totals.iter().copied().max().unwrap_or(0);
-        let ties = fitting
-            .iter()
-            .zip(&totals)
-            .filter(|(_, t)| **t == best)
-            .map(|(i, _)| *i);
-        Ok(match self.options.host_selection {
-            HostSelection::FirstInNodeOrder => ties.min().unwrap_or(0),
-            HostSelection::Random { .. } => {
-                let mut chosen = 0;
-                for (seen, index) in ties.enumerate() {
-                    if self.rng.next().is_multiple_of(seen as u64 + 1) {
-                        chosen = index;
-                    }
-                }
-                chosen
-            }
-        })
+        Ok(self.select_best(totals.into_iter().zip(fitting)))
     }
 
     /// Undoes an attempt that only measured a placement: every pod it assumed is

@@ -8,16 +8,26 @@ impl Scheduler {
     /// The node of the highest total, as [`SchedulerOptions::host_selection`] breaks
     /// ties.
     pub(super) fn select_host(&mut self, scores: &ScoreTable) -> usize {
-        let rows = scores.totals.iter().zip(&scores.node_indices);
+        let rows = scores.totals.iter().copied();
+        self.select_best(rows.zip(scores.node_indices.iter().copied()))
+    }
+
+    /// The index of the highest total among `(total, index)` rows, ties broken as
+    /// [`SchedulerOptions::host_selection`] says: the lowest index, or one of the best
+    /// at random. Nodes and PodGroup placements are chosen alike. 0 when there is none.
+    pub(super) fn select_best(
+        &mut self,
+        rows: impl Iterator<Item = (i64, usize)> + Clone,
+    ) -> usize {
         match self.options.host_selection {
-            // One pass: the highest total, the lowest node index among equals.
+            // One pass: the highest total, the lowest index among equals.
             HostSelection::FirstInNodeOrder => rows
-                .map(|(&total, &index)| (total, std::cmp::Reverse(index)))
+                .map(|(total, index)| (total, std::cmp::Reverse(index)))
                 .max()
                 .map_or(0, |(_, std::cmp::Reverse(index))| index),
             HostSelection::Random { .. } => {
-                let best = scores.totals.iter().copied().max().unwrap_or(0);
-                let ties = rows.filter(|(t, _)| **t == best).map(|(_, i)| *i);
+                let best = rows.clone().map(|(t, _)| t).max().unwrap_or(0);
+                let ties = rows.filter(|(t, _)| *t == best).map(|(_, i)| i);
                 let mut chosen = 0;
                 for (seen, index) in ties.enumerate() {
                     if self.rng.next().is_multiple_of(seen as u64 + 1) {

@@ -60,10 +60,7 @@ pub const QUORUM_MESSAGE: &str =
 
 /// The PodGroup a pod names (`spec.schedulingGroup.podGroupName`), when it names one.
 pub fn pod_group_name(pod: &PodInfo) -> Option<&str> {
-    pod.spec()
-        .scheduling_group
-        .as_ref()
-        .and_then(|g| g.pod_group_name.as_deref())
+    pod.pod_group_name()
 }
 
 /// The pods of `group` the snapshot holds (bound or assumed: kube-scheduler's
