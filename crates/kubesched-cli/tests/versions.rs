@@ -183,16 +183,6 @@ fn gang_gates_follow_kube_schedulers_dependencies() {
     );
     one_error(
         &[
-            "run",
-            "--config",
-            &file,
-            "--feature-gates",
-            "GenericWorkload=true,TopologyAwareWorkloadScheduling=true",
-        ],
-        "--feature-gates TopologyAwareWorkloadScheduling=true: run does not try PodGroup placements yet; simulate and replay do (docs/gangs-and-quotas.md)",
-    );
-    one_error(
-        &[
             "simulate",
             &file,
             "--kubernetes-version",

@@ -96,9 +96,10 @@ pub use queue::{
 };
 pub use registry::{BindFuture, Handle, PluginError, PluginFactory, PodBinder, Registry};
 pub use schedule::{
-    Diagnosis, FitError, HostSelection, NodeSearch, Outcome, PodGroupCondition, PodGroupCycle,
+    Diagnosis, FitError, HostSelection, NO_FEASIBLE_PLACEMENTS, NodeSearch, Outcome,
+    PlacementChoice, PlacementTrial, PlacementTrials, PodGroupCondition, PodGroupCycle,
     PodGroupVerdict, ScheduleError, ScheduleResult, Scheduler, SchedulerError, SchedulerOptions,
-    VerdictSoFar, mixed_schedulers_message, other_pod_failed_message,
+    VerdictSoFar, choose_placement, mixed_schedulers_message, other_pod_failed_message,
     pod_group_unschedulable_message,
 };
 pub use snapshot::{ChangeMark, ClusterObjects, CustomObject, Snapshot, SnapshotError};

@@ -21,9 +21,13 @@ use crate::snapshot::Snapshot;
 use crate::status::{Code, Status};
 
 mod filtering;
+mod placements;
 mod pod_group;
 mod selection;
 
+pub use placements::{
+    NO_FEASIBLE_PLACEMENTS, PlacementChoice, PlacementTrial, PlacementTrials, choose_placement,
+};
 pub use pod_group::{
     PodGroupCondition, PodGroupCycle, PodGroupVerdict, VerdictSoFar, mixed_schedulers_message,
     other_pod_failed_message, pod_group_unschedulable_message,
@@ -704,11 +708,6 @@ impl Scheduler {
         self.to_activate.clear();
         let mut state = CycleState::new();
         state.set_explain(self.explained_pod.as_deref() == Some(pod.key()));
-        if let Some(placement) = self.placement.as_ref().filter(|p| !p.name.is_empty()) {
-            state.write(crate::placement::InPlacement {
-                name: placement.name.clone(),
-            });
-        }
         let result = self.schedule_pod(index, &mut state, pod);
         let fwk = &self.profiles[index];
         let mut preempting = None;
@@ -1033,12 +1032,19 @@ impl Scheduler {
 
     /// The scheduling part of the cycle (kube-scheduler's `schedulePod`): finds the
     /// feasible nodes, scores them and picks one. Changes nothing in the snapshot.
+    /// Restricted to a placement ([`Scheduler::set_placement`]), it sees only the
+    /// placement's nodes and writes [`InPlacement`](crate::InPlacement) in `state`.
     pub fn schedule_pod(
         &mut self,
         profile: usize,
         state: &mut CycleState,
         pod: &PodInfo,
     ) -> Result<ScheduleResult, ScheduleError> {
+        if let Some(placement) = self.placement.as_ref().filter(|p| !p.name.is_empty()) {
+            state.write(crate::placement::InPlacement {
+                name: placement.name.clone(),
+            });
+        }
         let num_nodes = self
             .placement
             .as_ref()

@@ -125,11 +125,6 @@ async fn run_async(args: RunArgs, plugins: Registry) -> Result<(), Failure> {
             "--feature-gates GenericWorkload=true: run schedules gangs as kube-scheduler v1.36 does (PodGroups); under --kubernetes-version {version} they are v1alpha1 Workloads, which run does not watch; simulate reads them (docs/gangs-and-quotas.md)"
         )));
     }
-    if gates.enabled("TopologyAwareWorkloadScheduling") {
-        return Err(Usage(
-            "--feature-gates TopologyAwareWorkloadScheduling=true: run does not try PodGroup placements yet; simulate and replay do (docs/gangs-and-quotas.md)".into(),
-        ));
-    }
     let source = args.config.display().to_string();
     let text = std::fs::read_to_string(&args.config)
         .map_err(|e| Usage(format!("{source}: cannot read: {e}")))?;

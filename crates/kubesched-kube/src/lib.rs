@@ -274,11 +274,6 @@ impl Runtime {
                 "--feature-gates GenericWorkload=true: run schedules gangs as kube-scheduler v1.36 does (PodGroups); under v{version} they are v1alpha1 Workloads, which run does not watch ({why}); simulate reads them"
             )));
         }
-        if features.enabled("TopologyAwareWorkloadScheduling") {
-            return Err(RuntimeError::Features(
-                "--feature-gates TopologyAwareWorkloadScheduling=true: run does not try PodGroup placements yet; simulate and replay do".into(),
-            ));
-        }
         tracing::info!("{} ({why})", features.describe());
         Ok(features)
     }

@@ -1,8 +1,9 @@
 //! Gangs in the runtime, against a loopback API server: kube-scheduler v1.36's
 //! (PodGroups watched, the PodGroup cycle: all of a gang or none of it, the
-//! `PodGroupScheduled` condition written; the real-cluster test compares the same
-//! against the real kube-scheduler, these run anywhere), and scheduler-plugins'
-//! Coscheduling and CapacityScheduling following their objects as they change.
+//! `PodGroupScheduled` condition written, and with `TopologyAwareWorkloadScheduling` a
+//! gang tried per rack; the real-cluster test compares the same against the real
+//! kube-scheduler, these run anywhere), and scheduler-plugins' Coscheduling and
+//! CapacityScheduling following their objects as they change.
 
 mod common;
 
@@ -57,6 +58,12 @@ fn condition(server: &FakeApiServer, key: &str) -> Option<String> {
     ))
 }
 
+/// The PodGroupScheduled condition, once written (see [`condition`]).
+async fn written_condition(server: &FakeApiServer, key: &str) -> String {
+    until(5, "the condition", || condition(server, key).is_some()).await;
+    condition(server, key).expect("written")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gang_is_placed_together_and_its_group_says_so() {
     let server = FakeApiServer::start().await;
@@ -69,13 +76,9 @@ async fn a_gang_is_placed_together_and_its_group_says_so() {
         server.node_of("default/g-1").is_some() && server.node_of("default/g-2").is_some()
     })
     .await;
-    until(5, "the condition", || {
-        condition(&server, "default/g").is_some()
-    })
-    .await;
     assert_eq!(
-        condition(&server, "default/g").as_deref(),
-        Some("True/Scheduled/")
+        written_condition(&server, "default/g").await,
+        "True/Scheduled/"
     );
     rt.stop().await;
 }
@@ -117,13 +120,9 @@ async fn a_gang_that_does_not_fit_keeps_nothing() {
             .any(|n| n.starts_with("0/1 nodes are available: 1 Insufficient cpu.")),
         "{notes:?}"
     );
-    until(5, "the condition", || {
-        condition(&server, "default/g").is_some()
-    })
-    .await;
     assert_eq!(
-        condition(&server, "default/g").as_deref(),
-        Some("False/Unschedulable/pod group is unschedulable")
+        written_condition(&server, "default/g").await,
+        "False/Unschedulable/pod group is unschedulable"
     );
     assert_eq!(server.node_of("default/g-1"), None);
     assert_eq!(server.node_of("default/g-2"), None);
@@ -133,6 +132,134 @@ async fn a_gang_that_does_not_fit_keeps_nothing() {
         server.node_of("default/single").is_some()
     })
     .await;
+    rt.stop().await;
+}
+
+const TOPOLOGY_GATES: &str =
+    "GenericWorkload=true,GangScheduling=true,TopologyAwareWorkloadScheduling=true";
+
+async fn start_topology(server: &FakeApiServer) -> RunningRuntime {
+    Runtime::new(server.client(), one_profile("", ""))
+        .kubernetes_version(Some(KubernetesVersion::V1_36), vec![TOPOLOGY_GATES.into()])
+        .start()
+        .await
+        .expect("run takes TopologyAwareWorkloadScheduling")
+}
+
+/// A node of rack `rack`.
+fn rack_node(name: &str, rack: &str, cpu: &str) -> k8s_openapi::api::core::v1::Node {
+    let mut node = FakeApiServer::node(name, cpu, "8Gi");
+    let labels = node.metadata.labels.get_or_insert_with(Default::default);
+    labels.insert("rack".into(), rack.into());
+    node
+}
+
+/// A PodGroup of `min_count` whose pods are kept to one value of the label `key`.
+fn pod_group_in(server: &FakeApiServer, name: &str, min_count: i32, key: &str) {
+    server.apply_value(json!({
+        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "schedulingPolicy": {"gang": {"minCount": min_count}},
+            "schedulingConstraints": {"topology": [{"key": key}]},
+        },
+    }));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_places_a_gang_on_the_rack_it_fills_most() {
+    let server = FakeApiServer::start().await;
+    server.add_node(rack_node("a1", "ra", "4"));
+    server.add_node(rack_node("b1", "rb", "4"));
+    let mut busy = FakeApiServer::pod("busy", OURS, "2");
+    busy.spec.as_mut().expect("spec").node_name = Some("a1".into());
+    server.add_pod(busy);
+    server.add_pod(gang_pod("g-1", "g", "1"));
+    server.add_pod(gang_pod("g-2", "g", "1"));
+    let rt = start_topology(&server).await;
+    // The group last: its pods enter one PodGroup cycle.
+    pod_group_in(&server, "g", 2, "rack");
+    until(5, "both bound", || {
+        server.node_of("default/g-1").is_some() && server.node_of("default/g-2").is_some()
+    })
+    .await;
+    // Each rack was tried; NodeResourcesFit's placement score (MostAllocated) prefers
+    // the rack already half used, where the per-node score (LeastAllocated) would
+    // have taken b1.
+    assert_eq!(server.node_of("default/g-1").as_deref(), Some("a1"));
+    assert_eq!(server.node_of("default/g-2").as_deref(), Some("a1"));
+    assert_eq!(
+        written_condition(&server, "default/g").await,
+        "True/Scheduled/"
+    );
+    rt.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_reports_a_gang_that_fits_no_rack_and_keeps_nothing_of_its_tries() {
+    let server = FakeApiServer::start().await;
+    server.add_node(rack_node("a1", "ra", "1500m"));
+    server.add_node(rack_node("b1", "rb", "1500m"));
+    server.add_pod(gang_pod("g-1", "g", "1"));
+    server.add_pod(gang_pod("g-2", "g", "1"));
+    let rt = start_topology(&server).await;
+    pod_group_in(&server, "g", 2, "rack");
+    assert_eq!(
+        written_condition(&server, "default/g").await,
+        "False/Unschedulable/0/2 placements are available, first placement status: pod group is unschedulable"
+    );
+    // The first rack's attempt is the one reported: once for each pod, not once per
+    // try.
+    let events: Vec<Vec<String>> = ["default/g-1", "default/g-2"]
+        .iter()
+        .map(|k| server.events_for(k).into_iter().map(|e| e.1).collect())
+        .collect();
+    assert!(events.iter().all(|e| e.len() == 1), "{events:?}");
+    let notes: Vec<&String> = events.iter().flatten().collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("pod group is unschedulable, waiting for minCount pods")),
+        "{notes:?}"
+    );
+    assert!(
+        notes.iter().any(|n| n.starts_with("0/1 nodes are available: 1 Insufficient cpu.")
+            && n.ends_with("preemption: not eligible due to placement-based pod group scheduling limitation")),
+        "{notes:?}"
+    );
+    // No try left a pod assumed: a 1-cpu pod fits on each node.
+    server.add_pod(FakeApiServer::pod("s-1", OURS, "1"));
+    server.add_pod(FakeApiServer::pod("s-2", OURS, "1"));
+    until(5, "both single pods bound", || {
+        server.node_of("default/s-1").is_some() && server.node_of("default/s-2").is_some()
+    })
+    .await;
+    assert_eq!(server.node_of("default/g-1"), None);
+    assert_eq!(server.node_of("default/g-2"), None);
+    rt.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_reports_a_topology_key_on_no_node() {
+    let server = FakeApiServer::start().await;
+    server.add_node(rack_node("a1", "ra", "4"));
+    server.add_pod(gang_pod("g-1", "g", "1"));
+    let rt = start_topology(&server).await;
+    pod_group_in(&server, "g", 1, "zone");
+    assert_eq!(
+        written_condition(&server, "default/g").await,
+        "False/Unschedulable/no feasible placements found"
+    );
+    until(5, "the pod's event", || {
+        !server.events_for("default/g-1").is_empty()
+    })
+    .await;
+    assert_eq!(
+        server.events_for("default/g-1")[0].1,
+        "no feasible placements found"
+    );
+    assert_eq!(server.node_of("default/g-1"), None);
     rt.stop().await;
 }
 

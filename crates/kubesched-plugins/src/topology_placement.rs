@@ -7,8 +7,8 @@
 //! the whole cluster as its one placement.
 //!
 //! Floor: `kubesched-framework`; the PodGroups come from [`Handle::objects`] in a
-//! simulation, and from [`Handle::live_objects`] in a timed replay, where the plugin
-//! reads them again whenever they change (`run` refuses the gate).
+//! simulation, and from [`Handle::live_objects`] in a timed replay and in `run`, where
+//! the plugin reads them again whenever they change.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};

@@ -29,9 +29,10 @@
 
 use std::sync::Arc;
 
+use super::placements::{PlacementChoice, PlacementTrial, PlacementTrials, choose_placement};
 use super::{Outcome, Parked, PastPermit, ScheduleError, Scheduler, ToPermit};
 use crate::framework::Framework;
-use crate::placement::{Placement, PodGroupAssignments, PodGroupRef};
+use crate::placement::PodGroupRef;
 use crate::pod_info::PodInfo;
 use crate::status::{Code, Status};
 
@@ -244,8 +245,34 @@ fn fail_all(
     cycle
 }
 
-/// What kube-scheduler v1.36.1 reports for a group no placement was made for.
-pub const NO_FEASIBLE_PLACEMENTS: &str = "no feasible placements found";
+/// The simulator's tries of a group on a placement: its own attempt, undone.
+struct GroupTrials<'a> {
+    sched: &'a mut Scheduler,
+    queued: &'a [Arc<PodInfo>],
+}
+
+impl PlacementTrials for GroupTrials<'_> {
+    fn scheduler(&mut self) -> &mut Scheduler {
+        self.sched
+    }
+
+    fn try_group(&mut self) -> PlacementTrial {
+        let attempt = self.sched.attempt_group(self.queued);
+        let trial = PlacementTrial {
+            fits: attempt.fits(),
+            failed: attempt.failed.is_some(),
+            proposed: if attempt.fits() {
+                let held = attempt.held.iter();
+                held.map(|p| (p.parked.pod.clone(), p.parked.result.suggested_host))
+                    .collect()
+            } else {
+                Vec::new()
+            },
+        };
+        self.sched.forget_attempt(attempt);
+        trial
+    }
+}
 
 impl Scheduler {
     /// Runs one PodGroup scheduling cycle over `pods`, the group's pending pods in
@@ -351,15 +378,9 @@ impl Scheduler {
     }
 
     /// `podGroupSchedulingPlacementAlgorithm` (v1.36, `TopologyAwareWorkloadScheduling`):
-    /// the group is tried on each placement the PlacementGenerate plugins make, alone
-    /// (its pods see only the placement's nodes), and undone; of the placements it
-    /// fits, the PlacementScore plugins' best is tried again and submitted. When it
-    /// fits none, the first placement's attempt is submitted, its condition reading
-    /// `0/N placements are available, first placement status: ...`.
-    ///
-    /// kube-scheduler tries the placements in a Go map's order, which is random, and
-    /// breaks equal scores at random; kubesched tries them in name order and breaks
-    /// ties as [`SchedulerOptions::host_selection`] breaks them between nodes.
+    /// the placement [`choose_placement`] chooses, attempted and submitted. When the
+    /// group does not fit there, its condition reads `0/N placements are available,
+    /// first placement status: ...`.
     fn run_placement_algorithm(
         &mut self,
         mut cycle: PodGroupCycle,
@@ -367,98 +388,25 @@ impl Scheduler {
         fwk: &Framework,
         group: PodGroupRef<'_>,
     ) -> PodGroupCycle {
-        let mut placements = match fwk.run_placement_generate_plugins(group, &self.snapshot) {
-            Ok(p) => p,
-            Err(status) => {
-                let condition = PodGroupCondition::scheduler_error(&status.message());
+        let mut trials = GroupTrials {
+            sched: self,
+            queued,
+        };
+        let (placement, count) = match choose_placement(&mut trials, fwk, group) {
+            PlacementChoice::Attempt { placement, count } => (placement, count),
+            PlacementChoice::FailAll { status, condition } => {
                 return fail_all(cycle, queued, &status, condition);
             }
         };
-        if placements.is_empty() {
-            let status = Status::new(Code::Unschedulable, NO_FEASIBLE_PLACEMENTS);
-            let condition = PodGroupCondition {
-                message: NO_FEASIBLE_PLACEMENTS.into(),
-                ..PodGroupCondition::unschedulable()
-            };
-            return fail_all(cycle, queued, &status, condition);
-        }
-        placements.sort_by(|a, b| a.name.cmp(&b.name));
-        let chosen = if placements.len() == 1 {
-            Ok(0)
-        } else {
-            self.best_placement(queued, fwk, group, &placements)
-        };
-        let chosen = match chosen {
-            Ok(i) => i,
-            Err(status) => {
-                let condition = PodGroupCondition::scheduler_error(&status.message());
-                return fail_all(cycle, queued, &status, condition);
-            }
-        };
-        let count = placements.len();
-        let attempt = self.attempt_in(&placements[chosen], queued);
-        let fits = attempt.fits();
-        let failed = attempt.failed.is_some();
-        self.submit_group(&mut cycle, queued, attempt);
-        if !fits
-            && !failed
-            && let Some(condition) = &mut cycle.condition
-        {
-            condition.message = format!(
-                "0/{count} placements are available, first placement status: {}",
-                condition.message
-            );
-        }
-        cycle
-    }
-
-    /// The group attempted on `placement` alone.
-    fn attempt_in(&mut self, placement: &Placement, queued: &[Arc<PodInfo>]) -> GroupAttempt {
-        self.placement = Some(placement.clone());
+        self.placement = Some(placement);
         let attempt = self.attempt_group(queued);
         self.placement = None;
-        attempt
-    }
-
-    /// The placement to submit (`findBestPlacement`): each is attempted and undone; of
-    /// those the group fits, the best by the PlacementScore plugins; when it fits
-    /// none, or an attempt fails with an error, that first one.
-    fn best_placement(
-        &mut self,
-        queued: &[Arc<PodInfo>],
-        fwk: &Framework,
-        group: PodGroupRef<'_>,
-        placements: &[Placement],
-    ) -> Result<usize, Status> {
-        let mut fitting: Vec<usize> = Vec::new();
-        let mut assignments: Vec<PodGroupAssignments> = Vec::new();
-        for (i, placement) in placements.iter().enumerate() {
-            let attempt = self.attempt_in(placement, queued);
-            if attempt.failed.is_some() {
-                self.forget_attempt(attempt);
-                return Ok(i);
-            }
-            if attempt.fits() {
-                let proposed = attempt
-                    .held
-                    .iter()
-                    .map(|p| (p.parked.pod.clone(), p.parked.result.suggested_host))
-                    .collect();
-                fitting.push(i);
-                assignments.push(PodGroupAssignments {
-                    placement: placement.clone(),
-                    proposed,
-                });
-            }
-            self.forget_attempt(attempt);
+        let unavailable = !attempt.fits() && attempt.failed.is_none();
+        self.submit_group(&mut cycle, queued, attempt);
+        if unavailable && let Some(condition) = cycle.condition.take() {
+            cycle.condition = Some(condition.no_placement_available(count));
         }
-        match fitting.len() {
-            0 => return Ok(0),
-            1 => return Ok(fitting[0]),
-            _ => {}
-        }
-        let totals = fwk.run_placement_score_plugins(group, &assignments, &self.snapshot)?;
-        Ok(self.select_best(totals.into_iter().zip(fitting)))
+        cycle
     }
 
     /// Undoes an attempt that only measured a placement: every pod it assumed is

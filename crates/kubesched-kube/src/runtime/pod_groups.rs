@@ -17,6 +17,11 @@
 //! it, the group waits for the preemption: no binding starts, every pod goes back
 //! nominated (to its node, or the one PostFilter chose) and the condition says `pod
 //! group is unschedulable, pod group is waiting for preemption to complete`.
+//!
+//! With `TopologyAwareWorkloadScheduling`, the group is first tried on each placement
+//! ([`choose_placement`], the simulator's algorithm): a try attempts the pods as
+//! [`CycleKind::Trial`], which reports, requeues and evicts nothing, and is undone at
+//! once. Only the attempt on the chosen placement is submitted as above.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -29,14 +34,15 @@ use kube::api::{Api, PostParams};
 use kubesched_framework::events::{ActionType, EventObject, EventObjects, EventResource};
 use kubesched_framework::queue::QueuedPod;
 use kubesched_framework::{
-    ClusterEvent, ClusterObjects, CustomObject, PodGroupCondition, PodGroupVerdict, PodInfo,
-    Status, VerdictSoFar, mixed_schedulers_message, pod_group_unschedulable_message,
+    ClusterEvent, ClusterObjects, CustomObject, Framework, PlacementChoice, PlacementTrial,
+    PlacementTrials, PodGroupCondition, PodGroupRef, PodGroupVerdict, PodInfo, Scheduler, Status,
+    VerdictSoFar, choose_placement, mixed_schedulers_message, pod_group_unschedulable_message,
 };
 use kubesched_plugins::gang_scheduling::pod_group_name;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::schedule_one::{Attempt, BindingJob};
+use super::schedule_one::{Attempt, BindingJob, CycleKind};
 use super::{Inner, Shared, lock};
 use crate::watch::Watched;
 
@@ -171,6 +177,63 @@ fn in_some_group(pod: &PodInfo) -> bool {
             .labels
             .as_ref()
             .is_some_and(|l| l.contains_key(SIGS_POD_GROUP_LABEL))
+}
+
+/// The group's pods attempted one after the other ([`Shared::run_group`]).
+#[derive(Default)]
+struct GroupRun {
+    /// The pods that found a node, assumed there (some waiting at Permit).
+    jobs: Vec<BindingJob>,
+    /// The error a pod failed with (not a rejection): the run stopped there.
+    failure: Option<String>,
+    /// Whether any pod got past PreEnqueue.
+    attempted: bool,
+    verdict: VerdictSoFar,
+    /// The pods not attempted, after a failure.
+    rest: Vec<QueuedPod>,
+}
+
+impl GroupRun {
+    /// Whether the group fits: no error, and placed or waiting for its preemption.
+    fn fits(&self) -> bool {
+        self.failure.is_none() && self.verdict.verdict() != PodGroupVerdict::Unschedulable
+    }
+}
+
+/// The runtime's tries of a group on a placement ([`PlacementTrials`]): its pods
+/// attempted as [`CycleKind::Trial`] (nothing reported), then undone.
+struct RuntimeTrials<'a> {
+    shared: &'a Arc<Shared>,
+    inner: &'a mut Inner,
+    queued: &'a [QueuedPod],
+}
+
+impl PlacementTrials for RuntimeTrials<'_> {
+    fn scheduler(&mut self) -> &mut Scheduler {
+        &mut self.inner.sched
+    }
+
+    fn try_group(&mut self) -> PlacementTrial {
+        let run = self
+            .shared
+            .run_group(self.inner, self.queued.to_vec(), CycleKind::Trial);
+        let fits = run.fits();
+        let proposed = if fits {
+            let jobs = run.jobs.iter();
+            jobs.map(|j| (j.qp.info.pod_info.clone(), j.host)).collect()
+        } else {
+            Vec::new()
+        };
+        let failed = run.failure.is_some();
+        for job in run.jobs {
+            self.shared.undo_job(self.inner, job, "");
+        }
+        PlacementTrial {
+            fits,
+            failed,
+            proposed,
+        }
+    }
 }
 
 impl Shared {
@@ -347,35 +410,88 @@ impl Shared {
             .find(|p| p.info.pod_info.scheduler_name() != queued[0].info.pod_info.scheduler_name())
         {
             let message = mixed_schedulers_message(&other.info.pod_info, &queued[0].info.pod_info);
+            let status = Status::error(message);
             for qp in queued {
-                self.fail_unattempted(inner, qp, &message, start);
+                self.fail_unattempted(inner, qp, &status, start);
             }
             return;
         }
-        let mut jobs: Vec<Box<BindingJob>> = Vec::new();
-        let mut failure = None;
-        let mut attempted = false;
-        let mut verdict = VerdictSoFar::default();
+        let placements = inner
+            .sched
+            .profile_index(queued[0].info.pod_info.scheduler_name())
+            .map(|i| inner.sched.profiles()[i].clone())
+            .filter(|fwk| fwk.has_placement_generate_plugins());
+        let condition = match placements {
+            Some(fwk) => {
+                let group = PodGroupRef {
+                    namespace: &namespace,
+                    name: &name,
+                };
+                self.schedule_in_placements(inner, queued, &fwk, group, start)
+            }
+            None => {
+                let run = self.run_group(inner, queued, CycleKind::Group);
+                self.submit_group(inner, run, start)
+            }
+        };
+        let Some(condition) = condition else {
+            return;
+        };
+        let me = self.clone();
+        self.rt.spawn(async move {
+            me.write_condition(&namespace, &name, condition).await;
+        });
+    }
+
+    /// `podGroupSchedulingDefaultAlgorithm`: the group's pods attempted one after the
+    /// other, each seeing the earlier ones assumed, until one fails with an error.
+    fn run_group(
+        self: &Arc<Self>,
+        inner: &mut Inner,
+        queued: Vec<QueuedPod>,
+        kind: CycleKind,
+    ) -> GroupRun {
+        let mut run = GroupRun::default();
         let mut rest = queued.into_iter();
         for qp in rest.by_ref() {
-            match self.attempt(inner, qp, true) {
+            match self.attempt(inner, qp, kind) {
                 Attempt::Gated | Attempt::NotOurs => {}
                 Attempt::Failed { error } => {
-                    attempted = true;
+                    run.attempted = true;
                     if let Some(error) = error {
-                        failure = Some(error);
+                        run.failure = Some(error);
                         break;
                     }
                 }
                 Attempt::Bind(job) => {
-                    attempted = true;
-                    verdict.pod_past_permit(job.wait.is_none(), job.preempting.is_some());
-                    jobs.push(job);
+                    run.attempted = true;
+                    run.verdict
+                        .pod_past_permit(job.wait.is_none(), job.preempting.is_some());
+                    run.jobs.push(*job);
                 }
             }
         }
+        run.rest = rest.collect();
+        run
+    }
+
+    /// `submitPodGroupAlgorithmResult`: the pods bound, or back in the queue, and the
+    /// condition to write; `None` when no pod was attempted.
+    fn submit_group(
+        self: &Arc<Self>,
+        inner: &mut Inner,
+        run: GroupRun,
+        start: Instant,
+    ) -> Option<PodGroupCondition> {
+        let GroupRun {
+            jobs,
+            failure,
+            attempted,
+            verdict,
+            rest,
+        } = run;
         if !attempted {
-            return;
+            return None;
         }
         // A pod that found a node and is not placed goes back with `pod group is
         // unschedulable, ` and its Permit message.
@@ -385,56 +501,122 @@ impl Shared {
                 .map(pod_group_unschedulable_message)
                 .unwrap_or_default()
         };
-        let condition = if let Some(error) = failure {
+        if let Some(error) = failure {
             let message = kubesched_framework::other_pod_failed_message(&error);
             for job in jobs {
                 self.fail_job(inner, job, &message, None, start);
             }
+            let status = Status::error(message.clone());
             for qp in rest {
-                self.fail_unattempted(inner, qp, &message, start);
+                self.fail_unattempted(inner, qp, &status, start);
             }
-            PodGroupCondition::scheduler_error(&message)
-        } else {
-            match verdict.verdict() {
-                PodGroupVerdict::Placed => {
-                    for job in jobs {
-                        if job.preempting.is_some() {
-                            // It needed preemption after the group's last Permit success.
-                            let message = group_message(&job);
-                            self.fail_job(inner, job, &message, None, start);
-                        } else {
-                            self.spawn_binding(job);
-                        }
-                    }
-                    PodGroupCondition::scheduled()
-                }
-                PodGroupVerdict::WaitingOnPreemption => {
-                    // Every pod goes back nominated: one that needed preemption with
-                    // its failure, one that fit with the group's status, to its node.
-                    let condition = PodGroupCondition::waiting_on_preemption();
-                    for job in jobs {
-                        let message = job
-                            .preempting
-                            .clone()
-                            .unwrap_or_else(|| condition.message.clone());
-                        let node = job.node.clone();
-                        self.fail_job(inner, job, &message, Some(&node), start);
-                    }
-                    condition
-                }
-                PodGroupVerdict::Unschedulable => {
-                    for job in jobs {
+            return Some(PodGroupCondition::scheduler_error(&message));
+        }
+        let condition = match verdict.verdict() {
+            PodGroupVerdict::Placed => {
+                for job in jobs {
+                    if job.preempting.is_some() {
+                        // It needed preemption after the group's last Permit success.
                         let message = group_message(&job);
                         self.fail_job(inner, job, &message, None, start);
+                    } else {
+                        self.spawn_binding(job);
                     }
-                    PodGroupCondition::unschedulable()
                 }
+                PodGroupCondition::scheduled()
+            }
+            PodGroupVerdict::WaitingOnPreemption => {
+                // Every pod goes back nominated: one that needed preemption with its
+                // failure, one that fit with the group's status, to its node.
+                let condition = PodGroupCondition::waiting_on_preemption();
+                for job in jobs {
+                    let message = job
+                        .preempting
+                        .clone()
+                        .unwrap_or_else(|| condition.message.clone());
+                    let node = job.node.clone();
+                    self.fail_job(inner, job, &message, Some(&node), start);
+                }
+                condition
+            }
+            PodGroupVerdict::Unschedulable => {
+                for job in jobs {
+                    let message = group_message(&job);
+                    self.fail_job(inner, job, &message, None, start);
+                }
+                PodGroupCondition::unschedulable()
             }
         };
-        let me = self.clone();
-        self.rt.spawn(async move {
-            me.write_condition(&namespace, &name, condition).await;
-        });
+        Some(condition)
+    }
+
+    /// `podGroupSchedulingPlacementAlgorithm` (v1.36, `TopologyAwareWorkloadScheduling`):
+    /// the group tried on each placement and undone ([`choose_placement`], with
+    /// [`CycleKind::Trial`] attempts), then attempted for real on the one chosen and
+    /// submitted. Its pods pass PreEnqueue once, before the first try.
+    fn schedule_in_placements(
+        self: &Arc<Self>,
+        inner: &mut Inner,
+        queued: Vec<QueuedPod>,
+        fwk: &Framework,
+        group: PodGroupRef<'_>,
+        start: Instant,
+    ) -> Option<PodGroupCondition> {
+        let queued: Vec<QueuedPod> = queued
+            .into_iter()
+            .filter_map(|qp| Self::admit(inner, qp).ok())
+            .collect();
+        if queued.is_empty() {
+            return None;
+        }
+        let mut trials = RuntimeTrials {
+            shared: self,
+            inner,
+            queued: &queued,
+        };
+        let (placement, count) = match choose_placement(&mut trials, fwk, group) {
+            PlacementChoice::Attempt { placement, count } => (placement, count),
+            PlacementChoice::FailAll { status, condition } => {
+                for qp in queued {
+                    self.fail_unattempted(inner, qp, &status, start);
+                }
+                return Some(condition);
+            }
+        };
+        inner.sched.set_placement(Some(placement));
+        let run = self.run_group(inner, queued, CycleKind::Group);
+        inner.sched.set_placement(None);
+        let unavailable = run.failure.is_none() && !run.fits();
+        let condition = self.submit_group(inner, run, start)?;
+        Some(if unavailable {
+            condition.no_placement_available(count)
+        } else {
+            condition
+        })
+    }
+
+    /// A pod of the group that found a node, put back as it was before: out of the
+    /// waiting map (rejected with `message`), unreserved and forgotten. Its queue entry and profile are what is
+    /// left of it.
+    fn undo_job(
+        &self,
+        inner: &mut Inner,
+        job: BindingJob,
+        message: &str,
+    ) -> (QueuedPod, Arc<Framework>) {
+        let BindingJob {
+            fwk,
+            mut state,
+            assumed,
+            node,
+            qp,
+            ..
+        } = job;
+        self.waiting.reject_by(assumed.uid(), "", message);
+        fwk.run_reserve_plugins_unreserve(&mut state, &assumed, &node);
+        Self::forget(inner, assumed.key());
+        self.waiting.deliver();
+        (qp, fwk)
     }
 
     /// A pod of the group that found a node and is not placed: out of the waiting map,
@@ -443,23 +625,12 @@ impl Shared {
     fn fail_job(
         self: &Arc<Self>,
         inner: &mut Inner,
-        job: Box<BindingJob>,
+        job: BindingJob,
         message: &str,
         nominated: Option<&str>,
         start: Instant,
     ) {
-        let BindingJob {
-            fwk,
-            mut state,
-            assumed,
-            node,
-            qp,
-            ..
-        } = *job;
-        self.waiting.reject_by(assumed.uid(), "", message);
-        fwk.run_reserve_plugins_unreserve(&mut state, &assumed, &node);
-        Self::forget(inner, assumed.key());
-        self.waiting.deliver();
+        let (qp, fwk) = self.undo_job(inner, job, message);
         let status = Status::new(
             kubesched_framework::Code::Unschedulable,
             message.to_string(),
@@ -482,26 +653,18 @@ impl Shared {
         );
     }
 
-    /// A pod of the group that was not attempted: back to the queue with `message`, as
-    /// an error.
+    /// A pod of the group that was not attempted: back to the queue with `status`
+    /// (to backoff for an error, among the unschedulable pods for a rejection).
     fn fail_unattempted(
         self: &Arc<Self>,
         inner: &mut Inner,
         qp: QueuedPod,
-        message: &str,
+        status: &Status,
         start: Instant,
     ) {
         let profile = qp.info.pod_info.scheduler_name().to_string();
-        let status = Status::error(message.to_string());
-        self.requeue_and_report(
-            inner,
-            qp,
-            &profile,
-            &status,
-            message.to_string(),
-            None,
-            start,
-        );
+        let message = status.message();
+        self.requeue_and_report(inner, qp, &profile, status, message, None, start);
     }
 
     /// Writes the `PodGroupScheduled` condition on the PodGroup's status (read, then

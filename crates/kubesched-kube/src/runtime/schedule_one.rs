@@ -37,6 +37,19 @@ pub(super) enum Attempt {
     Bind(Box<BindingJob>),
 }
 
+/// Which cycle a pod is attempted in ([`Shared::attempt`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum CycleKind {
+    /// Its own scheduling cycle.
+    Single,
+    /// A PodGroup cycle (`podGroupPodSchedulingAlgorithm`): a pod PostFilter nominates
+    /// a node for is assumed there.
+    Group,
+    /// A PodGroup cycle's try of a placement, undone afterwards: as `Group`, but
+    /// nothing is reported, requeued, evicted or activated, and no metric is counted.
+    Trial,
+}
+
 /// A pod assumed on its node after Permit, and what its binding cycle needs.
 pub(super) struct BindingJob {
     pub(super) fwk: Arc<Framework>,
@@ -147,43 +160,65 @@ impl Shared {
     fn schedule_one(self: &Arc<Self>, inner: &mut Inner, qp: QueuedPod) {
         if self.in_pod_group(&qp) {
             self.schedule_pod_group(inner, qp);
-        } else if let Attempt::Bind(job) = self.attempt(inner, qp, false) {
-            self.spawn_binding(job);
+        } else if let Attempt::Bind(job) = self.attempt(inner, qp, CycleKind::Single) {
+            self.spawn_binding(*job);
         }
+    }
+
+    /// A popped pod, checked again before its cycle: [`Attempt::NotOurs`] (done with
+    /// it) when no profile of ours schedules it, [`Attempt::Gated`] (back among the
+    /// gated pods) when a PreEnqueue plugin keeps it out.
+    pub(super) fn admit(inner: &mut Inner, qp: QueuedPod) -> Result<QueuedPod, Attempt> {
+        let pod = &qp.info.pod_info;
+        let Some(index) = inner.sched.profile_index(pod.scheduler_name()) else {
+            inner.queue.done(pod.key());
+            return Err(Attempt::NotOurs);
+        };
+        let gate = inner.sched.profiles()[index].run_pre_enqueue_plugins(pod);
+        if !gate.is_success() {
+            inner.queue.add_gated(qp);
+            return Err(Attempt::Gated);
+        }
+        Ok(qp)
     }
 
     /// One pod's scheduling cycle, up to Permit: a failure is reported and the pod
     /// requeued here; a pod that passed Permit (or waits there) is returned assumed,
     /// for its binding cycle. A pod PostFilter nominated a node for has its victims
-    /// evicted; `in_group` (a PodGroup cycle's pod, `podGroupPodSchedulingAlgorithm`)
-    /// then assumes it on that node and runs Reserve and Permit, so that the group's
-    /// later pods see it there, and returns it marked
-    /// [`BindingJob::preempting`]: the group decides what becomes of it.
+    /// evicted; in a PodGroup cycle (`kind` not `Single`) it is then assumed on that
+    /// node and goes through Reserve and Permit, so that the group's later pods see it
+    /// there, and is returned marked [`BindingJob::preempting`]: the group decides
+    /// what becomes of it. In a [`CycleKind::Trial`] a failure is only returned.
     pub(super) fn attempt(
         self: &Arc<Self>,
         inner: &mut Inner,
         qp: QueuedPod,
-        in_group: bool,
+        kind: CycleKind,
     ) -> Attempt {
+        let in_group = kind != CycleKind::Single;
+        let trial = kind == CycleKind::Trial;
+        // A try's pods were admitted once, before the first try.
+        let qp = if trial {
+            qp
+        } else {
+            match Self::admit(inner, qp) {
+                Ok(qp) => qp,
+                Err(attempt) => return attempt,
+            }
+        };
         let pod = qp.info.pod_info.clone();
         let key = pod.key().to_string();
         let Some(index) = inner.sched.profile_index(pod.scheduler_name()) else {
-            inner.queue.done(&key);
             return Attempt::NotOurs;
         };
         let fwk: Arc<Framework> = inner.sched.profiles()[index].clone();
         let profile = fwk.profile_name().to_string();
-        let gate = fwk.run_pre_enqueue_plugins(&pod);
-        if !gate.is_success() {
-            inner.queue.add_gated(qp);
-            return Attempt::Gated;
-        }
         let start = Instant::now();
         let mut state = CycleState::new();
         // Spread the sampled cycles evenly: cycle n is sampled when n * percent
         // crosses a multiple of 100.
         let n = self.cycles.fetch_add(1, Ordering::Relaxed);
-        if (n + 1) * self.sample_percent / 100 > n * self.sample_percent / 100 {
+        if !trial && (n + 1) * self.sample_percent / 100 > n * self.sample_percent / 100 {
             state.write(RecordPluginMetrics);
         }
         inner.sched.set_scheduling_cycle(qp.scheduling_cycle);
@@ -214,7 +249,6 @@ impl Shared {
                     }
                 }
                 let took = start.elapsed();
-                self.metrics.algorithm(took);
                 let message = error.to_string();
                 let nominated_host = nomination
                     .as_ref()
@@ -222,16 +256,24 @@ impl Shared {
                 if in_group
                     && let (Some((node, victims)), Some(host)) = (&nomination, nominated_host)
                 {
-                    self.preempt(inner, &pod, &profile, node, victims);
-                    tracing::info!(pod = %key, profile = %profile, %message, node = %node, "needs preemption in its pod group's cycle");
+                    if !trial {
+                        self.metrics.algorithm(took);
+                        self.preempt(inner, &pod, &profile, node, victims);
+                        tracing::info!(pod = %key, profile = %profile, %message, node = %node, "needs preemption in its pod group's cycle");
+                    }
                     (host, Some(message))
+                } else if trial {
+                    return Attempt::Failed {
+                        error: failed_with_error(&error),
+                    };
                 } else {
+                    self.metrics.algorithm(took);
                     let nomination = nomination.filter(|_| !in_group);
                     return self.fail_unfit(inner, qp, &profile, error, nomination, took);
                 }
             }
         };
-        if preempting.is_none() {
+        if preempting.is_none() && !trial {
             self.metrics.algorithm(start.elapsed());
         }
         let node = inner.sched.snapshot().node_at(host).name().to_string();
@@ -251,6 +293,10 @@ impl Shared {
         if !s.is_success() {
             fwk.run_reserve_plugins_unreserve(&mut state, &assumed, &node);
             Self::forget(inner, &key);
+            if trial {
+                let error = (!s.is_rejected()).then(|| s.message());
+                return Attempt::Failed { error };
+            }
             return self.fail_after_assume(inner, qp, &profile, s, host, start);
         }
         let (s, waits) = fwk.run_permit_plugins_waits(&mut state, &assumed, &node);
@@ -259,6 +305,10 @@ impl Shared {
             Self::forget(inner, &key);
             // Unreserve may have rejected pods waiting for this one (a gang's).
             self.waiting.deliver();
+            if trial {
+                let error = (!s.is_rejected()).then(|| s.message());
+                return Attempt::Failed { error };
+            }
             return self.fail_after_assume(inner, qp, &profile, s, host, start);
         }
         // A pod that waits stays assumed (its reservation holds) while its binding task
@@ -269,7 +319,7 @@ impl Shared {
             .then(|| self.waiting.park(assumed.clone(), &node, waits));
         self.waiting.deliver();
         // Pods a plugin asked to retry now (Coscheduling's ActivateSiblings).
-        if let Some(activate) = state.read::<PodsToActivate>() {
+        if !trial && let Some(activate) = state.read::<PodsToActivate>() {
             inner.queue.activate(&activate.keys);
         }
         Attempt::Bind(Box::new(BindingJob {
@@ -301,11 +351,7 @@ impl Shared {
     ) -> Attempt {
         let pod = qp.info.pod_info.clone();
         let message = error.to_string();
-        let failed_with_error = matches!(
-            error,
-            ScheduleError::Internal(_) | ScheduleError::FailedAfterFilter { .. }
-        )
-        .then(|| message.clone());
+        let failed_with_error = failed_with_error(&error);
         match &error {
             ScheduleError::Unfit(fit) => {
                 self.metrics
@@ -340,7 +386,7 @@ impl Shared {
     }
 
     /// Starts the binding cycle of a pod that passed (or waits at) Permit, as a task.
-    pub(super) fn spawn_binding(self: &Arc<Self>, job: Box<BindingJob>) {
+    pub(super) fn spawn_binding(self: &Arc<Self>, job: BindingJob) {
         let BindingJob {
             fwk,
             state,
@@ -351,7 +397,7 @@ impl Shared {
             wait,
             start,
             ..
-        } = *job;
+        } = job;
         let me = self.clone();
         let metrics = self.metrics.clone();
         metrics.binding_tasks(1);
@@ -864,4 +910,14 @@ impl Shared {
             controller: &profile,
         });
     }
+}
+
+/// The message of a cycle that failed with an error rather than a rejection (a
+/// PodGroup's other pods then fail with it).
+fn failed_with_error(error: &ScheduleError) -> Option<String> {
+    matches!(
+        error,
+        ScheduleError::Internal(_) | ScheduleError::FailedAfterFilter { .. }
+    )
+    .then(|| error.to_string())
 }

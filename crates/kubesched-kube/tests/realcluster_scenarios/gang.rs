@@ -3,7 +3,7 @@
 //! pod short, one that does not fit, one that needs preemption, two gangs competing for
 //! one pool, a gang among single pods, pods naming a PodGroup that does not exist), then
 //! those of `conformance/cases-gangs-topology/` with `TopologyAwareWorkloadScheduling`
-//! on too (PodGroups tried per rack; `run` refuses that gate). For each case the real
+//! on too (PodGroups tried per rack). For each case the real
 //! kube-scheduler, started with `--feature-gates=GenericWorkload=true,GangScheduling=true`
 //! on an API server that serves scheduling.k8s.io/v1alpha2, places the case's objects
 //! (created in order with `kubectl apply`); `kubesched simulate` with the same gates runs
@@ -18,7 +18,7 @@
 //! API server reads the case's PodGroups, which the loader takes; and `kubesched
 //! record`, running through all the cases, writes each PodGroup's creation and deletion.
 //! Then `kubesched run`, with deploy/'s service account, takes kube-scheduler's place
-//! and schedules every case again, compared the same way.
+//! and schedules every case again, with the same gates, compared the same way.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::convert::Infallible;
@@ -35,7 +35,7 @@ use super::{KubeScheduler, kubectl, kubectl_apply, repo_file, until};
 
 const GATES: &str = "GenericWorkload=true,GangScheduling=true";
 
-/// The gates of `conformance/cases-gangs-topology/` (placements; `run` refuses them).
+/// The gates of `conformance/cases-gangs-topology/` (placements).
 const TOPOLOGY_GATES: &str =
     "GenericWorkload=true,GangScheduling=true,TopologyAwareWorkloadScheduling=true";
 
@@ -622,12 +622,30 @@ leaderElection:
     kubectl_apply(cluster, &repo_file("deploy/serviceaccount.yaml"));
     let token = super::service_account_token(cluster, "kube-system", "my-scheduler").await;
     let as_deployed = super::config_with_token(cluster, &token).await;
-    let running = kubesched_kube::Runtime::from_kube_config(&as_deployed, config)
+    for (gates, cases) in [(GATES, &cases), (TOPOLOGY_GATES, &topology)] {
+        let runs = run_cases(cluster, &client, &as_deployed, &config, gates, cases).await;
+        disagreements.extend(runs);
+    }
+    assert!(disagreements.is_empty(), "{}", disagreements.join("\n"));
+}
+
+/// `kubesched run` with `gates` schedules each case, compared with `simulate`: the
+/// disagreements.
+async fn run_cases(
+    cluster: &Cluster,
+    client: &kube::Client,
+    as_deployed: &kube::Config,
+    config: &kubesched_config::KubeSchedulerConfiguration,
+    gates: &str,
+    cases: &[PathBuf],
+) -> Vec<String> {
+    let mut disagreements = Vec::new();
+    let running = kubesched_kube::Runtime::from_kube_config(as_deployed, config.clone())
         .expect("clients")
-        .kubernetes_version(None, vec![GATES.to_string()])
+        .kubernetes_version(None, vec![gates.to_string()])
         .start()
         .await
-        .expect("kubesched run starts with the gang gates");
+        .unwrap_or_else(|e| panic!("kubesched run starts with {gates}: {e}"));
     // kubesched bound each case's pods, not a kube-scheduler left running, and no
     // more than it showed.
     let scheduled = || {
@@ -636,13 +654,13 @@ leaderElection:
             "scheduler_schedule_attempts_total{result=\"scheduled\"",
         ) as usize
     };
-    for case in &cases {
-        let want = simulated(case, GATES);
+    for case in cases {
+        let want = simulated(case, gates);
         let before = scheduled();
-        let got = real(cluster, &client, case, &want, None).await;
+        let got = real(cluster, client, case, &want, None).await;
         if got != want {
             disagreements.push(format!(
-                "{}:\n  kubesched run:      {got:?}\n  kubesched simulate: {want:?}",
+                "{} ({gates}):\n  kubesched run:      {got:?}\n  kubesched simulate: {want:?}",
                 case.display()
             ));
         }
@@ -661,8 +679,8 @@ leaderElection:
                 case.display()
             ));
         }
-        clear(cluster, &client).await;
+        clear(cluster, client).await;
     }
     running.stop().await;
-    assert!(disagreements.is_empty(), "{}", disagreements.join("\n"));
+    disagreements
 }
