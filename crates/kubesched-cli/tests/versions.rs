@@ -171,18 +171,6 @@ fn gang_gates_follow_kube_schedulers_dependencies() {
     );
     one_error(
         &[
-            "run",
-            "--config",
-            &file,
-            "--feature-gates",
-            "GenericWorkload=true",
-            "--kubernetes-version",
-            "1.35",
-        ],
-        "--feature-gates GenericWorkload=true: run schedules gangs as kube-scheduler v1.36 does (PodGroups); under --kubernetes-version 1.35 they are v1alpha1 Workloads, which run does not watch; simulate reads them (docs/gangs-and-quotas.md)",
-    );
-    one_error(
-        &[
             "simulate",
             &file,
             "--kubernetes-version",

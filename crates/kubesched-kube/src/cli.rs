@@ -112,19 +112,11 @@ async fn run_async(args: RunArgs, plugins: Registry) -> Result<(), Failure> {
     use Failure::{Runtime as Fail, Usage};
     // Gate names and the values kubesched implements do not depend on the version:
     // a bad flag is a usage error before anything is contacted.
-    let gates = kubesched_framework::Features::with_gates(
+    kubesched_framework::Features::with_gates(
         kubesched_framework::KubernetesVersion::LATEST,
         args.feature_gates.iter().map(String::as_str),
     )
     .map_err(|e| Usage(format!("--feature-gates: {e}")))?;
-    if gates.generic_workload()
-        && let Some(version) = args.kubernetes_version
-        && version < kubesched_framework::KubernetesVersion::V1_36
-    {
-        return Err(Usage(format!(
-            "--feature-gates GenericWorkload=true: run schedules gangs as kube-scheduler v1.36 does (PodGroups); under --kubernetes-version {version} they are v1alpha1 Workloads, which run does not watch; simulate reads them (docs/gangs-and-quotas.md)"
-        )));
-    }
     let source = args.config.display().to_string();
     let text = std::fs::read_to_string(&args.config)
         .map_err(|e| Usage(format!("{source}: cannot read: {e}")))?;

@@ -267,13 +267,6 @@ impl Runtime {
         };
         let features = Features::with_gates(version, self.feature_gates.iter().map(String::as_str))
             .map_err(|e| RuntimeError::Features(format!("--feature-gates: {e}")))?;
-        // v1.35's gangs are Workloads that the runtime does not watch: its
-        // GangScheduling would hold every gang pod for want of its Workload.
-        if features.generic_workload() && version < KubernetesVersion::V1_36 {
-            return Err(RuntimeError::Features(format!(
-                "--feature-gates GenericWorkload=true: run schedules gangs as kube-scheduler v1.36 does (PodGroups); under v{version} they are v1alpha1 Workloads, which run does not watch ({why}); simulate reads them"
-            )));
-        }
         tracing::info!("{} ({why})", features.describe());
         Ok(features)
     }
@@ -311,7 +304,11 @@ impl Runtime {
         let writer = Arc::new(writer::ApiWriter::new(self.client.clone(), rt.clone()));
         let dra = Arc::new(kubesched_framework::DraState::default());
         let batching = features.enabled("OpportunisticBatching");
+        // v1.36's gangs: PodGroups, scheduled in PodGroup cycles.
         let gangs = features.generic_workload();
+        // v1.35's: Workloads and pods' spec.workloadRef, each pod in its own cycle.
+        let workloads = features.enabled("GenericWorkload")
+            && features.version < kubesched_framework::KubernetesVersion::V1_36;
         let gang_scheduling = features.enabled("GangScheduling");
         let pop_from_backoff = features.enabled("SchedulerPopFromBackoffQ");
         let live = Arc::new(kubesched_framework::LiveObjects::default());
@@ -368,7 +365,7 @@ impl Runtime {
             dra,
             live,
             gangs,
-            gangs || coscheduling || capacity,
+            gangs || workloads || coscheduling || capacity,
         );
         writer.attach(&shared);
         let (stop_tx, stop_rx) = tokio_watch::channel(false);
@@ -408,14 +405,25 @@ impl Runtime {
                 nodes_synced,
                 stop_rx.clone(),
             )),
-            tokio::spawn(watch::run::<k8s_openapi::api::core::v1::Pod>(
+        ];
+        if workloads {
+            // JSON: the protobuf schema has no spec.workloadRef.
+            tasks.push(tokio::spawn(watch::run::<watch::WorkloadRefPod>(
+                shared.clone(),
+                self.client.clone(),
+                watch::Encoding::Json,
+                pods_synced,
+                stop_rx.clone(),
+            )));
+        } else {
+            tasks.push(tokio::spawn(watch::run::<k8s_openapi::api::core::v1::Pod>(
                 shared.clone(),
                 self.client.clone(),
                 encoding,
                 pods_synced,
                 stop_rx.clone(),
-            )),
-        ];
+            )));
+        }
         let mut object_syncs = Vec::new();
         macro_rules! watch_objects {
             ($($t:ty),*) => {$(
@@ -458,7 +466,9 @@ impl Runtime {
                 ResourceClaim
             );
         }
-        if gangs {
+        if workloads {
+            watch_objects!(runtime::WorkloadObject);
+        } else if gangs {
             watch_objects!(runtime::PodGroupObject);
         }
         if coscheduling {

@@ -376,11 +376,22 @@ impl FakeApiServer {
 
     /// Adds (or replaces) a pod; a UID is given when it has none.
     pub fn add_pod(&self, pod: Pod) {
-        let mut v = serde_json::to_value(&pod).expect("pod json");
+        self.add_pod_value(serde_json::to_value(&pod).expect("pod json"));
+    }
+
+    /// Adds (or replaces) a pod given as JSON, with fields k8s-openapi's `Pod` does
+    /// not have (v1.35's `spec.workloadRef`), and tells the watchers.
+    pub fn add_pod_value(&self, mut v: Value) {
         v["apiVersion"] = json!("v1");
         v["kind"] = json!("Pod");
-        let ns = pod.metadata.namespace.clone().unwrap_or("default".into());
-        let name = pod.metadata.name.clone().unwrap_or_default();
+        let ns = v["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or("default")
+            .to_string();
+        let name = v["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         v["metadata"]["namespace"] = json!(ns);
         if v["metadata"]["uid"].is_null() {
             v["metadata"]["uid"] = json!(format!("uid-{ns}-{name}"));

@@ -2,11 +2,14 @@
 //! (PodGroups watched, the PodGroup cycle: all of a gang or none of it, the
 //! `PodGroupScheduled` condition written, and with `TopologyAwareWorkloadScheduling` a
 //! gang tried per rack; the real-cluster test compares the same against the real
-//! kube-scheduler, these run anywhere), and scheduler-plugins' Coscheduling and
-//! CapacityScheduling following their objects as they change.
+//! kube-scheduler, these run anywhere), v1.35's (Workloads, pods joined by
+//! `spec.workloadRef`: the cases of `conformance/cases-gangs-v1.35/` through `run`), and
+//! scheduler-plugins' Coscheduling and CapacityScheduling following their objects as
+//! they change.
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use common::{OURS, one_profile, until};
@@ -366,4 +369,124 @@ async fn capacity_scheduling_holds_a_namespace_to_its_elastic_quota_in_run() {
     );
     assert_eq!(server.node_of("default/big"), None);
     rt.stop().await;
+}
+
+/// The cases of `conformance/cases-gangs-v1.35/` (kube-scheduler v1.35's gangs:
+/// Workloads, pods joined by `spec.workloadRef`, Permit waits) through `run` with
+/// `--kubernetes-version 1.35`, compared with the case's expected lines: each pod's
+/// node, the message of its first FailedScheduling event, or no attempt at all for a
+/// pod GangScheduling's PreEnqueue holds; for the bound pods, how many each node took. All of a case's objects are on the server
+/// before the runtime starts, as `simulate` has them all at one instant. The case
+/// whose gang times out after 5 minutes is left to `simulate`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_agrees_with_the_v1_35_gang_cases() {
+    let folder = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../conformance/cases-gangs-v1.35"
+    );
+    let mut cases: Vec<std::path::PathBuf> = std::fs::read_dir(folder)
+        .expect("the cases' folder")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .filter(|p| !p.to_string_lossy().contains("times-out"))
+        .collect();
+    cases.sort();
+    assert_eq!(cases.len(), 6, "cases in {folder}");
+    let mut disagreements = Vec::new();
+    for case in &cases {
+        disagreements.extend(run_v1_35_case(case).await);
+    }
+    assert!(disagreements.is_empty(), "{}", disagreements.join("\n"));
+}
+
+/// One v1.35 case through `run`: what disagrees with its expected lines.
+async fn run_v1_35_case(case: &std::path::Path) -> Vec<String> {
+    let server = FakeApiServer::start().await;
+    let text = std::fs::read_to_string(case).expect("case");
+    for document in serde_norway::Deserializer::from_str(&text) {
+        let value: serde_json::Value =
+            serde::Deserialize::deserialize(document).expect("a YAML document");
+        match value["kind"].as_str() {
+            Some("Node") => server.add_node(serde_json::from_value(value).expect("node")),
+            Some("Pod") => server.add_pod_value(value),
+            Some("Workload") => server.apply_value(value),
+            Some(other) => panic!("{}: a {other} the test does not create", case.display()),
+            None => {}
+        }
+    }
+    let config = kubesched_config::KubeSchedulerConfiguration::from_yaml_str(
+        "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: false
+",
+        "test.yaml",
+    )
+    .expect("config")
+    .config;
+    let rt = Runtime::new(server.client(), config)
+        .kubernetes_version(
+            Some(KubernetesVersion::V1_35),
+            vec!["GenericWorkload=true,GangScheduling=true".into()],
+        )
+        .start()
+        .await
+        .expect("run takes v1.35's gangs");
+    let expected = std::fs::read_to_string(case.with_extension("expected.jsonl")).expect("lines");
+    let lines: Vec<serde_json::Value> = expected
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let decided = |line: &serde_json::Value| {
+        let pod = line["pod"].as_str().unwrap_or_default();
+        match line["node"].as_str() {
+            Some(_) => server.node_of(pod).is_some(),
+            None if line.get("gated").is_some() => true,
+            None => !server.events_for(pod).is_empty(),
+        }
+    };
+    until(10, "every pod decided", || lines.iter().all(decided)).await;
+    // Give a pod held at PreEnqueue, or one that should stay pending, time to show
+    // otherwise.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (mut got_all, mut want_all) = (Vec::new(), Vec::new());
+    let (mut got_nodes, mut want_nodes) = (BTreeMap::new(), BTreeMap::new());
+    for line in &lines {
+        let pod = line["pod"].as_str().unwrap_or_default();
+        let events: Vec<String> = server.events_for(pod).into_iter().map(|e| e.1).collect();
+        let outcome = |node: Option<&str>, message: Option<&str>| match (node, message) {
+            (Some(_), _) => "bound".to_string(),
+            (None, Some(message)) => format!("{pod} pending: {message}"),
+            (None, None) => format!("{pod} not attempted"),
+        };
+        let node = server.node_of(pod);
+        got_all.push(outcome(node.as_deref(), events.first().map(String::as_str)));
+        want_all.push(outcome(line["node"].as_str(), line["message"].as_str()));
+        *got_nodes.entry(node).or_insert(0) += 1;
+        *want_nodes
+            .entry(line["node"].as_str().map(String::from))
+            .or_insert(0) += 1;
+    }
+    rt.stop().await;
+    // kube-scheduler (and `run`) breaks equal scores at random, `simulate` takes the
+    // first node; the cases' nodes are alike, so what is the same is how many pods
+    // each node took.
+    let counts = |nodes: BTreeMap<Option<String>, usize>| {
+        let mut counts: Vec<usize> = nodes
+            .into_iter()
+            .filter(|(n, _)| n.is_some())
+            .map(|(_, c)| c)
+            .collect();
+        counts.sort();
+        counts
+    };
+    got_all.push(format!("pods per node: {:?}", counts(got_nodes)));
+    want_all.push(format!("pods per node: {:?}", counts(want_nodes)));
+    if got_all == want_all {
+        return Vec::new();
+    }
+    vec![format!(
+        "{}:\n  run:      {got_all:?}\n  expected: {want_all:?}",
+        case.display()
+    )]
 }

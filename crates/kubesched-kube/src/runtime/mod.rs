@@ -33,7 +33,9 @@ mod waiting_pods;
 
 pub use binder::ApiBinder;
 pub(crate) use binder::Unanswered;
-pub(crate) use pod_groups::{ElasticQuotaObject, PodGroupObject, SigsPodGroupObject};
+pub(crate) use pod_groups::{
+    ElasticQuotaObject, PodGroupObject, SigsPodGroupObject, WorkloadObject,
+};
 pub use waiting_pods::WaitingPods;
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

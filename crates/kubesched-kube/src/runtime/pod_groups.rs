@@ -39,6 +39,7 @@ use kubesched_framework::{
     VerdictSoFar, choose_placement, mixed_schedulers_message, pod_group_unschedulable_message,
 };
 use kubesched_plugins::gang_scheduling::pod_group_name;
+use kubesched_plugins::gang_scheduling::v1alpha1::workload_ref;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -132,6 +133,10 @@ untyped_kind!(
     PodGroupObject, "scheduling.k8s.io", "v1alpha2", "PodGroup", "podgroups"
 );
 untyped_kind!(
+    /// A `scheduling.k8s.io/v1alpha1` Workload (kube-scheduler v1.35's gangs).
+    WorkloadObject, "scheduling.k8s.io", "v1alpha1", "Workload", "workloads"
+);
+untyped_kind!(
     /// A scheduler-plugins `scheduling.x-k8s.io/v1alpha1` PodGroup (Coscheduling).
     SigsPodGroupObject, "scheduling.x-k8s.io", "v1alpha1", "PodGroup", "podgroups"
 );
@@ -168,9 +173,17 @@ fn group_key(pod: &PodInfo) -> Option<String> {
     pod_group_name(pod).map(|g| format!("{}/{g}", pod.namespace()))
 }
 
-/// Whether `pod` belongs to a group of either API.
+/// `namespace/name` of the gang object `pod` waits for at PreEnqueue: its v1.36
+/// PodGroup, or its v1.35 Workload.
+fn gang_object_key(pod: &PodInfo) -> Option<String> {
+    group_key(pod).or_else(|| workload_ref(pod).map(|r| format!("{}/{}", pod.namespace(), r.name)))
+}
+
+/// Whether `pod` belongs to a group of any API (a v1.36 PodGroup, a v1.35 Workload's
+/// pod group, a scheduler-plugins PodGroup).
 fn in_some_group(pod: &PodInfo) -> bool {
     pod_group_name(pod).is_some()
+        || workload_ref(pod).is_some()
         || pod
             .pod()
             .metadata
@@ -242,10 +255,11 @@ impl Shared {
         self.live.replace(Arc::new(inner.groups.build()));
     }
 
-    /// Gated pods of the group `key` are checked against PreEnqueue again.
+    /// Gated pods that wait for the gang object `key` (a PodGroup, a Workload) are
+    /// checked against PreEnqueue again.
     fn ungate_group(inner: &mut Inner, key: &str, event: ClusterEvent) {
         inner.queue.move_gated_if(event, |p| {
-            group_key(&p.info.pod_info).as_deref() == Some(key)
+            gang_object_key(&p.info.pod_info).as_deref() == Some(key)
         });
     }
 
@@ -356,12 +370,13 @@ impl Shared {
             o.node_name() == info.node_name()
                 && o.pod().metadata.labels == info.pod().metadata.labels
                 && pod_group_name(o) == pod_group_name(info)
+                && workload_ref(o) == workload_ref(info)
         });
         if counted_before {
             return;
         }
         self.publish_groups(inner);
-        if let Some(group) = group_key(info) {
+        if let Some(group) = gang_object_key(info) {
             Self::ungate_group(inner, &group, ClusterEvent::UNSCHEDULABLE_POD_ADD);
         }
     }
