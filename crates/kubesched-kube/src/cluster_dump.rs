@@ -64,7 +64,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{
-    Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController, Service,
+    Namespace, Node, PersistentVolume, PersistentVolumeClaim, ReplicationController, Service,
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::resource::v1::{
@@ -266,7 +266,8 @@ async fn dump_paged(client: &kube::Client, page_size: u32) -> Result<ClusterDump
     let p = page_size;
     let mut others: Vec<BoxFuture<'_, Result<Listed, DumpError>>> = vec![
         required::<Namespace>(c, p),
-        required::<Pod>(c, p),
+        // With spec.workloadRef (v1.35's gangs), which the loader reads.
+        required::<crate::workload_ref::WorkloadRefPod>(c, p),
         required::<Service>(c, p),
         required::<ReplicationController>(c, p),
         required::<ReplicaSet>(c, p),

@@ -55,6 +55,7 @@ pub mod server_version;
 mod storage;
 pub mod testing;
 pub mod watch;
+mod workload_ref;
 mod writer;
 
 use std::net::SocketAddr;
@@ -408,7 +409,7 @@ impl Runtime {
         ];
         if workloads {
             // JSON: the protobuf schema has no spec.workloadRef.
-            tasks.push(tokio::spawn(watch::run::<watch::WorkloadRefPod>(
+            tasks.push(tokio::spawn(watch::run::<workload_ref::WorkloadRefPod>(
                 shared.clone(),
                 self.client.clone(),
                 watch::Encoding::Json,

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ReplicationController, Service};
+use k8s_openapi::api::core::v1::{Namespace, Node, ReplicationController, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, WatchEvent, WatchParams};
 
@@ -140,7 +140,10 @@ pub async fn record_with_start_hook(
         let api = dynamic_api(client, kind);
         kinds.push(start_kind(api, Names::dynamic(kind), &tx, out, r, true).await?);
     }
-    kinds.push(start_typed::<Pod>(client, &tx, out, r, false).await?);
+    // With spec.workloadRef (v1.35's gangs), which the replay's loader reads.
+    kinds.push(
+        start_typed::<crate::workload_ref::WorkloadRefPod>(client, &tx, out, r, false).await?,
+    );
     out.flush()?;
     drop(tx);
     started(&recorded);

@@ -31,6 +31,7 @@ use crate::outage::Backoff;
 use crate::protobuf::{self, PROTOBUF, WatchEvent};
 use crate::requests::{Requests, decode_error};
 use crate::runtime::Shared;
+use crate::workload_ref::WorkloadRefPod;
 
 /// A kind a list-and-watch loop follows, and what the cache does with what it sees.
 pub(crate) trait Watched:
@@ -74,66 +75,21 @@ impl Watched for Pod {
     }
 }
 
-/// A pod as a v1.35 API server sends it, read with kube-scheduler v1.35's gangs on:
-/// its `spec.workloadRef`, which k8s-openapi's `PodSpec` has no field for, kept in the
-/// annotation GangScheduling reads
-/// ([`WORKLOAD_REF_ANNOTATION`](kubesched_plugins::gang_scheduling::v1alpha1::WORKLOAD_REF_ANNOTATION)),
-/// as the scenario loader keeps it. Decoded from JSON only (the protobuf schema has no
-/// such field), so the runtime lists and watches pods as JSON then.
-#[derive(Clone, Debug)]
-pub(crate) struct WorkloadRefPod(pub(crate) Pod);
-
-impl<'de> serde::Deserialize<'de> for WorkloadRefPod {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use kubesched_plugins::gang_scheduling::v1alpha1::WORKLOAD_REF_ANNOTATION;
-        use serde::de::Error;
-        let mut value = serde_json::Value::deserialize(d)?;
-        let reference = value
-            .get_mut("spec")
-            .and_then(serde_json::Value::as_object_mut)
-            .and_then(|spec| spec.remove("workloadRef"))
-            .filter(|r| !r.is_null());
-        let mut pod: Pod = serde_json::from_value(value).map_err(D::Error::custom)?;
-        // The annotation says only what the spec says: one a user wrote is dropped.
-        let annotations = pod.metadata.annotations.get_or_insert_default();
-        match reference {
-            Some(r) => annotations.insert(WORKLOAD_REF_ANNOTATION.into(), r.to_string()),
-            None => annotations.remove(WORKLOAD_REF_ANNOTATION),
-        };
-        Ok(WorkloadRefPod(pod))
-    }
-}
-
-impl kube::Resource for WorkloadRefPod {
-    type DynamicType = ();
-    type Scope = k8s_openapi::NamespaceResourceScope;
-    fn kind(_: &()) -> std::borrow::Cow<'_, str> {
-        Pod::kind(&())
-    }
-    fn group(_: &()) -> std::borrow::Cow<'_, str> {
-        Pod::group(&())
-    }
-    fn version(_: &()) -> std::borrow::Cow<'_, str> {
-        Pod::version(&())
-    }
-    fn plural(_: &()) -> std::borrow::Cow<'_, str> {
-        Pod::plural(&())
-    }
-    fn meta(&self) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-        &self.0.metadata
-    }
-    fn meta_mut(&mut self) -> &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-        &mut self.0.metadata
-    }
-}
-
+/// Pods with v1.35's gangs on: as [`Pod`], each with its `spec.workloadRef` in the
+/// annotation GangScheduling reads.
 impl Watched for WorkloadRefPod {
     const FIELD_SELECTOR: Option<&'static str> = <Pod as Watched>::FIELD_SELECTOR;
     fn listed(shared: &Shared, items: Vec<Self>) {
-        Pod::listed(shared, items.into_iter().map(|p| p.0).collect());
+        Pod::listed(
+            shared,
+            items
+                .into_iter()
+                .map(WorkloadRefPod::into_annotated)
+                .collect(),
+        );
     }
     fn changed(shared: &Shared, pod: Self, deleted: bool) {
-        Pod::changed(shared, pod.0, deleted);
+        Pod::changed(shared, pod.into_annotated(), deleted);
     }
 }
 
@@ -534,48 +490,5 @@ pub(crate) fn object_key<K: kube::Resource>(o: &K) -> String {
     match &m.namespace {
         Some(ns) => format!("{ns}/{}", m.name.as_deref().unwrap_or("")),
         None => m.name.clone().unwrap_or_default(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::WorkloadRefPod;
-    use kubesched_framework::PodInfo;
-    use kubesched_plugins::gang_scheduling::v1alpha1::{WORKLOAD_REF_ANNOTATION, workload_ref};
-    use serde_json::json;
-
-    fn decoded(pod: serde_json::Value) -> PodInfo {
-        let pod: WorkloadRefPod = serde_json::from_value(pod).expect("a pod");
-        PodInfo::new(std::sync::Arc::new(pod.0)).expect("valid quantities")
-    }
-
-    #[test]
-    fn a_v1_35_pod_keeps_its_workload_reference() {
-        let pod = decoded(json!({
-            "metadata": {"name": "w-1", "namespace": "default"},
-            "spec": {
-                "containers": [{"name": "c"}],
-                "workloadRef": {"name": "job", "podGroup": "workers", "podGroupReplicaKey": "0"},
-            },
-        }));
-        let reference = workload_ref(&pod).expect("kept");
-        assert_eq!(
-            (reference.name.as_str(), reference.pod_group.as_str()),
-            ("job", "workers")
-        );
-        assert_eq!(reference.pod_group_replica_key, "0");
-    }
-
-    #[test]
-    fn an_annotation_without_a_workload_reference_is_dropped() {
-        let pod = decoded(json!({
-            "metadata": {
-                "name": "w-1",
-                "namespace": "default",
-                "annotations": {WORKLOAD_REF_ANNOTATION: "{\"name\":\"job\",\"podGroup\":\"workers\"}"},
-            },
-            "spec": {"containers": [{"name": "c"}]},
-        }));
-        assert_eq!(workload_ref(&pod), None);
     }
 }

@@ -307,3 +307,37 @@ async fn a_gang_or_quota_kind_not_served_or_not_watchable_is_left_out_with_one_w
         assert!(asked <= 2, "{path}: {asked} requests: {requests:?}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_v1_35_pods_workload_reference_is_recorded() {
+    let server = FakeApiServer::start().await;
+    server.add_node(FakeApiServer::node("n1", "4", "8Gi"));
+    let pod = |name: &str| {
+        json!({
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {
+                "workloadRef": {"name": "job", "podGroup": "workers"},
+                "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]
+            }
+        })
+    };
+    server.add_pod_value(pod("at-start"));
+    let (lines, _, text) = recording(&server, async || server.add_pod_value(pod("later"))).await;
+    let references: Vec<(&str, &Value)> = lines
+        .iter()
+        .filter_map(|l| l.get("apply"))
+        .filter(|o| o["kind"] == "Pod")
+        .map(|o| {
+            (
+                o["metadata"]["name"].as_str().unwrap_or(""),
+                &o["spec"]["workloadRef"],
+            )
+        })
+        .collect();
+    let want = json!({"name": "job", "podGroup": "workers"});
+    assert_eq!(references, [("at-start", &want), ("later", &want)]);
+    // The trace, workloadRef and all, reads.
+    let empty = kubesched_sim::scenario::Scenario::default();
+    kubesched_replay::check(&empty, &mut TraceReader::new("t", text.as_bytes()))
+        .expect("the trace reads");
+}

@@ -635,6 +635,32 @@ async fn gang_and_quota_objects_are_dumped_and_loaded_as_from_yaml() {
 }
 
 #[tokio::test]
+async fn a_v1_35_pods_workload_reference_is_dumped_and_loaded() {
+    let server = gang_server().await;
+    server.add_pod_value(json!({
+        "metadata": {"name": "l-1", "namespace": "default"},
+        "spec": {
+            "workloadRef": {"name": "legacy", "podGroup": "workers"},
+            "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]
+        }
+    }));
+    let dump = dump_paged(&server.client(), 2).await.expect("dump");
+    let loaded = load(&dump);
+    let pod = loaded
+        .pods
+        .iter()
+        .find(|p| p.metadata.name.as_deref() == Some("l-1"))
+        .expect("the pod");
+    let info = kubesched_framework::PodInfo::new(pod.clone()).expect("pod");
+    let reference = kubesched_plugins::gang_scheduling::v1alpha1::workload_ref(&info)
+        .expect("the loader kept spec.workloadRef");
+    assert_eq!(
+        (reference.name.as_str(), reference.pod_group.as_str()),
+        ("legacy", "workers")
+    );
+}
+
+#[tokio::test]
 async fn a_gang_or_quota_kind_not_served_or_forbidden_is_left_out_with_a_warning() {
     let server = gang_server().await;
     server.refuse("podgroups.v1alpha1.scheduling.x-k8s.io", 404);
