@@ -703,6 +703,22 @@ impl EventObjects {
         }
     }
 
+    /// An object deleted: the object as it was.
+    pub fn deleted(object: EventObject) -> EventObjects {
+        EventObjects {
+            old: Some(object),
+            new: None,
+        }
+    }
+
+    /// The old object, when it is a pod (the pod deleted, or before an update).
+    pub fn old_pod(&self) -> Option<&PodInfo> {
+        match &self.old {
+            Some(EventObject::Pod(p)) => Some(p),
+            _ => None,
+        }
+    }
+
     /// The new object, when it is a pod.
     pub fn new_pod(&self) -> Option<&PodInfo> {
         match &self.new {

@@ -9,7 +9,7 @@
 
 use kubesched_framework::{
     Code, CycleState, FilterPlugin, HostPortInfo, NodeInfo, Plugin, PodInfo, PreFilterPlugin,
-    PreFilterResult, Snapshot, Status,
+    PreFilterResult, QueueingHint, Snapshot, Status,
 };
 
 /// The plugin's name.
@@ -52,6 +52,34 @@ impl Plugin for NodePorts {
         crate::events::node_ports()
     }
     kubesched_framework::extension_points!(PreFilter, Filter);
+
+    /// kube-scheduler's `isSchedulableAfterPodDeleted`: a pod deleted helps only when
+    /// it was on a node (or nominated to one) and held a host port that conflicts with
+    /// one the pod asks for. A new node always helps (no hint function upstream).
+    fn queueing_hint(
+        &self,
+        pod: &PodInfo,
+        _: &kubesched_framework::ClusterEvent,
+        objects: &kubesched_framework::EventObjects,
+    ) -> QueueingHint {
+        let (Some(deleted), None) = (objects.old_pod(), &objects.new) else {
+            return QueueingHint::Queue;
+        };
+        let nominated = deleted
+            .pod()
+            .status
+            .as_ref()
+            .and_then(|s| s.nominated_node_name.as_deref())
+            .is_some_and(|n| !n.is_empty());
+        if deleted.node_name().is_none() && !nominated {
+            return QueueingHint::QueueSkip;
+        }
+        let mut freed = HostPortInfo::default();
+        for port in deleted.host_ports() {
+            freed.add(port);
+        }
+        QueueingHint::queue_if(pod.host_ports().iter().any(|p| freed.conflicts(p)))
+    }
 }
 
 impl PreFilterPlugin for NodePorts {
@@ -263,5 +291,72 @@ mod tests {
         assert!(run(&wants, &existing_init).unwrap().is_success());
         let sidecar_wants = pod(&[], &[("", "", 80)], true);
         assert!(!run(&sidecar_wants, &existing_sidecar).unwrap().is_success());
+    }
+
+    /// The pod `p` made unscheduled (`nodeName` taken out), nominated to `nominated`
+    /// when given.
+    fn unscheduled(p: &PodInfo, nominated: Option<&str>) -> Arc<PodInfo> {
+        let mut pod = p.pod().clone();
+        if let Some(spec) = pod.spec.as_mut() {
+            spec.node_name = None;
+        }
+        if let Some(node) = nominated {
+            pod.status.get_or_insert_default().nominated_node_name = Some(node.into());
+        }
+        Arc::new(PodInfo::new(Arc::new(pod)).unwrap())
+    }
+
+    // After kube-scheduler's Test_isSchedulableAfterPodDeleted.
+    #[test]
+    fn a_deleted_pod_helps_only_with_a_port_it_held() {
+        use kubesched_framework::{ClusterEvent, EventObject, EventObjects, QueueingHint};
+        let wants = pod(&[("", "TCP", 8080)], &[], false);
+        let hint = |deleted: Option<Arc<PodInfo>>| {
+            let objects = match deleted {
+                Some(p) => EventObjects::deleted(EventObject::Pod(p)),
+                None => EventObjects::NONE,
+            };
+            NodePorts.queueing_hint(&wants, &ClusterEvent::ASSIGNED_POD_DELETE, &objects)
+        };
+        let holder = pod(&[("", "TCP", 8080)], &[], false);
+        assert_eq!(
+            hint(Some(holder.clone())),
+            QueueingHint::Queue,
+            "held the port"
+        );
+        assert_eq!(
+            hint(Some(unscheduled(&holder, None))),
+            QueueingHint::QueueSkip,
+            "never on a node"
+        );
+        assert_eq!(
+            hint(Some(unscheduled(&holder, Some("n")))),
+            QueueingHint::Queue,
+            "nominated"
+        );
+        assert_eq!(
+            hint(Some(pod(&[], &[], false))),
+            QueueingHint::QueueSkip,
+            "no host port"
+        );
+        assert_eq!(
+            hint(Some(pod(&[("", "TCP", 9090)], &[], false))),
+            QueueingHint::QueueSkip,
+            "another port"
+        );
+        assert_eq!(
+            hint(Some(pod(&[("", "UDP", 8080)], &[], false))),
+            QueueingHint::QueueSkip,
+            "another protocol"
+        );
+        assert_eq!(
+            hint(Some(pod(&[("10.0.0.1", "TCP", 8080)], &[], false))),
+            QueueingHint::Queue,
+            "the port on one IP, wanted on all"
+        );
+        assert_eq!(hint(None), QueueingHint::Queue, "no object to look at");
+        let node_added =
+            NodePorts.queueing_hint(&wants, &ClusterEvent::NODE_ADD, &EventObjects::NONE);
+        assert_eq!(node_added, QueueingHint::Queue);
     }
 }

@@ -124,9 +124,13 @@ impl Shared {
             // out: those of lower or equal priority (kube-scheduler's
             // `getLEPriorityPreCheck`).
             let priority = p.spec.as_ref().and_then(|s| s.priority).unwrap_or(0);
+            let objects = match PodInfo::new(p) {
+                Ok(info) => EventObjects::deleted(EventObject::Pod(Arc::new(info))),
+                Err(_) => EventObjects::NONE,
+            };
             inner
                 .queue
-                .move_to_active_or_backoff_if(ClusterEvent::ASSIGNED_POD_DELETE, |q| {
+                .move_with_objects(ClusterEvent::ASSIGNED_POD_DELETE, &objects, |q| {
                     q.info.pod_info.priority() <= priority
                 });
         }
@@ -136,9 +140,10 @@ impl Shared {
                 let node = node.to_string();
                 inner.sched.snapshot_mut().remove_pod(&node, key);
             }
+            let objects = EventObjects::deleted(EventObject::Pod(old));
             inner
                 .queue
-                .move_all_to_active_or_backoff(ClusterEvent::ASSIGNED_POD_DELETE);
+                .move_with_objects(ClusterEvent::ASSIGNED_POD_DELETE, &objects, |_| true);
         }
         self.update_pending_metrics(&inner);
         drop(inner);

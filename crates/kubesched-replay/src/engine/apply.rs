@@ -285,12 +285,16 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
                     .scheduler
                     .snapshot_mut()
                     .remove_pod(node, key);
-                if let Some(old) = removed {
-                    timed.load.request(old.requests(), -1);
-                }
+                let objects = match removed {
+                    Some(old) => {
+                        timed.load.request(old.requests(), -1);
+                        EventObjects::deleted(EventObject::Pod(old))
+                    }
+                    None => EventObjects::NONE,
+                };
                 timed
                     .queue
-                    .move_all_to_active_or_backoff(ClusterEvent::ASSIGNED_POD_DELETE);
+                    .move_with_objects(ClusterEvent::ASSIGNED_POD_DELETE, &objects, |_| true);
             }
         }
     }
@@ -325,10 +329,7 @@ impl<'r, E, F: FnMut(Record) -> Result<(), E>> Engine<'r, F> {
         object: EventObject,
     ) {
         let objects = if action == ActionType::DELETE {
-            EventObjects {
-                old: Some(object),
-                new: None,
-            }
+            EventObjects::deleted(object)
         } else {
             EventObjects::added(object)
         };
