@@ -214,17 +214,19 @@ impl Shared {
             // A pod bound (by us, confirming an assumed pod, or by another scheduler) is
             // an add, as kube-scheduler's informer sees it; a bound pod that changed is
             // one event per kind of change (a status-only change helps no in-tree plugin).
-            let events = match &old {
+            let (events, old) = match old {
                 Some(old) if !was_assumed => {
                     let unchanged = old.pod().metadata.resource_version.is_some()
                         && old.pod().metadata.resource_version == pod.metadata.resource_version;
                     if unchanged {
-                        Vec::new()
+                        (Vec::new(), None)
                     } else {
-                        pod_update_events(old.pod(), &pod)
+                        (pod_update_events(old.pod(), &pod), Some(old))
                     }
                 }
-                _ => vec![ClusterEvent::ASSIGNED_POD_ADD],
+                // An add has no old object, as kube-scheduler's informer passes it (the
+                // assumed pod it confirms included).
+                _ => (vec![ClusterEvent::ASSIGNED_POD_ADD], None),
             };
             let objects = EventObjects {
                 old: old.map(EventObject::Pod),

@@ -34,7 +34,8 @@
 //!
 //! Split as kube-scheduler's plugin is: this module holds the plugin, its args and the
 //! constraints and default selectors both halves share; `filtering` holds PreFilter,
-//! its extensions and Filter; `scoring` holds PreScore, Score and NormalizeScore.
+//! its extensions and Filter; `scoring` holds PreScore, Score and NormalizeScore;
+//! `hints` the queueing hints.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -50,6 +51,7 @@ use crate::label_selector::{Requirement, Selector, no_labels};
 use crate::node_affinity::RequiredNodeAffinity;
 
 mod filtering;
+mod hints;
 mod scoring;
 #[cfg(test)]
 mod tests;
@@ -451,4 +453,16 @@ impl Plugin for PodTopologySpread {
         crate::events::pod_topology_spread()
     }
     kubesched_framework::extension_points!(PreFilter, Filter, PreScore, Score);
+
+    /// `isSchedulableAfterPodChange` and `isSchedulableAfterNodeChange`: a pod event
+    /// helps when it changes what a `DoNotSchedule` constraint counts, a node event
+    /// when the node has every topology key and is new or changed them or its taints.
+    fn queueing_hint(
+        &self,
+        pod: &PodInfo,
+        event: &kubesched_framework::ClusterEvent,
+        objects: &kubesched_framework::EventObjects,
+    ) -> kubesched_framework::QueueingHint {
+        self.hint(pod, event, objects)
+    }
 }
