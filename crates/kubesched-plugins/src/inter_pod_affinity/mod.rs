@@ -36,7 +36,8 @@
 //!
 //! Split as kube-scheduler's plugin is: this module holds the plugin, its args and the
 //! compiled terms both halves share; `filtering` holds PreFilter, its extensions and
-//! Filter; `scoring` holds PreScore, Score and NormalizeScore.
+//! Filter; `scoring` holds PreScore, Score and NormalizeScore; `hints` the queueing
+//! hints.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -48,6 +49,7 @@ use kubesched_framework::{Plugin, PodInfo, Snapshot};
 use crate::label_selector::{Selector, no_labels};
 
 mod filtering;
+mod hints;
 mod scoring;
 #[cfg(test)]
 mod tests;
@@ -322,6 +324,19 @@ impl Plugin for InterPodAffinity {
         crate::events::inter_pod_affinity()
     }
     kubesched_framework::extension_points!(PreFilter, Filter, PreScore, Score);
+
+    /// `isSchedulableAfterPodChange` and `isSchedulableAfterNodeChange`: a pod on a
+    /// node that comes to meet the pod's affinity terms or stops meeting its
+    /// anti-affinity terms helps; a node that gains or moves an affinity term's key,
+    /// or loses or moves an anti-affinity term's key.
+    fn queueing_hint(
+        &self,
+        pod: &PodInfo,
+        event: &kubesched_framework::ClusterEvent,
+        objects: &kubesched_framework::EventObjects,
+    ) -> kubesched_framework::QueueingHint {
+        self.hint(pod, event, objects)
+    }
 }
 
 /// The pod's own pod affinity and anti-affinity terms, as its signature holds them.
