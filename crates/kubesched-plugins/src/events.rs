@@ -110,6 +110,18 @@ pub(crate) fn toleration_change_hint(
     }
 }
 
+/// Whether a deleted pod held a place: it was on a node or nominated to one
+/// (kube-scheduler's hints skip a deleted pod with neither `spec.nodeName` nor
+/// `status.nominatedNodeName`).
+pub(crate) fn held_a_place(deleted: &PodInfo) -> bool {
+    let nominated = deleted
+        .pod()
+        .status
+        .as_ref()
+        .and_then(|s| s.nominated_node_name.as_deref());
+    deleted.node_name().is_some() || nominated.is_some_and(|n| !n.is_empty())
+}
+
 /// NodeName: a new node (the one the pod names).
 pub fn node_name() -> Vec<ClusterEvent> {
     vec![ClusterEvent::NODE_ADD]

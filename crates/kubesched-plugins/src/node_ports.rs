@@ -65,13 +65,7 @@ impl Plugin for NodePorts {
         let (Some(deleted), None) = (objects.old_pod(), &objects.new) else {
             return QueueingHint::Queue;
         };
-        let nominated = deleted
-            .pod()
-            .status
-            .as_ref()
-            .and_then(|s| s.nominated_node_name.as_deref())
-            .is_some_and(|n| !n.is_empty());
-        if deleted.node_name().is_none() && !nominated {
+        if !crate::events::held_a_place(deleted) {
             return QueueingHint::QueueSkip;
         }
         let mut freed = HostPortInfo::default();

@@ -28,6 +28,8 @@ use crate::resource_allocation::{
     resource_columns,
 };
 
+mod hints;
+
 /// The plugin's name.
 pub const NAME: &str = "NodeResourcesFit";
 
@@ -541,62 +543,17 @@ impl Plugin for NodeResourcesFit {
     }
     kubesched_framework::extension_points!(Filter, PreScore, Score, PlacementScore);
 
-    /// kube-scheduler's `isSchedulableAfterNodeChange`: a node added or whose
-    /// allocatable changed helps only when the pod would fit it empty (`isFit`, with
-    /// none of the args' ignored resources ignored, as upstream calls `fitsRequest`),
-    /// and an update only when it raised the allocatable of something the pod
-    /// requests, or the pod count (`haveAnyRequestedResourcesIncreased`). Pod events
-    /// are narrowed where they are sent (a pending pod deleted helps only as a
-    /// nominated one), so they always help here.
+    /// `isSchedulableAfterNodeChange` and `isSchedulableAfterPodEvent` (see the
+    /// `hints` module): a node that the pod would fit empty and that is new or grew in
+    /// something the pod requests; a pod deleted from a node; a pod scaled down.
     fn queueing_hint(
         &self,
         pod: &PodInfo,
         event: &kubesched_framework::ClusterEvent,
         objects: &kubesched_framework::EventObjects,
     ) -> QueueingHint {
-        crate::events::node_change_hint(event, objects, |original, modified| {
-            let mut fits = true;
-            self.for_each_shortfall_ignoring(pod, modified, false, |_| fits = false);
-            if !fits {
-                return QueueingHint::QueueSkip;
-            }
-            match original {
-                None => QueueingHint::Queue,
-                Some(original) => {
-                    QueueingHint::queue_if(requested_resources_increased(pod, original, modified))
-                }
-            }
-        })
+        self.hint(pod, event, objects)
     }
-}
-
-/// kube-scheduler's `haveAnyRequestedResourcesIncreased`: whether the node's pod count
-/// grew, or the allocatable of a resource the pod requests (cpu, memory,
-/// ephemeral-storage, a scalar resource with a non-zero request). A pod that requests
-/// nothing (no scalar resource listed at all) is helped by the pod count alone.
-fn requested_resources_increased(pod: &PodInfo, original: &NodeInfo, modified: &NodeInfo) -> bool {
-    let (req, was, now) = (
-        pod.requests(),
-        original.allocatable(),
-        modified.allocatable(),
-    );
-    if now.allowed_pod_number > was.allowed_pod_number {
-        return true;
-    }
-    if req.milli_cpu == 0
-        && req.memory == 0
-        && req.ephemeral_storage == 0
-        && req.scalar_resources.is_empty()
-    {
-        return false;
-    }
-    (req.milli_cpu > 0 && now.milli_cpu > was.milli_cpu)
-        || (req.memory > 0 && now.memory > was.memory)
-        || (req.ephemeral_storage > 0 && now.ephemeral_storage > was.ephemeral_storage)
-        || req
-            .scalar_resources
-            .iter()
-            .any(|(name, &want)| want != 0 && now.scalar(name) > was.scalar(name))
 }
 
 impl FilterPlugin for NodeResourcesFit {
@@ -892,127 +849,6 @@ mod tests {
                 };
                 assert_eq!(f.score_placement(GROUP, &a, &snapshot), Ok(76));
             }
-        }
-    }
-
-    mod queueing_hint {
-        use super::*;
-        use kubesched_config::args::PluginArgs;
-        use kubesched_framework::build::{NodeBuilder, PodBuilder};
-        use kubesched_framework::events::{ActionType, EventResource};
-        use kubesched_framework::{ClusterEvent, EventObjects};
-
-        fn fit(ignored: &[&str]) -> NodeResourcesFit {
-            let mut args = NodeResourcesFitArgs {
-                ignored_resources: ignored.iter().map(|r| r.to_string()).collect(),
-                ..NodeResourcesFitArgs::default()
-            };
-            args.apply_defaults();
-            NodeResourcesFit::new(args)
-        }
-
-        fn cpu_pod(millis: i64) -> Arc<PodInfo> {
-            PodBuilder::new("default", "p")
-                .cpu_millis(millis)
-                .pod_info()
-                .unwrap()
-        }
-
-        fn node(cpu: i64, memory: i64) -> NodeBuilder {
-            NodeBuilder::new("n")
-                .cpu_millis(cpu)
-                .memory_bytes(memory)
-                .pods(110)
-        }
-
-        fn hint(
-            fit: &NodeResourcesFit,
-            pod: &PodInfo,
-            old: Option<NodeBuilder>,
-            new: NodeBuilder,
-        ) -> QueueingHint {
-            let event = match old {
-                None => ClusterEvent::NODE_ADD,
-                Some(_) => {
-                    ClusterEvent::new(EventResource::Node, ActionType::UPDATE_NODE_ALLOCATABLE)
-                }
-            };
-            let objects = EventObjects::node_change(old.map(|n| n.node()), new.node());
-            fit.queueing_hint(pod, &event, &objects)
-        }
-
-        #[test]
-        fn a_node_added_helps_only_when_the_pod_fits_it_empty() {
-            let (pod, fit) = (cpu_pod(2000), fit(&[]));
-            assert_eq!(
-                hint(&fit, &pod, None, node(1000, 1 << 30)),
-                QueueingHint::QueueSkip
-            );
-            assert_eq!(
-                hint(&fit, &pod, None, node(4000, 1 << 30)),
-                QueueingHint::Queue
-            );
-            // No room for a pod at all.
-            let full = node(4000, 1 << 30).pods(0);
-            assert_eq!(hint(&fit, &pod, None, full), QueueingHint::QueueSkip);
-        }
-
-        #[test]
-        fn an_update_helps_only_when_something_the_pod_requests_grew() {
-            let pod = PodBuilder::new("default", "p")
-                .memory_bytes(1 << 20)
-                .pod_info()
-                .unwrap();
-            let fit = fit(&[]);
-            let before = || node(1000, 1 << 30);
-            // More memory: the pod asks for memory.
-            assert_eq!(
-                hint(&fit, &pod, Some(before()), node(1000, 2 << 30)),
-                QueueingHint::Queue
-            );
-            // More cpu only: the pod asks for none.
-            assert_eq!(
-                hint(&fit, &pod, Some(before()), node(2000, 1 << 30)),
-                QueueingHint::QueueSkip
-            );
-            // Room for more pods helps any pod.
-            assert_eq!(
-                hint(&fit, &pod, Some(before()), before().pods(200)),
-                QueueingHint::Queue
-            );
-        }
-
-        #[test]
-        fn an_ignored_resource_still_counts_in_the_hint_as_upstream_s_isfit_does() {
-            let pod = PodBuilder::new("default", "p")
-                .resource("example.com/foo", 1)
-                .pod_info()
-                .unwrap();
-            let fit = fit(&["example.com/foo"]);
-            // The filter ignores it; the hint (fitsRequest without the args) does not.
-            assert_eq!(
-                hint(&fit, &pod, None, node(1000, 1 << 30)),
-                QueueingHint::QueueSkip
-            );
-            let with_foo = node(1000, 1 << 30).resource("example.com/foo", 2);
-            assert_eq!(hint(&fit, &pod, None, with_foo), QueueingHint::Queue);
-        }
-
-        #[test]
-        fn other_events_and_missing_objects_always_help() {
-            let (pod, fit) = (cpu_pod(2000), fit(&[]));
-            assert_eq!(
-                fit.queueing_hint(&pod, &ClusterEvent::NODE_ADD, &EventObjects::NONE),
-                QueueingHint::Queue
-            );
-            assert_eq!(
-                fit.queueing_hint(
-                    &pod,
-                    &ClusterEvent::ASSIGNED_POD_DELETE,
-                    &EventObjects::NONE
-                ),
-                QueueingHint::Queue
-            );
         }
     }
 }
