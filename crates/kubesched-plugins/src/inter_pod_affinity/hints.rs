@@ -4,7 +4,7 @@
 //! anti-affinity terms; a pod whose terms do not compile is retried on every event.
 
 use kubesched_framework::events::{EventObjects, EventResource};
-use kubesched_framework::{ClusterEvent, NodeInfo, PodInfo, QueueingHint};
+use kubesched_framework::{ClusterEvent, PodInfo, QueueingHint};
 
 use super::{
     AffinityTerm, InterPodAffinity, pod_matches_all_terms, required_affinity_terms,
@@ -42,9 +42,6 @@ fn pod_hint(
     objects: &EventObjects,
 ) -> QueueingHint {
     let (original, modified) = (objects.old_pod(), objects.new_pod());
-    if original.is_none() && modified.is_none() {
-        return QueueingHint::Queue;
-    }
     let unscheduled = |p: Option<&PodInfo>| p.is_some_and(|p| p.node_name().is_none());
     if unscheduled(modified) || unscheduled(original) {
         return QueueingHint::QueueSkip;
@@ -73,33 +70,30 @@ fn node_hint(
     let Some(modified) = objects.new_node() else {
         return QueueingHint::Queue;
     };
-    let value = |n: &NodeInfo, key: &str| {
-        let labels = n.node().metadata.labels.as_ref();
-        labels.and_then(|l| l.get(key)).cloned()
-    };
     let Some(original) = objects.old_node() else {
         let keyed = terms
             .iter()
-            .any(|t| value(modified, &t.topology_key).is_some());
+            .any(|t| modified.label(&t.topology_key).is_some());
         return QueueingHint::queue_if(keyed || !anti_terms.is_empty());
     };
-    let moved = |t: &AffinityTerm| {
-        let (was, now) = (
-            value(original, &t.topology_key),
-            value(modified, &t.topology_key),
-        );
-        matches!((&was, &now), (Some(a), Some(b)) if a != b)
+    // A term's domain on the node before and after the update.
+    let domain = |t: &AffinityTerm| {
+        (
+            original.label(&t.topology_key),
+            modified.label(&t.topology_key),
+        )
     };
-    let gained = |t: &AffinityTerm| {
-        value(original, &t.topology_key).is_none() && value(modified, &t.topology_key).is_some()
-    };
-    let lost = |t: &AffinityTerm| {
-        value(original, &t.topology_key).is_some() && value(modified, &t.topology_key).is_none()
-    };
-    QueueingHint::queue_if(
-        terms.iter().any(|t| gained(t) || moved(t))
-            || anti_terms.iter().any(|t| lost(t) || moved(t)),
-    )
+    let affinity_helped = terms.iter().any(|t| match domain(t) {
+        (None, Some(_)) => true,
+        (Some(was), Some(now)) => was != now,
+        _ => false,
+    });
+    let anti_affinity_helped = anti_terms.iter().any(|t| match domain(t) {
+        (Some(_), None) => true,
+        (Some(was), Some(now)) => was != now,
+        _ => false,
+    });
+    QueueingHint::queue_if(affinity_helped || anti_affinity_helped)
 }
 
 #[cfg(test)]

@@ -11,9 +11,12 @@
 use std::collections::BTreeMap;
 
 use kubesched_framework::events::{ClusterEvent, EventObjects, EventResource};
-use kubesched_framework::{NodeInfo, PodInfo, QueueingHint};
+use kubesched_framework::{PodInfo, QueueingHint};
 
-use super::{Constraint, DO_NOT_SCHEDULE, PodTopologySpread, filter_constraints, pod_labels};
+use super::{
+    Constraint, DO_NOT_SCHEDULE, PodTopologySpread, filter_constraints, node_has_all_keys,
+    pod_labels,
+};
 
 impl PodTopologySpread {
     /// The hint for `event` about `pod` (see the module doc).
@@ -64,9 +67,6 @@ fn matches_some(constraints: &[Constraint], labels: &BTreeMap<String, String>) -
 /// taints.
 fn pod_hint(pod: &PodInfo, constraints: &[Constraint], objects: &EventObjects) -> QueueingHint {
     let (original, modified) = (objects.old_pod(), objects.new_pod());
-    if original.is_none() && modified.is_none() {
-        return QueueingHint::Queue;
-    }
     if modified.is_some_and(|m| !involved(m, pod)) || original.is_some_and(|o| !involved(o, pod)) {
         return QueueingHint::QueueSkip;
     }
@@ -97,35 +97,24 @@ fn pod_hint(pod: &PodInfo, constraints: &[Constraint], objects: &EventObjects) -
     }
 }
 
-/// `nodeLabelsMatchSpreadConstraints`: the node has every constraint's topology key.
-fn has_all_keys(node: &NodeInfo, constraints: &[Constraint]) -> bool {
-    let labels = node.node().metadata.labels.as_ref();
-    constraints
-        .iter()
-        .all(|c| labels.is_some_and(|l| l.contains_key(&c.topology_key)))
-}
-
-/// `isSchedulableAfterNodeChange`: a node added helps when it has every topology key;
+/// `isSchedulableAfterNodeChange` (`nodeLabelsMatchSpreadConstraints` is
+/// [`node_has_all_keys`]): a node added helps when it has every topology key;
 /// an update when it gains or loses one, or, having them all, changes a key's value or
 /// its taints. (A node deleted reaches here without the node, and helps.)
 fn node_hint(constraints: &[Constraint], objects: &EventObjects) -> QueueingHint {
     let Some(modified) = objects.new_node() else {
         return QueueingHint::Queue;
     };
-    let now = has_all_keys(modified, constraints);
+    let now = node_has_all_keys(modified, constraints);
     let Some(original) = objects.old_node() else {
         return QueueingHint::queue_if(now);
     };
-    if has_all_keys(original, constraints) != now {
+    if node_has_all_keys(original, constraints) != now {
         return QueueingHint::Queue;
     }
-    let value = |n: &NodeInfo, key: &str| {
-        let labels = n.node().metadata.labels.as_ref();
-        labels.and_then(|l| l.get(key)).cloned()
-    };
     let key_changed = constraints
         .iter()
-        .any(|c| value(original, &c.topology_key) != value(modified, &c.topology_key));
+        .any(|c| original.label(&c.topology_key) != modified.label(&c.topology_key));
     QueueingHint::queue_if(now && (key_changed || original.taints() != modified.taints()))
 }
 
